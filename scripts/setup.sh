@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Creates .venv (if missing) and installs cupellation with its development tools.
+# Sourced by demo.sh and test.sh; safe to run again.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+python="${PYTHON:-python3}"
+if [ ! -x "$root/.venv/bin/python" ]; then
+  "$python" -m venv "$root/.venv"
+fi
+"$root/.venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
+"$root/.venv/bin/python" -m pip install --quiet --disable-pip-version-check -e "$root[dev,cli]"

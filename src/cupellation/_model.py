@@ -1,0 +1,545 @@
+"""The Cupel data model: ContextItem, ContextKind, ContextSource, ContextBudget,
+OverflowStrategy and ScoredItem (``spec/src/data-model``)."""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from types import MappingProxyType
+from typing import Any, ClassVar, NamedTuple, Self, overload
+
+from .exceptions import DecodeError, InvalidTypeError, InvalidValueError
+
+__all__ = [
+    "ContextBudget",
+    "ContextItem",
+    "ContextKind",
+    "ContextSource",
+    "OverflowStrategy",
+    "ScoredItem",
+    "ScoredItems",
+    "ascii_fold",
+    "format_timestamp",
+    "parse_timestamp",
+]
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def ascii_fold(text: str) -> str:
+    """Lower-case ASCII letters only, as the specification's comparisons require.
+
+    ``str.lower`` would also fold non-ASCII letters ("É" to "é"), which the
+    specification does not do.
+    """
+    return text.translate(_ASCII_LOWER)
+
+
+class _FoldedName:
+    """An extensible string enumeration compared with ASCII case folding."""
+
+    __slots__ = ("_folded", "value")
+    _field: ClassVar[str] = "name"
+    value: str
+    _folded: str
+
+    def __init__(self, value: str | _FoldedName) -> None:
+        if isinstance(value, _FoldedName):
+            value = value.value
+        if not isinstance(value, str):
+            raise InvalidTypeError(self._field, value, "a string")
+        if not value.strip():
+            raise InvalidValueError(self._field, value, "must not be empty or whitespace-only")
+        object.__setattr__(self, "value", value)
+        object.__setattr__(self, "_folded", ascii_fold(value))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, type(self)):
+            return self._folded == other._folded
+        if isinstance(other, str):
+            return self._folded == ascii_fold(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._folded)
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.value!r})"
+
+    def __reduce__(self) -> tuple[type[Self], tuple[str]]:
+        return (type(self), (self.value,))
+
+    @property
+    def folded(self) -> str:
+        """The ASCII-folded form used for comparison and hashing."""
+        return self._folded
+
+
+class ContextKind(_FoldedName):
+    """The kind of a context item; extensible, compared case-insensitively.
+
+    Well-known values are class attributes: ``ContextKind.MESSAGE`` and so on.
+    ``ContextKind("message") == ContextKind.MESSAGE == "MESSAGE"``.
+    """
+
+    __slots__ = ()
+    _field = "kind"
+    MESSAGE: ClassVar[ContextKind]
+    DOCUMENT: ClassVar[ContextKind]
+    TOOL_OUTPUT: ClassVar[ContextKind]
+    MEMORY: ClassVar[ContextKind]
+    SYSTEM_PROMPT: ClassVar[ContextKind]
+
+
+ContextKind.MESSAGE = ContextKind("Message")
+ContextKind.DOCUMENT = ContextKind("Document")
+ContextKind.TOOL_OUTPUT = ContextKind("ToolOutput")
+ContextKind.MEMORY = ContextKind("Memory")
+ContextKind.SYSTEM_PROMPT = ContextKind("SystemPrompt")
+
+
+class ContextSource(_FoldedName):
+    """The origin of a context item; extensible, compared case-insensitively."""
+
+    __slots__ = ()
+    _field = "source"
+    CHAT: ClassVar[ContextSource]
+    TOOL: ClassVar[ContextSource]
+    RAG: ClassVar[ContextSource]
+
+
+ContextSource.CHAT = ContextSource("Chat")
+ContextSource.TOOL = ContextSource("Tool")
+ContextSource.RAG = ContextSource("Rag")
+
+
+def _check_int(field_name: str, value: Any, *, optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    # bool is an int subclass; a token count of True is a bug, not 1.
+    if type(value) is not int and not (isinstance(value, int) and not isinstance(value, bool)):
+        raise InvalidTypeError(field_name, value, "an integer" + (" or None" if optional else ""))
+
+
+def _check_aware(field_name: str, value: Any) -> datetime | None:
+    if value is None:
+        return None
+    if not isinstance(value, datetime):
+        raise InvalidTypeError(field_name, value, "a timezone-aware datetime or None")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise InvalidValueError(field_name, value, "must be timezone-aware (UTC semantics)")
+    return value if value.tzinfo is UTC else value.astimezone(UTC)
+
+
+def format_timestamp(value: datetime) -> str:
+    """ISO 8601 in UTC with a ``Z`` suffix; microseconds only when non-zero."""
+    text = value.astimezone(UTC).replace(tzinfo=None).isoformat()
+    return text + "Z"
+
+
+def parse_timestamp(text: str, *, field_name: str = "timestamp") -> datetime:
+    """Parse an ISO 8601 timestamp that carries an offset (``Z`` or ``+hh:mm``)."""
+    if not isinstance(text, str):
+        raise DecodeError(field_name, text, "must be an ISO 8601 string")
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        raise DecodeError(field_name, text, "is not an ISO 8601 timestamp") from None
+    if parsed.tzinfo is None:
+        raise DecodeError(field_name, text, "must carry a UTC offset such as 'Z'")
+    return parsed.astimezone(UTC)
+
+
+_EMPTY_METADATA: Mapping[str, Any] = MappingProxyType({})
+
+
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class ContextItem:
+    """One piece of context that may go into the window (immutable).
+
+    ``kind`` and ``source`` accept plain strings; ``tags`` is stored as a tuple
+    and ``metadata`` as a read-only mapping holding a copy of what was passed,
+    so neither can be changed through the item. Items compare by value; the
+    pipeline itself tracks them by identity. Invalid values raise
+    :class:`~cupellation.exceptions.InvalidValueError` or
+    :class:`~cupellation.exceptions.InvalidTypeError` naming the field.
+    """
+
+    content: str
+    tokens: int
+    kind: ContextKind
+    source: ContextSource
+    priority: int | None
+    tags: tuple[str, ...]
+    metadata: Mapping[str, Any] = field(hash=False)
+    timestamp: datetime | None
+    future_relevance_hint: float | None
+    pinned: bool
+    original_tokens: int | None
+
+    def __init__(
+        self,
+        content: str,
+        tokens: int,
+        kind: ContextKind | str = ContextKind.MESSAGE,
+        source: ContextSource | str = ContextSource.CHAT,
+        priority: int | None = None,
+        tags: Iterable[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        timestamp: datetime | None = None,
+        future_relevance_hint: float | None = None,
+        pinned: bool = False,
+        original_tokens: int | None = None,
+    ) -> None:
+        set_ = object.__setattr__
+        if not isinstance(content, str):
+            raise InvalidTypeError("content", content, "a non-empty string")
+        if not content:
+            raise InvalidValueError("content", content, "must be a non-empty string")
+        set_(self, "content", content)
+        _check_int("tokens", tokens)
+        set_(self, "tokens", tokens)
+        set_(self, "kind", kind if type(kind) is ContextKind else ContextKind(kind))
+        set_(self, "source", source if type(source) is ContextSource else ContextSource(source))
+        _check_int("priority", priority, optional=True)
+        set_(self, "priority", priority)
+        if type(tags) is not tuple:
+            if isinstance(tags, str) or not isinstance(tags, Iterable):
+                raise InvalidTypeError("tags", tags, "a sequence of strings")
+            tags = tuple(tags)
+        for tag in tags:
+            if not isinstance(tag, str):
+                raise InvalidTypeError("tags", tag, "a string")
+        set_(self, "tags", tags)
+        if not metadata:
+            if metadata is not None and not isinstance(metadata, Mapping):
+                raise InvalidTypeError("metadata", metadata, "a mapping of str to any")
+            set_(self, "metadata", _EMPTY_METADATA)
+        else:
+            if not isinstance(metadata, Mapping):
+                raise InvalidTypeError("metadata", metadata, "a mapping of str to any")
+            for key in metadata:
+                if not isinstance(key, str):
+                    raise InvalidTypeError("metadata key", key, "a string")
+            set_(self, "metadata", MappingProxyType(dict(metadata)))
+        set_(self, "timestamp", None if timestamp is None else _check_aware("timestamp", timestamp))
+        if future_relevance_hint is not None:
+            if isinstance(future_relevance_hint, bool) or not isinstance(
+                    future_relevance_hint, int | float):
+                raise InvalidTypeError("future_relevance_hint", future_relevance_hint,
+                                       "a float or None")
+            future_relevance_hint = float(future_relevance_hint)
+        set_(self, "future_relevance_hint", future_relevance_hint)
+        if not isinstance(pinned, bool):
+            raise InvalidTypeError("pinned", pinned, "a bool")
+        set_(self, "pinned", pinned)
+        _check_int("original_tokens", original_tokens, optional=True)
+        set_(self, "original_tokens", original_tokens)
+
+    def __hash__(self) -> int:
+        # metadata values may be unhashable; the other fields identify an item well.
+        return hash(
+            (self.content, self.tokens, self.kind, self.source, self.priority, self.tags,
+             self.timestamp, self.future_relevance_hint, self.pinned, self.original_tokens)
+        )
+
+    # -- JSON ---------------------------------------------------------------
+
+    def to_json(self) -> dict[str, Any]:
+        """The seed's JSON shape: ``content``, ``tokens`` and ``kind`` always;
+        every other field only when it differs from its default (never null)."""
+        out: dict[str, Any] = {"content": self.content, "tokens": self.tokens,
+                               "kind": self.kind.value}
+        if self.source != ContextSource.CHAT or self.source.value != "Chat":
+            out["source"] = self.source.value
+        if self.priority is not None:
+            out["priority"] = self.priority
+        if self.tags:
+            out["tags"] = list(self.tags)
+        if self.metadata:
+            out["metadata"] = dict(self.metadata)
+        if self.timestamp is not None:
+            out["timestamp"] = format_timestamp(self.timestamp)
+        if self.future_relevance_hint is not None:
+            out["futureRelevanceHint"] = self.future_relevance_hint
+        if self.pinned:
+            out["pinned"] = True
+        if self.original_tokens is not None:
+            out["originalTokens"] = self.original_tokens
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ContextItem:
+        """Build an item from the seed's JSON shape; unknown keys are ignored.
+
+        Raises :class:`~cupellation.exceptions.DecodeError` naming the field
+        for a missing or mistyped value.
+        """
+        if not isinstance(data, Mapping):
+            raise DecodeError("item", data, "must be a JSON object")
+        if "content" not in data:
+            raise DecodeError("content", None, "is required")
+        if "tokens" not in data:
+            raise DecodeError("tokens", None, "is required")
+        timestamp = data.get("timestamp")
+        try:
+            return cls(
+                content=data["content"],
+                tokens=data["tokens"],
+                kind=ContextKind(data.get("kind", "Message")),
+                source=ContextSource(data.get("source", "Chat")),
+                priority=data.get("priority"),
+                tags=tuple(data.get("tags", ())),
+                metadata=data.get("metadata"),
+                timestamp=None if timestamp is None else parse_timestamp(timestamp),
+                future_relevance_hint=data.get("futureRelevanceHint"),
+                pinned=data.get("pinned", False),
+                original_tokens=data.get("originalTokens"),
+            )
+        except (InvalidValueError, InvalidTypeError) as exc:
+            raise DecodeError(exc.field, exc.value, exc.problem) from exc
+
+
+def _check_nonneg_int(field_name: str, value: Any) -> None:
+    _check_int(field_name, value)
+    if value < 0:
+        raise InvalidValueError(field_name, value, "must be >= 0")
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class ContextBudget:
+    """Token budget constraints, validated at construction (all seven rules).
+
+    ``reserved_slots`` keys may be given as strings; they are stored as
+    :class:`ContextKind`, so lookups are case-insensitive.
+    """
+
+    max_tokens: int
+    target_tokens: int
+    output_reserve: int
+    reserved_slots: Mapping[ContextKind, int] = field(hash=False)
+    estimation_safety_margin_percent: float
+
+    def __init__(
+        self,
+        max_tokens: int,
+        target_tokens: int,
+        output_reserve: int = 0,
+        reserved_slots: Mapping[ContextKind, int] | Mapping[str, int] | None = None,
+        estimation_safety_margin_percent: float = 0.0,
+    ) -> None:
+        set_ = object.__setattr__
+        _check_nonneg_int("max_tokens", max_tokens)
+        _check_nonneg_int("target_tokens", target_tokens)
+        if target_tokens > max_tokens:
+            raise InvalidValueError(
+                "target_tokens", target_tokens, f"must be <= max_tokens ({max_tokens})"
+            )
+        _check_nonneg_int("output_reserve", output_reserve)
+        if output_reserve > max_tokens:
+            raise InvalidValueError(
+                "output_reserve", output_reserve, f"must be <= max_tokens ({max_tokens})"
+            )
+        margin = estimation_safety_margin_percent
+        if isinstance(margin, bool) or not isinstance(margin, int | float):
+            raise InvalidTypeError("estimation_safety_margin_percent", margin, "a float")
+        if not (0.0 <= margin <= 100.0):  # also rejects NaN
+            raise InvalidValueError(
+                "estimation_safety_margin_percent", margin, "must be within [0.0, 100.0]"
+            )
+        slots = {} if reserved_slots is None else reserved_slots
+        if not isinstance(slots, Mapping):
+            raise InvalidTypeError("reserved_slots", slots, "a mapping of kind to int")
+        normalised: dict[ContextKind, int] = {}
+        for key, count in slots.items():
+            kind = ContextKind(key)
+            _check_int(f"reserved_slots[{kind.value!r}]", count)
+            if count < 0:
+                raise InvalidValueError(f"reserved_slots[{kind.value!r}]", count, "must be >= 0")
+            normalised[kind] = count
+        set_(self, "max_tokens", max_tokens)
+        set_(self, "target_tokens", target_tokens)
+        set_(self, "output_reserve", output_reserve)
+        set_(self, "reserved_slots", MappingProxyType(normalised))
+        set_(self, "estimation_safety_margin_percent", float(margin))
+
+    def __hash__(self) -> int:
+        return hash((self.max_tokens, self.target_tokens, self.output_reserve,
+                     tuple(sorted((k.folded, v) for k, v in self.reserved_slots.items())),
+                     self.estimation_safety_margin_percent))
+
+    def reserved_for(self, kind: ContextKind | str) -> int:
+        """Reserved slots for ``kind`` (case-insensitive), 0 when none."""
+        return self.reserved_slots.get(ContextKind(kind), 0)
+
+    def effective(self, pinned_tokens: int) -> ContextBudget:
+        """The slicer's budget, exactly as ``COMPUTE-EFFECTIVE-BUDGET``.
+
+        Only ``max_tokens`` and ``target_tokens`` are carried over.
+        """
+        effective_max = max(0, self.max_tokens - self.output_reserve - pinned_tokens)
+        effective_target = min(max(0, self.target_tokens - pinned_tokens), effective_max)
+        return ContextBudget(max_tokens=effective_max, target_tokens=effective_target)
+
+    def to_json(self) -> dict[str, Any]:
+        """camelCase JSON, as the specification names the fields."""
+        out: dict[str, Any] = {"maxTokens": self.max_tokens, "targetTokens": self.target_tokens}
+        if self.output_reserve:
+            out["outputReserve"] = self.output_reserve
+        if self.reserved_slots:
+            out["reservedSlots"] = {k.value: v for k, v in self.reserved_slots.items()}
+        if self.estimation_safety_margin_percent:
+            out["estimationSafetyMarginPercent"] = self.estimation_safety_margin_percent
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ContextBudget:
+        """Inverse of :meth:`to_json`."""
+        if not isinstance(data, Mapping):
+            raise DecodeError("budget", data, "must be a JSON object")
+        for required in ("maxTokens", "targetTokens"):
+            if required not in data:
+                raise DecodeError(required, None, "is required")
+        try:
+            return cls(
+                max_tokens=data["maxTokens"],
+                target_tokens=data["targetTokens"],
+                output_reserve=data.get("outputReserve", 0),
+                reserved_slots=dict(data.get("reservedSlots", {})),
+                estimation_safety_margin_percent=data.get("estimationSafetyMarginPercent", 0.0),
+            )
+        except (InvalidValueError, InvalidTypeError) as exc:
+            raise DecodeError(exc.field, exc.value, exc.problem) from exc
+
+
+class OverflowStrategy(enum.Enum):
+    """What the Place stage does when the merged selection exceeds ``targetTokens``."""
+
+    THROW = "Throw"
+    TRUNCATE = "Truncate"
+    PROCEED = "Proceed"
+
+    @classmethod
+    def parse(cls, value: OverflowStrategy | str) -> OverflowStrategy:
+        """Accept a member or its name in any ASCII case (``"truncate"``)."""
+        if isinstance(value, OverflowStrategy):
+            return value
+        if isinstance(value, str):
+            for member in cls:
+                if member.value.lower() == ascii_fold(value):
+                    return member
+        raise InvalidValueError(
+            "overflow_strategy", value, "must be one of 'Throw', 'Truncate', 'Proceed'"
+        )
+
+
+class ScoredItem(NamedTuple):
+    """A context item with its relevance score (an immutable pair).
+
+    A named tuple rather than a dataclass: the pipeline builds one per
+    candidate, and tuple construction is several times cheaper.
+    """
+
+    item: ContextItem
+    score: float
+
+
+class ScoredItems(Sequence[ScoredItem]):
+    """An immutable sequence of :class:`ScoredItem` backed by two parallel lists.
+
+    The pipeline hands stages this instead of a list of pairs: ``items`` and
+    ``scores`` can be read directly (no pair is built per item), while code
+    that iterates or indexes still sees ordinary ``ScoredItem`` values. The
+    constructor checks that both lists have the same length, that every item
+    is a :class:`ContextItem` and that every score is a finite number.
+    """
+
+    __slots__ = ("_items", "_scores")
+    _items: list[ContextItem]
+    _scores: list[float]
+
+    def __init__(self, items: Iterable[ContextItem], scores: Iterable[float]) -> None:
+        item_list = list(items)
+        score_list = [check_finite(f"scores[{k}]", s) for k, s in enumerate(scores)]
+        if len(item_list) != len(score_list):
+            raise InvalidValueError(
+                "scores", len(score_list), f"must have one score per item ({len(item_list)})"
+            )
+        for k, item in enumerate(item_list):
+            if not isinstance(item, ContextItem):
+                raise InvalidTypeError(f"items[{k}]", item, "a ContextItem")
+        self._items = item_list
+        self._scores = score_list
+
+    @classmethod
+    def _trusted(cls, items: list[ContextItem], scores: list[float]) -> ScoredItems:
+        """Wrap lists the pipeline has already validated, without copying them."""
+        self = cls.__new__(cls)
+        self._items = items
+        self._scores = scores
+        return self
+
+    @property
+    def items(self) -> Sequence[ContextItem]:
+        """The items, in order (read-only view)."""
+        return self._items
+
+    @property
+    def scores(self) -> Sequence[float]:
+        """The scores, in order (read-only view)."""
+        return self._scores
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @overload
+    def __getitem__(self, index: int) -> ScoredItem: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> ScoredItems: ...
+
+    def __getitem__(self, index: int | slice) -> ScoredItem | ScoredItems:
+        if isinstance(index, slice):
+            return ScoredItems._trusted(self._items[index], self._scores[index])
+        return ScoredItem(self._items[index], self._scores[index])
+
+    def __iter__(self) -> Iterator[ScoredItem]:
+        return map(ScoredItem, self._items, self._scores)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ScoredItems):
+            return self._items == other._items and self._scores == other._scores
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"ScoredItems({len(self)} items)"
+
+
+def check_finite(field_name: str, value: Any) -> float:
+    """Return ``value`` as a float, rejecting bools, non-numbers, NaN and infinities."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidTypeError(field_name, value, "a finite number")
+    result = float(value)
+    if not math.isfinite(result):
+        raise InvalidValueError(field_name, value, "must be finite")
+    return result
+
+
+def items_tokens(items: Sequence[ContextItem]) -> int:
+    """Sum of ``tokens`` over ``items``."""
+    return sum(item.tokens for item in items)

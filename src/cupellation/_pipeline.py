@@ -1,0 +1,564 @@
+"""The fixed six-stage pipeline (``spec/src/pipeline*``): Classify, Score,
+Deduplicate, Sort, Slice, Place — emitting the event stream as it runs."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from bisect import bisect_right
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from itertools import accumulate
+from typing import Any
+
+import numpy as np
+
+from ._collectors import NULL_COLLECTOR, DiagnosticTraceCollector, TraceCollector, TraceDetailLevel
+from ._events import (
+    CountShortfall,
+    ItemExcluded,
+    ItemIncluded,
+    Overflow,
+    PipelineEvent,
+    PipelineStage,
+    RunCompleted,
+    RunFailed,
+    RunStarted,
+    StageCompleted,
+)
+from ._model import ContextBudget, ContextItem, OverflowStrategy, ScoredItems
+from ._reasons import (
+    BudgetExceeded,
+    CountCapExceeded,
+    Deduplicated,
+    ExclusionReason,
+    InclusionReason,
+    NegativeTokens,
+    PinnedOverride,
+)
+from ._report import SelectionReport
+from .exceptions import (
+    BudgetOverflowError,
+    ConfigurationError,
+    InvalidTypeError,
+    PinnedBudgetError,
+    PipelineError,
+    ScorerError,
+)
+from .placing import ChronologicalPlacer, Placer
+from .scoring import Scorer
+from .slicing import GreedySlice, SliceOutcome, Slicer, slice_with_details
+
+__all__ = ["Pipeline"]
+
+_CLASSIFY = PipelineStage.CLASSIFY
+_SCORE = PipelineStage.SCORE
+_DEDUPLICATE = PipelineStage.DEDUPLICATE
+_SORT = PipelineStage.SORT
+_SLICE = PipelineStage.SLICE
+_PLACE = PipelineStage.PLACE
+
+
+def _ms(start: float) -> float:
+    return (time.perf_counter() - start) * 1000.0
+
+
+def _name(strategy: object) -> str:
+    return type(strategy).__name__
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class Pipeline:
+    """A configured Cupel pipeline: immutable, reusable and safe to share.
+
+    Configure it once, then call :meth:`run` per request with the candidates,
+    optionally a budget (overriding ``budget``) and a collector::
+
+        pipeline = Pipeline(scorer=RecencyScorer(), budget=ContextBudget(8000, 6000))
+        window = pipeline.run(candidates)
+
+    ``slicer`` defaults to :class:`GreedySlice`, ``placer`` to
+    :class:`ChronologicalPlacer`; ``with_*`` methods return modified copies.
+    """
+
+    scorer: Scorer
+    slicer: Slicer
+    placer: Placer
+    deduplication: bool
+    overflow_strategy: OverflowStrategy
+    budget: ContextBudget | None
+
+    def __init__(
+        self,
+        scorer: Scorer,
+        slicer: Slicer | None = None,
+        placer: Placer | None = None,
+        *,
+        deduplication: bool = True,
+        overflow_strategy: OverflowStrategy | str = OverflowStrategy.THROW,
+        budget: ContextBudget | None = None,
+    ) -> None:
+        slicer = GreedySlice() if slicer is None else slicer
+        placer = ChronologicalPlacer() if placer is None else placer
+        if not callable(getattr(scorer, "score_all", None)):
+            raise ConfigurationError("scorer", scorer, "must have a score_all(items) method")
+        if not callable(getattr(slicer, "slice", None)):
+            raise ConfigurationError("slicer", slicer, "must have a slice(scored, budget) method")
+        if not callable(getattr(placer, "place", None)):
+            raise ConfigurationError("placer", placer, "must have a place(items) method")
+        if not isinstance(deduplication, bool):
+            raise InvalidTypeError("deduplication", deduplication, "a bool")
+        if budget is not None and not isinstance(budget, ContextBudget):
+            raise InvalidTypeError("budget", budget, "a ContextBudget or None")
+        set_ = object.__setattr__
+        set_(self, "scorer", scorer)
+        set_(self, "slicer", slicer)
+        set_(self, "placer", placer)
+        set_(self, "deduplication", deduplication)
+        set_(self, "overflow_strategy", OverflowStrategy.parse(overflow_strategy))
+        set_(self, "budget", budget)
+
+    # -- configuration ------------------------------------------------------------
+
+    def with_budget(self, budget: ContextBudget) -> Pipeline:
+        """A copy with ``budget`` as the default budget."""
+        return replace(self, budget=budget)
+
+    def with_scorer(self, scorer: Scorer) -> Pipeline:
+        """A copy with another scorer."""
+        return replace(self, scorer=scorer)
+
+    def with_slicer(self, slicer: Slicer) -> Pipeline:
+        """A copy with another slicer."""
+        return replace(self, slicer=slicer)
+
+    def with_placer(self, placer: Placer) -> Pipeline:
+        """A copy with another placer."""
+        return replace(self, placer=placer)
+
+    def with_overflow_strategy(self, strategy: OverflowStrategy | str) -> Pipeline:
+        """A copy with another overflow strategy."""
+        return replace(self, overflow_strategy=OverflowStrategy.parse(strategy))
+
+    def with_deduplication(self, enabled: bool) -> Pipeline:
+        """A copy with deduplication switched on or off."""
+        return replace(self, deduplication=enabled)
+
+    def describe(self) -> dict[str, Any]:
+        """The configuration as JSON-native values (carried by ``run_started``)."""
+        return {
+            "scorer": repr(self.scorer),
+            "slicer": repr(self.slicer),
+            "placer": repr(self.placer),
+            "deduplication": self.deduplication,
+            "overflow_strategy": self.overflow_strategy.value,
+        }
+
+    # -- running -------------------------------------------------------------------
+
+    def dry_run(
+        self, candidates: Iterable[ContextItem], budget: ContextBudget | None = None
+    ) -> SelectionReport:
+        """Run with an Item-level diagnostic collector and return only the report.
+
+        Errors (pinned items over budget, Throw overflow) still raise.
+        """
+        collector = DiagnosticTraceCollector(TraceDetailLevel.ITEM)
+        self.run(candidates, budget, collector)
+        return collector.build_report()
+
+    def run(
+        self,
+        candidates: Iterable[ContextItem],
+        budget: ContextBudget | None = None,
+        collector: TraceCollector | None = None,
+    ) -> list[ContextItem]:
+        """Select and order the candidates that fit ``budget``; returns the window.
+
+        ``budget`` defaults to the pipeline's own. ``collector`` receives the
+        run's events (none are built for the default null collector).
+
+        Raises :class:`~cupellation.exceptions.PinnedBudgetError` when pinned
+        items alone exceed ``max_tokens - output_reserve``,
+        :class:`~cupellation.exceptions.BudgetOverflowError` under the Throw
+        strategy, :class:`~cupellation.exceptions.ScorerError` for NaN or
+        infinite scores and :class:`~cupellation.exceptions.InvalidTypeError`
+        for a candidate that is not a ContextItem. A failed run still emits
+        ``run_failed``.
+        """
+        resolved = budget if budget is not None else self.budget
+        if resolved is None:
+            raise ConfigurationError("budget", None, "pass a budget to run() or to Pipeline()")
+        if not isinstance(resolved, ContextBudget):
+            raise InvalidTypeError("budget", resolved, "a ContextBudget")
+        if collector is None:
+            collector = NULL_COLLECTOR
+        items = candidates if isinstance(candidates, list | tuple) else list(candidates)
+        if not collector.is_enabled:
+            return _Run(self, items, resolved, collector, "").execute()
+        run_id = uuid.uuid4().hex
+        run = _Run(self, items, resolved, collector, run_id)
+        start = time.perf_counter()
+        try:
+            return run.execute()
+        except BaseException as exc:
+            collector.record_stage_event(RunFailed(
+                run_id, run.stage, type(exc).__name__, str(exc), _ms(start)
+            ))
+            raise
+
+
+class _Run:
+    """The state of one pipeline run; ``execute`` walks the six stages.
+
+    Items travel as parallel lists (items, scores, candidate indices) rather
+    than as pairs, and item events are built in batches with
+    ``tuple.__new__``: both matter at 100,000 candidates, and the null path
+    builds none of it.
+    """
+
+    __slots__ = ("budget", "candidates", "collector", "enabled", "items_on", "pipeline",
+                 "record_items", "run_id", "stage")
+
+    def __init__(self, pipeline: Pipeline, candidates: Sequence[ContextItem],
+                 budget: ContextBudget, collector: TraceCollector, run_id: str) -> None:
+        self.pipeline = pipeline
+        self.candidates = candidates
+        self.budget = budget
+        self.collector = collector
+        self.run_id = run_id
+        self.enabled = collector.is_enabled
+        self.items_on = self.enabled and collector.detail_level >= TraceDetailLevel.ITEM
+        self.record_items = getattr(collector, "record_item_events", None)
+        self.stage: PipelineStage | None = None
+
+    def _stage_done(self, stage: PipelineStage, start: float, items_in: int,
+                    items_out: int) -> None:
+        if self.enabled:
+            self.collector.record_stage_event(
+                StageCompleted(self.run_id, stage, _ms(start), items_in, items_out)
+            )
+
+    def _emit_items(self, batch: list[PipelineEvent]) -> None:
+        """Hand a stage's item events to the collector, in one call when it can take them."""
+        if not batch:
+            return
+        if self.record_items is not None:
+            self.record_items(batch)
+        else:
+            record = self.collector.record_item_event
+            for event in batch:
+                record(event)
+
+    def execute(self) -> list[ContextItem]:
+        pipeline, budget, candidates = self.pipeline, self.budget, self.candidates
+        run_start = time.perf_counter()
+        if self.enabled:
+            self.collector.record_stage_event(RunStarted(
+                self.run_id, datetime.now(UTC), budget, pipeline.describe(),
+                len(candidates), sum(getattr(c, "tokens", 0) for c in candidates),
+            ))
+
+        # -- 1. Classify ------------------------------------------------------------
+        self.stage = _CLASSIFY
+        start = time.perf_counter()
+        pinned, pinned_idx, scoreable, scoreable_idx = self._classify()
+        pinned_tokens = sum(item.tokens for item in pinned)
+        available_for_pinned = budget.max_tokens - budget.output_reserve
+        if pinned_tokens > available_for_pinned:
+            raise PinnedBudgetError(pinned_tokens, available_for_pinned)
+        self._stage_done(_CLASSIFY, start, len(candidates), len(pinned) + len(scoreable))
+
+        # -- 2. Score ---------------------------------------------------------------
+        self.stage = _SCORE
+        start = time.perf_counter()
+        count = len(scoreable)
+        scores = self._score(scoreable, scoreable_idx)
+        score_list: list[float] = scores.tolist()
+        self._stage_done(_SCORE, start, count, count)
+
+        # -- 3. Deduplicate ---------------------------------------------------------
+        self.stage = _DEDUPLICATE
+        start = time.perf_counter()
+        survivors = self._deduplicate(scoreable, scoreable_idx, score_list)
+        self._stage_done(_DEDUPLICATE, start, count,
+                         count if survivors is None else len(survivors))
+
+        # -- 4. Sort ----------------------------------------------------------------
+        self.stage = _SORT
+        start = time.perf_counter()
+        # A stable sort of the negated scores is (score desc, index asc), P1.
+        if survivors is None:
+            order_arr = np.argsort(-scores, kind="stable")
+        else:
+            kept = np.asarray(survivors, dtype=np.intp)
+            order_arr = kept[np.argsort(-scores[kept], kind="stable")]
+        order: list[int] = order_arr.tolist()
+        sorted_items = [scoreable[p] for p in order]
+        sorted_scores: list[float] = scores[order_arr].tolist()
+        self._stage_done(_SORT, start, len(order), len(order))
+
+        # -- 5. Slice ---------------------------------------------------------------
+        self.stage = _SLICE
+        start = time.perf_counter()
+        effective = budget.effective(pinned_tokens)
+        outcome = slice_with_details(
+            pipeline.slicer, ScoredItems._trusted(sorted_items, sorted_scores), effective
+        )
+        chosen = _positions(outcome.selected, sorted_items, f"slicer {_name(pipeline.slicer)}")
+        chosen.sort()  # back to score order, as Place's merge expects
+        if self.enabled:
+            self._report_slice(outcome, sorted_items, sorted_scores, chosen, order,
+                               scoreable_idx, effective, pinned, pinned_tokens)
+        self._stage_done(_SLICE, start, len(sorted_items), len(chosen))
+
+        # -- 6. Place ---------------------------------------------------------------
+        self.stage = _PLACE
+        start = time.perf_counter()
+        merged_items = pinned + [sorted_items[k] for k in chosen]
+        merged_scores = [1.0] * len(pinned) + [sorted_scores[k] for k in chosen]
+        merged_idx: list[int] = []
+        if self.enabled:
+            merged_idx = pinned_idx + [scoreable_idx[order[k]] for k in chosen]
+        merged_in = len(merged_items)
+        merged_tokens = sum(item.tokens for item in merged_items)
+        if merged_tokens > budget.target_tokens:
+            merged_items, merged_scores, merged_idx = self._overflow(
+                merged_items, merged_scores, merged_idx, merged_tokens, pinned)
+        placed = pipeline.placer.place(ScoredItems._trusted(merged_items, merged_scores))
+        if len(placed) != len(merged_items):
+            raise PipelineError(
+                f"placer {_name(pipeline.placer)} returned {len(placed)} items "
+                f"for {len(merged_items)}: a placer must return a permutation of its input"
+            )
+        if self.items_on:
+            self._report_placed(placed, merged_items, merged_scores, merged_idx)
+        self._stage_done(_PLACE, start, merged_in, len(placed))
+        self.stage = None
+        if self.enabled:
+            self.collector.record_stage_event(RunCompleted(
+                self.run_id, _ms(run_start), len(placed), sum(item.tokens for item in placed),
+                len(candidates) - len(placed),
+            ))
+        return list(placed)
+
+    # -- stage helpers ------------------------------------------------------------------
+
+    def _classify(self) -> tuple[list[ContextItem], list[int], list[ContextItem], list[int]]:
+        pinned: list[ContextItem] = []
+        pinned_idx: list[int] = []
+        scoreable: list[ContextItem] = []
+        scoreable_idx: list[int] = []
+        batch: list[PipelineEvent] = []
+        for index, item in enumerate(self.candidates):
+            if type(item) is not ContextItem and not isinstance(item, ContextItem):
+                raise InvalidTypeError(f"candidates[{index}]", item, "a ContextItem")
+            if item.tokens < 0:
+                if self.items_on:
+                    batch.append(ItemExcluded(self.run_id, _CLASSIFY, index, item, 0.0,
+                                              NegativeTokens(item.tokens)))
+            elif item.pinned:
+                pinned.append(item)
+                pinned_idx.append(index)
+            else:
+                scoreable.append(item)
+                scoreable_idx.append(index)
+        self._emit_items(batch)
+        return pinned, pinned_idx, scoreable, scoreable_idx
+
+    def _score(self, scoreable: list[ContextItem], scoreable_idx: list[int]
+               ) -> np.ndarray[Any, np.dtype[np.float64]]:
+        scorer = self.pipeline.scorer
+        if not scoreable:
+            return np.zeros(0, dtype=np.float64)
+        raw = scorer.score_all(scoreable)
+        try:
+            scores = np.asarray(raw, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ScorerError(_name(scorer), None, f"returned non-numeric scores ({exc})") from exc
+        if scores.shape != (len(scoreable),):
+            raise ScorerError(
+                _name(scorer), None,
+                f"returned {scores.shape} scores for {len(scoreable)} items",
+            )
+        finite = np.isfinite(scores)
+        if not finite.all():
+            bad = int(np.argmin(finite))
+            raise ScorerError(_name(scorer), scoreable_idx[bad],
+                              f"returned {scores[bad]!r} (scores must be finite)")
+        return scores
+
+    def _deduplicate(self, scoreable: list[ContextItem], scoreable_idx: list[int],
+                     score_list: list[float]) -> list[int] | None:
+        """Positions that survive, in input order; None when nothing was removed."""
+        if not self.pipeline.deduplication or not scoreable:
+            return None
+        contents = [item.content for item in scoreable]
+        if len(set(contents)) == len(contents):
+            return None  # the common case, settled by one set of (cached) string hashes
+        best: dict[str, int] = {}
+        for position, item in enumerate(scoreable):
+            content = item.content
+            held = best.get(content)
+            # Strictly greater: on equal scores the earlier item stays (P3 tie rule).
+            if held is None or score_list[position] > score_list[held]:
+                best[content] = position
+        if len(best) == len(scoreable):
+            return None
+        survivors = [p for p, item in enumerate(scoreable) if best[item.content] == p]
+        if self.items_on:
+            self._emit_items([
+                ItemExcluded(self.run_id, _DEDUPLICATE, scoreable_idx[p], item, score_list[p],
+                             Deduplicated(item.content))
+                for p, item in enumerate(scoreable) if best[item.content] != p
+            ])
+        return survivors
+
+    def _report_slice(self, outcome: SliceOutcome, sorted_items: list[ContextItem],
+                      sorted_scores: list[float], chosen: list[int], order: list[int],
+                      scoreable_idx: list[int], effective: ContextBudget,
+                      pinned: list[ContextItem], pinned_tokens: int) -> None:
+        for shortfall in outcome.shortfalls:
+            self.collector.record_stage_event(CountShortfall(
+                self.run_id, str(shortfall.kind), shortfall.required_count,
+                shortfall.satisfied_count,
+            ))
+        if not self.items_on:
+            return
+        budget = self.budget
+        selected_tokens = sum(sorted_items[k].tokens for k in chosen)
+        available = max(0, effective.target_tokens - selected_tokens)
+        # What would have been free had no item been pinned: the test for PinnedOverride.
+        unpinned_available = (min(budget.target_tokens, budget.max_tokens - budget.output_reserve)
+                              - selected_tokens)
+        pinned_prefix = list(accumulate(item.tokens for item in pinned))
+        capped = {id(c.item): c for c in outcome.cap_exclusions}
+        is_chosen = bytearray(len(sorted_items))
+        for k in chosen:
+            is_chosen[k] = 1
+        run_id = self.run_id
+        new = tuple.__new__  # a named tuple's own __new__ costs a Python frame per call
+        batch: list[PipelineEvent] = []
+        add = batch.append
+        for k, item in enumerate(sorted_items):
+            if is_chosen[k]:
+                continue
+            tokens = item.tokens
+            cap = capped.pop(id(item), None) if capped else None
+            reason: ExclusionReason
+            if cap is not None:
+                reason = CountCapExceeded(str(cap.kind), cap.cap, cap.count)
+            elif pinned_tokens > 0 and tokens <= unpinned_available:
+                reason = PinnedOverride(_displacer(pinned, pinned_prefix,
+                                                   unpinned_available - tokens))
+            else:
+                reason = new(BudgetExceeded, (tokens, available))
+            add(new(ItemExcluded, (run_id, _SLICE, scoreable_idx[order[k]], item,
+                                   sorted_scores[k], reason)))
+        self._emit_items(batch)
+
+    def _overflow(self, items: list[ContextItem], scores: list[float], indices: list[int],
+                  merged_tokens: int, pinned: list[ContextItem]
+                  ) -> tuple[list[ContextItem], list[float], list[int]]:
+        budget = self.budget
+        strategy = self.pipeline.overflow_strategy
+        target = budget.target_tokens
+        if strategy is OverflowStrategy.THROW:
+            raise BudgetOverflowError(merged_tokens, target)
+        if strategy is OverflowStrategy.PROCEED:
+            if self.enabled:
+                self.collector.record_stage_event(Overflow(
+                    self.run_id, merged_tokens - target, tuple(indices), budget,
+                ))
+            return items, scores, indices
+        # Truncate: keep pinned items always, others while they fit, in merged order.
+        kept: list[int] = []
+        removed: list[int] = []
+        current = 0
+        pinned_kept = 0
+        for position, item in enumerate(items):
+            tokens = item.tokens
+            if item.pinned:
+                pinned_kept += tokens
+            elif current + tokens > target:
+                removed.append(position)
+                continue
+            kept.append(position)
+            current += tokens
+        if self.items_on:
+            # Decided against the final state, so each reason reads the same
+            # numbers as the report's totals.
+            sliced_kept = current - pinned_kept
+            pinned_prefix = list(accumulate(item.tokens for item in pinned))
+            batch: list[PipelineEvent] = []
+            for position in removed:
+                item = items[position]
+                tokens = item.tokens
+                reason: ExclusionReason
+                if pinned_kept > 0 and sliced_kept + tokens <= target:
+                    reason = PinnedOverride(
+                        _displacer(pinned, pinned_prefix, target - sliced_kept - tokens)
+                    )
+                else:
+                    reason = BudgetExceeded(tokens, max(0, target - current))
+                batch.append(ItemExcluded(self.run_id, _PLACE, indices[position], item,
+                                          scores[position], reason))
+            self._emit_items(batch)
+        return ([items[k] for k in kept], [scores[k] for k in kept],
+                [indices[k] for k in kept] if indices else [])
+
+    def _report_placed(self, placed: Sequence[ContextItem], merged_items: list[ContextItem],
+                       merged_scores: list[float], merged_idx: list[int]) -> None:
+        where = _positions(placed, merged_items, f"placer {_name(self.pipeline.placer)}")
+        run_id = self.run_id
+        new = tuple.__new__  # see _report_slice
+        scored, pinned_reason = InclusionReason.SCORED, InclusionReason.PINNED
+        zero_reason = InclusionReason.ZERO_TOKEN
+        batch: list[PipelineEvent] = []
+        add = batch.append
+        for position, (item, k) in enumerate(zip(placed, where, strict=True)):
+            if item.pinned:
+                score, reason = merged_scores[k], pinned_reason
+            elif item.tokens == 0:
+                # The seeds: zero-token items are reported with score 0.0.
+                score, reason = 0.0, zero_reason
+            else:
+                score, reason = merged_scores[k], scored
+            add(new(ItemIncluded, (run_id, merged_idx[k], position, item, score, reason)))
+        self._emit_items(batch)
+
+
+def _positions(selected: Sequence[ContextItem], pool: list[ContextItem], who: str) -> list[int]:
+    """Where each selected item sits in ``pool``, matched by identity.
+
+    Raises :class:`PipelineError` when a stage returned an item it was not
+    given, or returned one more often than it was given.
+    """
+    by_id = dict(zip(map(id, pool), range(len(pool)), strict=True))
+    if len(by_id) == len(pool):
+        try:
+            # pop, not get: an item returned twice is caught as a KeyError.
+            return list(map(by_id.pop, map(id, selected)))
+        except KeyError:
+            pass
+    # The same object passed as several candidates (deduplication off), or a
+    # misbehaving stage: hand out positions in order, and name the culprit.
+    queues: dict[int, list[int]] = {}
+    for k, item in enumerate(pool):
+        queues.setdefault(id(item), []).append(k)
+    positions: list[int] = []
+    for item in selected:
+        queue = queues.get(id(item))
+        if not queue:
+            raise PipelineError(f"{who} returned {item!r}, which was not among its inputs "
+                                "(or returned it more often than it was given)")
+        positions.append(queue.pop(0))
+    return positions
+
+
+def _displacer(pinned: list[ContextItem], prefix: list[int], room: int) -> str:
+    """Content of the pinned item whose tokens, added in order, first left less
+    than the item needed (``room`` is what the item could have spared)."""
+    k = bisect_right(prefix, room)
+    return pinned[min(k, len(pinned) - 1)].content

@@ -1,0 +1,325 @@
+"""Scoring conformance vectors: building scorers and items from vector tables,
+and running ``stage = "scoring"`` vectors.
+
+A scoring vector names its scorer in ``[test].scorer``, configures it in
+``[config]``, lists ``[[items]]`` and the ``[[expected]]`` score of each item
+(by ``content``) within ``[tolerance].score_epsilon``. A vector with
+``expect_construction_error = true`` passes when building the scorer raises
+:class:`~cupellation.exceptions.ConfigurationError`. Unknown keys are ignored.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+from .._model import ContextItem, ContextKind, ContextSource, parse_timestamp
+from ..exceptions import ConfigurationError, CupelError, InvalidTypeError
+from ..scoring import (
+    CompositeScorer,
+    DecayCurve,
+    DecayScorer,
+    ExponentialCurve,
+    FrequencyScorer,
+    KindScorer,
+    MetadataKeyScorer,
+    MetadataTrustScorer,
+    PriorityScorer,
+    RecencyScorer,
+    ReflexiveScorer,
+    ScaledScorer,
+    Scorer,
+    StepCurve,
+    TagScorer,
+    WindowCurve,
+)
+from ._errors import VectorFailure
+
+__all__ = ["SCORER_TYPES", "build_scorer", "item_from_vector", "run_scoring_vector"]
+
+#: The default ``[tolerance].score_epsilon`` (the specification's 1e-9).
+DEFAULT_EPSILON = 1e-9
+
+
+def _require(config: Mapping[str, Any], key: str, scorer_type: str) -> Any:
+    if key not in config:
+        raise ConfigurationError(key, None, f"is required for a {scorer_type!r} scorer")
+    return config[key]
+
+
+def _table(value: Any, field: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise InvalidTypeError(field, value, "a table")
+    return value
+
+
+def _pairs(value: Any, field: str, key_name: str) -> dict[str, Any]:
+    """A weight map given as a table ``{name = weight}`` or as an array of
+    tables ``[{<key_name> = name, weight = w}]`` (the vectors' form)."""
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        pairs: dict[str, Any] = {}
+        for index, raw in enumerate(value):
+            entry = _table(raw, f"{field}[{index}]")
+            pairs[_require(entry, key_name, field)] = _require(entry, "weight", field)
+        return pairs
+    raise InvalidTypeError(field, value, "a table or an array of tables")
+
+
+def _seconds(config: Mapping[str, Any], key: str) -> timedelta:
+    value = _require(config, key, "decay curve")
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidTypeError(key, value, "a number of seconds")
+    if not math.isfinite(value) or abs(value) > 1e15:
+        raise ConfigurationError(key, value, "must be a finite number of seconds")
+    return timedelta(seconds=value)
+
+
+def _curve(config: Mapping[str, Any]) -> DecayCurve:
+    curve_type = str(config.get("type", "")).lower()
+    if curve_type == "exponential":
+        return ExponentialCurve(half_life=_seconds(config, "half_life_secs"))
+    if curve_type == "window":
+        return WindowCurve(max_age=_seconds(config, "max_age_secs"))
+    if curve_type == "step":
+        windows = [
+            (_seconds(window, "max_age_secs"), _require(window, "score", "step window"))
+            for window in (_table(w, "windows[]") for w in config.get("windows", []))
+        ]
+        return StepCurve(windows=windows)
+    raise ConfigurationError(
+        "curve.type", config.get("type"), "must be 'exponential', 'step' or 'window'"
+    )
+
+
+def _fixed_clock(moment: datetime) -> Callable[[], datetime]:
+    def clock() -> datetime:
+        return moment
+
+    clock.__qualname__ = f"fixed_clock({moment.isoformat()})"
+    return clock
+
+
+def _build_kind(config: Mapping[str, Any]) -> Scorer:
+    if "weights" in config and not config.get("use_default_weights", False):
+        return KindScorer(_pairs(config["weights"], "weights", "kind"))
+    return KindScorer()
+
+
+def _build_tag(config: Mapping[str, Any]) -> Scorer:
+    weights = _pairs(config.get("tag_weights", {}), "tag_weights", "tag")
+    return TagScorer(weights, case_sensitive=bool(config.get("case_sensitive", False)))
+
+
+def _build_composite(config: Mapping[str, Any]) -> Scorer:
+    entries = config.get("scorers", [])
+    if not isinstance(entries, Sequence) or isinstance(entries, str):
+        raise InvalidTypeError("scorers", entries, "an array of tables")
+    children: list[tuple[Scorer, float]] = []
+    for index, raw in enumerate(entries):
+        entry = _table(raw, f"scorers[{index}]")
+        child_type = _require(entry, "type", "composite child")
+        # A child's own settings sit beside its type and weight (or in a
+        # nested [config] table).
+        child_config = entry.get("config", entry)
+        children.append((build_scorer(child_type, child_config), entry.get("weight", 1.0)))
+    return CompositeScorer(children)
+
+
+def _build_scaled(config: Mapping[str, Any]) -> Scorer:
+    inner = _require(config, "inner_scorer", "scaled")
+    if isinstance(inner, Mapping):
+        inner_type = _require(inner, "type", "scaled inner")
+        return ScaledScorer(build_scorer(inner_type, inner.get("config", inner)))
+    return ScaledScorer(build_scorer(inner, config.get("inner_config", {})))
+
+
+def _build_decay(config: Mapping[str, Any]) -> Scorer:
+    curve = _curve(_table(_require(config, "curve", "decay"), "curve"))
+    options: dict[str, Any] = {}
+    if "null_timestamp_score" in config:
+        options["null_timestamp_score"] = config["null_timestamp_score"]
+    if "reference_time" in config:
+        options["clock"] = _fixed_clock(_timestamp(config["reference_time"], "reference_time"))
+    return DecayScorer(curve, **options)
+
+
+def _build_metadata_trust(config: Mapping[str, Any]) -> Scorer:
+    if "default_score" in config:
+        return MetadataTrustScorer(default_score=config["default_score"])
+    return MetadataTrustScorer()
+
+
+def _build_metadata_key(config: Mapping[str, Any]) -> Scorer:
+    return MetadataKeyScorer(
+        key=_require(config, "key", "metadata_key"),
+        value=_require(config, "value", "metadata_key"),
+        boost=_require(config, "boost", "metadata_key"),
+    )
+
+
+_BUILDERS: dict[str, Callable[[Mapping[str, Any]], Scorer]] = {
+    "recency": lambda _config: RecencyScorer(),
+    "priority": lambda _config: PriorityScorer(),
+    "kind": _build_kind,
+    "tag": _build_tag,
+    "frequency": lambda _config: FrequencyScorer(),
+    "reflexive": lambda _config: ReflexiveScorer(),
+    "composite": _build_composite,
+    "scaled": _build_scaled,
+    "decay": _build_decay,
+    "metadata_trust": _build_metadata_trust,
+    "metadata_key": _build_metadata_key,
+}
+
+#: The scorer type names vectors use.
+SCORER_TYPES: tuple[str, ...] = tuple(_BUILDERS)
+
+
+def build_scorer(type_name: str, config: Mapping[str, Any]) -> Scorer:
+    """The scorer a vector describes: its type name (``"recency"``,
+    ``"metadata_key"`` ...) and its ``[config]`` table.
+
+    Types without settings accept any table (``{}`` included). Raises
+    :class:`~cupellation.exceptions.ConfigurationError` for an unknown type, a
+    missing required setting, or an invalid one.
+    """
+    if not isinstance(type_name, str):
+        raise InvalidTypeError("type", type_name, "a scorer type name")
+    builder = _BUILDERS.get(type_name.lower())
+    if builder is None:
+        raise ConfigurationError(
+            "type", type_name, f"is not a scorer type (expected one of {', '.join(SCORER_TYPES)})"
+        )
+    return builder(_table(config, "config"))
+
+
+def _timestamp(value: Any, field: str) -> datetime:
+    if isinstance(value, datetime):
+        # A TOML local date-time has no offset; vectors mean UTC.
+        return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    if isinstance(value, str):
+        return parse_timestamp(value, field_name=field)
+    if isinstance(value, date):
+        return datetime(value.year, value.month, value.day, tzinfo=UTC)
+    raise InvalidTypeError(field, value, "a TOML date-time")
+
+
+# (vector key, ContextItem field) for the optional fields.
+_ITEM_FIELDS: tuple[tuple[str, str], ...] = (
+    ("kind", "kind"),
+    ("source", "source"),
+    ("priority", "priority"),
+    ("tags", "tags"),
+    ("metadata", "metadata"),
+    ("timestamp", "timestamp"),
+    ("futureRelevanceHint", "future_relevance_hint"),
+    ("pinned", "pinned"),
+    ("originalTokens", "original_tokens"),
+)
+
+
+def item_from_vector(table: Mapping[str, Any]) -> ContextItem:
+    """The :class:`~cupellation.ContextItem` a vector's ``[[items]]`` table describes.
+
+    Reads ``content``, ``tokens``, ``kind``, ``source``, ``timestamp``,
+    ``priority``, ``tags``, ``futureRelevanceHint``, ``pinned``, ``metadata``
+    and ``originalTokens``; other keys (``score`` in slicing vectors, say) are
+    ignored. Raises :class:`KeyError` when ``content`` or ``tokens`` is missing.
+    """
+    fields: dict[str, Any] = {"content": table["content"], "tokens": table["tokens"]}
+    for key, name in _ITEM_FIELDS:
+        if key in table:
+            fields[name] = table[key]
+    if "kind" in fields:
+        fields["kind"] = ContextKind(fields["kind"])
+    if "source" in fields:
+        fields["source"] = ContextSource(fields["source"])
+    if "tags" in fields:
+        fields["tags"] = tuple(fields["tags"])
+    if fields.get("timestamp") is not None:
+        fields["timestamp"] = _timestamp(fields["timestamp"], "timestamp")
+    return ContextItem(**fields)
+
+
+def _epsilon(doc: Mapping[str, Any]) -> float:
+    tolerance = doc.get("tolerance", {})
+    value = tolerance.get("score_epsilon", DEFAULT_EPSILON) if isinstance(
+        tolerance, Mapping
+    ) else DEFAULT_EPSILON
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+        raise VectorFailure(f"[tolerance].score_epsilon must be a number >= 0, got {value!r}")
+    return float(value)
+
+
+def run_scoring_vector(doc: Mapping[str, Any]) -> None:
+    """Run one parsed scoring vector; raise :class:`VectorFailure` when it does not hold.
+
+    The message names the item, the expected and the actual score for a score
+    outside the tolerance, and says so when a construction error was expected
+    but the scorer was built (or another error was raised).
+    """
+    test = _table(doc.get("test", {}), "test")
+    scorer_type = test.get("scorer")
+    if not isinstance(scorer_type, str):
+        raise VectorFailure(f"[test].scorer must name a scorer type, got {scorer_type!r}")
+    config = doc.get("config", {})
+    expect_error = bool(test.get("expect_construction_error", False))
+
+    try:
+        scorer = build_scorer(scorer_type, config)
+    except ConfigurationError as exc:
+        if expect_error:
+            return
+        raise VectorFailure(f"building the {scorer_type!r} scorer failed: {exc}") from exc
+    except CupelError as exc:
+        kind = "a ConfigurationError was expected, got" if expect_error else "building failed:"
+        raise VectorFailure(
+            f"{scorer_type!r} scorer: {kind} {type(exc).__name__}: {exc}"
+        ) from exc
+    if expect_error:
+        raise VectorFailure(f"expected a construction error, but the scorer was built: {scorer!r}")
+
+    tables = doc.get("items", [])
+    try:
+        items = [item_from_vector(_table(table, "items[]")) for table in tables]
+    except (CupelError, KeyError) as exc:
+        raise VectorFailure(f"invalid [[items]] entry: {type(exc).__name__}: {exc}") from exc
+    try:
+        scores = [float(score) for score in scorer.score_all(items)]
+    except Exception as exc:  # any error while scoring is a failure of this vector
+        raise VectorFailure(
+            f"{scorer!r} raised while scoring: {type(exc).__name__}: {exc}"
+        ) from exc
+    if len(scores) != len(items):
+        raise VectorFailure(f"{scorer!r} returned {len(scores)} scores for {len(items)} items")
+
+    epsilon = _epsilon(doc)
+    # Positions per content, so repeated contents match the expected entries in order.
+    positions: dict[str, list[int]] = {}
+    for index, item in enumerate(items):
+        positions.setdefault(item.content, []).append(index)
+    used: dict[str, int] = {}
+    problems: list[str] = []
+    for raw in doc.get("expected", []):
+        expected = _table(raw, "expected[]")
+        content = expected.get("content")
+        want = expected.get("score_approx", expected.get("score"))
+        if isinstance(want, bool) or not isinstance(want, int | float):
+            raise VectorFailure(f"expected entry for {content!r} has no numeric score_approx")
+        taken = used.get(str(content), 0)
+        candidates = positions.get(str(content), [])
+        if taken >= len(candidates):
+            problems.append(f"expected item {content!r} is not among the items")
+            continue
+        used[str(content)] = taken + 1
+        actual = scores[candidates[taken]]
+        if not (math.isfinite(actual) and abs(actual - want) <= epsilon):
+            problems.append(
+                f"item {content!r}: expected {want!r}, got {actual!r} (epsilon {epsilon:g})"
+            )
+    if problems:
+        raise VectorFailure(f"{scorer!r}: " + "; ".join(problems))

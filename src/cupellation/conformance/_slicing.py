@@ -1,0 +1,191 @@
+"""Slicing conformance vectors (``spec/src/conformance/format.md``, "Slicing Vectors").
+
+Slicer names are those the vectors use (``greedy``, ``knapsack``, ``quota``,
+``count_quota``, ``count_constrained_knapsack``), compared ignoring ASCII case
+with ``-`` and ``_`` interchangeable.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from .._model import (
+    ContextBudget,
+    ContextItem,
+    ScoredItem,
+    ascii_fold,
+    check_finite,
+    parse_timestamp,
+)
+from ..exceptions import ConfigurationError, InvalidTypeError
+from ..slicing import (
+    CountConstrainedKnapsackSlice,
+    CountQuotaEntry,
+    CountQuotaSlice,
+    GreedySlice,
+    KnapsackSlice,
+    QuotaEntry,
+    QuotaSlice,
+    ScarcityBehavior,
+    Slicer,
+    slice_with_details,
+)
+from ._errors import VectorFailure
+
+__all__ = ["SLICER_NAMES", "build_slicer", "run_slicing_vector"]
+
+#: The slicer names vectors use, in the specification's spelling.
+SLICER_NAMES: tuple[str, ...] = (
+    "greedy", "knapsack", "quota", "count_quota", "count_constrained_knapsack",
+)
+
+
+def _name(value: Any, field: str) -> str:
+    if not isinstance(value, str):
+        raise InvalidTypeError(field, value, "a string")
+    return ascii_fold(value).replace("-", "_")
+
+
+def _table_list(config: Mapping[str, Any], key: str) -> Sequence[Mapping[str, Any]]:
+    value = config.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, Mapping) for v in value):
+        raise InvalidTypeError(f"config.{key}", value, "an array of tables")
+    return value
+
+
+def _scarcity(config: Mapping[str, Any]) -> ScarcityBehavior:
+    return ScarcityBehavior.parse(config.get("scarcity_behavior", ScarcityBehavior.DEGRADE))
+
+
+def _count_entries(config: Mapping[str, Any]) -> list[CountQuotaEntry]:
+    return [
+        CountQuotaEntry(
+            table["kind"], table.get("require_count", 0), cap_count=table["cap_count"]
+        )
+        for table in _table_list(config, "entries")
+    ]
+
+
+def _inner(config: Mapping[str, Any]) -> Slicer:
+    inner_config = {"bucket_size": config["bucket_size"]} if "bucket_size" in config else {}
+    return build_slicer(config.get("inner_slicer", "greedy"), inner_config)
+
+
+def build_slicer(name: str, config: Mapping[str, Any]) -> Slicer:
+    """The slicer a vector names, configured from its ``[config]`` table.
+
+    Recognised keys: ``bucket_size`` (knapsack, count_constrained_knapsack and
+    a knapsack inner slicer); ``inner_slicer`` (quota, count_quota; default
+    ``"greedy"``); ``[[config.quotas]]`` with ``kind``, ``require``, ``cap``
+    (quota); ``[[config.entries]]`` with ``kind``, ``require_count``,
+    ``cap_count`` and ``scarcity_behavior`` (count_quota and
+    count_constrained_knapsack). Unknown keys are ignored. Raises
+    :class:`~cupellation.exceptions.ConfigurationError` for an unknown name.
+    """
+    key = _name(name, "slicer")
+    if key == "greedy":
+        return GreedySlice()
+    if key == "knapsack":
+        return KnapsackSlice(config.get("bucket_size", 100))
+    if key == "quota":
+        quotas = [
+            QuotaEntry(table["kind"], table.get("require", 0.0), table.get("cap", 100.0))
+            for table in _table_list(config, "quotas")
+        ]
+        return QuotaSlice(_inner(config), quotas)
+    if key == "count_quota":
+        return CountQuotaSlice(_inner(config), _count_entries(config), _scarcity(config))
+    if key == "count_constrained_knapsack":
+        inner = _name(config.get("inner_slicer", "knapsack"), "config.inner_slicer")
+        if inner != "knapsack":
+            raise ConfigurationError(
+                "config.inner_slicer", config["inner_slicer"],
+                "count_constrained_knapsack always slices with a knapsack",
+            )
+        return CountConstrainedKnapsackSlice(
+            _count_entries(config), config.get("bucket_size", 100), _scarcity(config)
+        )
+    raise ConfigurationError("slicer", name, f"must be one of {', '.join(SLICER_NAMES)}")
+
+
+def _timestamp(value: Any) -> datetime | None:
+    if value is None or isinstance(value, datetime):
+        return value
+    if isinstance(value, str):
+        return parse_timestamp(value)
+    raise InvalidTypeError("timestamp", value, "a TOML offset date-time")
+
+
+def _scored_item(table: Mapping[str, Any]) -> ScoredItem:
+    """One ``[[scored_items]]`` table as a ScoredItem (unknown keys are ignored)."""
+    item = ContextItem(
+        content=table["content"],
+        tokens=table["tokens"],
+        kind=table.get("kind", "Message"),
+        priority=table.get("priority"),
+        tags=tuple(table.get("tags", ())),
+        timestamp=_timestamp(table.get("timestamp")),
+        future_relevance_hint=table.get("futureRelevanceHint"),
+        pinned=table.get("pinned", False),
+    )
+    return ScoredItem(item, check_finite("score", table["score"]))
+
+
+def _expected_count(expected: Mapping[str, Any], key: str) -> int | None:
+    value = expected.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidTypeError(f"expected.{key}", value, "an integer")
+    return value
+
+
+def run_slicing_vector(doc: Mapping[str, Any]) -> None:
+    """Run one slicing vector; raise :class:`VectorFailure` when it does not hold.
+
+    The selection is compared as a set of contents (each content once);
+    ``shortfall_count`` and ``cap_excluded_count`` are checked when the
+    vector states them. The budget is ``ContextBudget(max_tokens=max_tokens
+    or target_tokens, target_tokens=target_tokens)``. A missing key raises
+    ``KeyError``; a mistyped value a ``TypeError`` or ``ValueError``.
+    """
+    config: Mapping[str, Any] = doc.get("config", {})
+    slicer = build_slicer(doc["test"]["slicer"], config)
+    budget_table: Mapping[str, Any] = doc["budget"]
+    target = budget_table["target_tokens"]
+    budget = ContextBudget(
+        max_tokens=budget_table.get("max_tokens", target), target_tokens=target
+    )
+    tables: Sequence[Mapping[str, Any]] = doc.get("scored_items", [])
+    scored = [_scored_item(table) for table in tables]
+    expected: Mapping[str, Any] = doc["expected"]
+    wanted = expected["selected_contents"]
+    if not isinstance(wanted, list) or not all(isinstance(v, str) for v in wanted):
+        raise InvalidTypeError("expected.selected_contents", wanted, "an array of strings")
+
+    outcome = slice_with_details(slicer, scored, budget)
+
+    inputs = {id(entry.item) for entry in scored}
+    selected_ids = [id(item) for item in outcome.selected]
+    if len(set(selected_ids)) != len(selected_ids) or not inputs.issuperset(selected_ids):
+        raise VectorFailure(
+            f"{slicer!r} did not return a duplicate-free subset of its input items"
+        )
+    actual = [item.content for item in outcome.selected]
+    if Counter(actual) != Counter(wanted):
+        raise VectorFailure(
+            f"{slicer!r}: expected selection {sorted(wanted)}, got {sorted(actual)}"
+        )
+    problems = []
+    for key, got in (
+        ("shortfall_count", len(outcome.shortfalls)),
+        ("cap_excluded_count", len(outcome.cap_exclusions)),
+    ):
+        want = _expected_count(expected, key)
+        if want is not None and want != got:
+            problems.append(f"{key}: expected {want}, got {got}")
+    if problems:
+        raise VectorFailure(f"{slicer!r}: " + "; ".join(problems))

@@ -1,0 +1,136 @@
+"""Every exception cupellation raises on purpose.
+
+The hierarchy::
+
+    CupelError                                 base of everything below
+    ├── InvalidValueError(CupelError, ValueError)
+    │   │   a value is out of its allowed range or shape; ``.field`` and
+    │   │   ``.value`` name the offending field and the value given
+    │   └── ConfigurationError                 a scorer, slicer, placer or
+    │                                          pipeline was configured wrongly
+    ├── InvalidTypeError(CupelError, TypeError)
+    │       a value has the wrong type (``tokens=True``, ``tokens="3"``);
+    │       ``.field`` and ``.value`` as above
+    ├── PipelineError                          a run could not complete
+    │   ├── PinnedBudgetError(PipelineError, ValueError)
+    │   │       pinned items need more than ``maxTokens - outputReserve``
+    │   ├── BudgetOverflowError(PipelineError)
+    │   │       the Throw overflow strategy found the merged selection
+    │   │       over ``targetTokens``
+    │   └── ScorerError(PipelineError, ValueError)
+    │           a scorer returned NaN or infinity, or the wrong number of scores
+    └── DecodeError(CupelError, ValueError)
+            JSON (an event, a report, an item) could not be decoded; names the
+            field and value, and the line number where there is one
+
+Catch ``CupelError`` for anything cupellation raised, or the builtin
+``ValueError`` / ``TypeError`` where you already do.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "BudgetOverflowError",
+    "ConfigurationError",
+    "CupelError",
+    "DecodeError",
+    "InvalidTypeError",
+    "InvalidValueError",
+    "PinnedBudgetError",
+    "PipelineError",
+    "ScorerError",
+]
+
+
+class CupelError(Exception):
+    """Base class of every exception cupellation raises deliberately."""
+
+
+class _FieldErrorMixin:
+    """Carries the offending field name and value on a validation error."""
+
+    field: str
+    value: Any
+
+    def _init_field(self, field: str, value: Any, problem: str) -> str:
+        self.field = field
+        self.value = value
+        return f"{field}: {problem} (got {value!r})"
+
+
+class InvalidValueError(_FieldErrorMixin, CupelError, ValueError):
+    """A value is outside what its field allows.
+
+    ``str(err)`` reads ``"<field>: <problem> (got <value>)"``.
+    """
+
+    def __init__(self, field: str, value: Any, problem: str) -> None:
+        super().__init__(self._init_field(field, value, problem))
+        self.problem = problem
+
+
+class ConfigurationError(InvalidValueError):
+    """A scorer, slicer, placer or pipeline was given an invalid configuration."""
+
+
+class InvalidTypeError(_FieldErrorMixin, CupelError, TypeError):
+    """A value has the wrong type for its field."""
+
+    def __init__(self, field: str, value: Any, expected: str) -> None:
+        problem = f"must be {expected}, not {type(value).__name__}"
+        super().__init__(self._init_field(field, value, problem))
+        self.problem = problem
+
+
+class PipelineError(CupelError):
+    """A pipeline run could not complete."""
+
+
+class PinnedBudgetError(PipelineError, ValueError):
+    """Pinned items need more tokens than ``maxTokens - outputReserve`` allows."""
+
+    def __init__(self, pinned_tokens: int, available_tokens: int) -> None:
+        super().__init__(
+            f"Pinned items require {pinned_tokens} tokens, but only "
+            f"{available_tokens} are available (maxTokens - outputReserve)"
+        )
+        self.pinned_tokens = pinned_tokens
+        self.available_tokens = available_tokens
+
+
+class BudgetOverflowError(PipelineError):
+    """The merged selection exceeds ``targetTokens`` under the Throw strategy."""
+
+    def __init__(self, merged_tokens: int, target_tokens: int) -> None:
+        super().__init__(
+            f"Selected items require {merged_tokens} tokens, "
+            f"exceeding target budget of {target_tokens}"
+        )
+        self.merged_tokens = merged_tokens
+        self.target_tokens = target_tokens
+
+
+class ScorerError(PipelineError, ValueError):
+    """A scorer produced an unusable result (NaN, infinity, wrong length)."""
+
+    def __init__(self, scorer: str, index: int | None, detail: str) -> None:
+        where = f" for candidate index {index}" if index is not None else ""
+        super().__init__(f"scorer {scorer} {detail}{where}")
+        self.scorer = scorer
+        self.index = index
+
+
+class DecodeError(CupelError, ValueError):
+    """Serialized data could not be decoded."""
+
+    def __init__(
+        self, field: str, value: Any, problem: str, *, line: int | None = None
+    ) -> None:
+        where = f"line {line}: " if line is not None else ""
+        super().__init__(f"{where}{field}: {problem} (got {value!r})")
+        self.field = field
+        self.value = value
+        self.problem = problem
+        self.line = line

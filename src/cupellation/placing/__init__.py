@@ -1,0 +1,15 @@
+"""Placers: the final ordering of the selected items (``spec/src/placers.md``).
+
+- :class:`ChronologicalPlacer` — oldest first by timestamp, untimestamped last.
+- :class:`UShapedPlacer` — highest scores at both edges, lowest in the middle.
+
+Any object with a ``place(items, /)`` method satisfies :class:`Placer`.
+"""
+
+from __future__ import annotations
+
+from ._chronological import ChronologicalPlacer
+from ._protocol import Placer
+from ._u_shaped import UShapedPlacer
+
+__all__ = ["ChronologicalPlacer", "Placer", "UShapedPlacer"]

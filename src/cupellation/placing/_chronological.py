@@ -1,0 +1,43 @@
+"""ChronologicalPlacer (``spec/src/placers/chronological.md``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from .._model import ContextItem, ScoredItem
+from ._common import checked_items
+
+__all__ = ["ChronologicalPlacer"]
+
+
+def _timestamp(item: ContextItem) -> datetime:
+    # Only called on items whose timestamp was checked to be present.
+    timestamp = item.timestamp
+    assert timestamp is not None
+    return timestamp
+
+
+@dataclass(frozen=True, slots=True)
+class ChronologicalPlacer:
+    """Orders items oldest first by ``timestamp``; scores are ignored.
+
+    Timestamped items come first, ascending by instant; items without a
+    timestamp follow in their input order. Equal timestamps keep input order.
+    """
+
+    def place(self, items: Sequence[ScoredItem], /) -> list[ContextItem]:
+        """Return the items of ``items`` in chronological order (see the class doc)."""
+        context_items = checked_items(items, "ChronologicalPlacer")
+        # Partitioning then stable-sorting the timestamped part is the spec's
+        # comparator exactly: timestamped before null, ascending instant, index
+        # tie-break (Python's sort is stable), null items in input order.
+        timed = [item for item in context_items if item.timestamp is not None]
+        if len(timed) == len(context_items):
+            timed.sort(key=_timestamp)
+            return timed
+        untimed = [item for item in context_items if item.timestamp is None]
+        timed.sort(key=_timestamp)
+        timed.extend(untimed)
+        return timed

@@ -1,0 +1,36 @@
+"""UShapedPlacer (``spec/src/placers/u-shaped.md``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .._model import ContextItem, ScoredItem
+from ._common import checked_items_and_scores
+
+__all__ = ["UShapedPlacer"]
+
+
+@dataclass(frozen=True, slots=True)
+class UShapedPlacer:
+    """Puts the highest-scored items at both edges and the lowest in the middle.
+
+    Items are ranked by score descending (ties: lower input index first). Even
+    ranks fill the window from the start, odd ranks from the end, so rank 0 is
+    first, rank 1 last, rank 2 second, rank 3 second to last, and so on.
+    Scores must be finite numbers.
+    """
+
+    def place(self, items: Sequence[ScoredItem], /) -> list[ContextItem]:
+        """Return the items of ``items`` in U-shaped order (see the class doc)."""
+        context_items, scores = checked_items_and_scores(items, "UShapedPlacer")
+        # reverse=True keeps the sort stable, so equal scores stay in ascending
+        # index order: the spec's "score descending, then index ascending".
+        ranked = sorted(range(len(scores)), key=scores.__getitem__, reverse=True)
+        # Even ranks fill left to right; odd ranks fill right to left, so they
+        # appear reversed after the even ones.
+        odd = ranked[1::2]
+        odd.reverse()
+        result = [context_items[i] for i in ranked[0::2]]
+        result.extend([context_items[i] for i in odd])
+        return result

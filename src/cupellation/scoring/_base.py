@@ -1,0 +1,185 @@
+"""The scorer interface (``spec/src/scorers.md``): the :class:`Scorer` protocol,
+the :class:`ScorerBase` abstract class and :class:`FunctionScorer`."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+from .._model import ContextItem
+from ..exceptions import ConfigurationError, InvalidTypeError, InvalidValueError, ScorerError
+
+__all__ = ["FunctionScorer", "Scorer", "ScorerBase", "ScorerFunction"]
+
+#: The specification's per-item scorer signature: ``Score(item, allItems) -> float64``.
+ScorerFunction = Callable[[ContextItem, Sequence[ContextItem]], float]
+
+
+@runtime_checkable
+class Scorer(Protocol):
+    """Anything that scores a whole candidate list at once.
+
+    ``score_all(items)`` returns one score per item, in input order, each equal
+    to the specification's ``Score(item, allItems)`` with ``allItems = items``.
+    A list of floats or a 1-D ``numpy.float64`` array are both fine. Scorers
+    must be pure: the same items give the same scores, and nothing is mutated.
+    """
+
+    def score_all(self, items: Sequence[ContextItem], /) -> Sequence[float]:
+        """The score of every item in ``items``, in input order."""
+        ...
+
+
+class ScorerBase(ABC):
+    """Abstract base of the built-in scorers; also offers the per-item form.
+
+    Subclasses implement :meth:`score_all`; :meth:`score` is the
+    specification's ``Score(item, allItems)``.
+    """
+
+    __slots__ = ()
+
+    #: True for absolute scorers, whose score of an item ignores the other
+    #: items: :meth:`score` then scores the item alone.
+    absolute: ClassVar[bool] = False
+
+    @abstractmethod
+    def score_all(self, items: Sequence[ContextItem], /) -> Sequence[float]:
+        """The score of every item in ``items``, in input order."""
+
+    def score(self, item: ContextItem, all_items: Sequence[ContextItem]) -> float:
+        """``Score(item, allItems)``: the score of ``item`` among ``all_items``.
+
+        ``item`` is found in ``all_items`` by identity; raises
+        :class:`~cupellation.exceptions.InvalidValueError` when it is not there.
+        """
+        for index, candidate in enumerate(all_items):
+            if candidate is item:
+                if self.absolute:
+                    return float(self.score_all((item,))[0])
+                return float(self.score_all(all_items)[index])
+        raise InvalidValueError("item", item, "is not in all_items (compared by identity)")
+
+
+class _Immutable:
+    """Mixin making a slotted built-in immutable once ``__init__`` has set it up.
+
+    ``__init__`` assigns through ``object.__setattr__``; ``__setstate__`` does
+    the same so that pickling and ``copy.deepcopy`` still work.
+    """
+
+    __slots__ = ()
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def __setstate__(self, state: tuple[Any, dict[str, Any]] | None) -> None:
+        if state is None:
+            return
+        _, slots = state
+        for name, value in (slots or {}).items():
+            object.__setattr__(self, name, value)
+
+
+def check_weight(field: str, value: Any, *, positive: bool = False) -> float:
+    """Validate a configured weight: a finite number, ``>= 0`` (``> 0`` if ``positive``).
+
+    Raises :class:`InvalidTypeError` for a non-number (``bool`` included) and
+    :class:`ConfigurationError` naming ``field`` and ``value`` otherwise.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InvalidTypeError(field, value, "a finite number")
+    try:
+        result = float(value)
+    except OverflowError:  # an int too large for a double
+        raise ConfigurationError(field, value, "must be finite") from None
+    if not math.isfinite(result):
+        raise ConfigurationError(field, value, "must be finite")
+    if positive and result <= 0.0:
+        raise ConfigurationError(field, value, "must be > 0")
+    if result < 0.0:
+        raise ConfigurationError(field, value, "must be >= 0")
+    return result
+
+
+def check_unit_interval(field: str, value: Any) -> float:
+    """Validate a finite number in ``[0.0, 1.0]``; raise naming ``field`` and ``value``."""
+    result = check_weight(field, value)
+    if result > 1.0:
+        raise ConfigurationError(field, value, "must be within [0.0, 1.0]")
+    return result
+
+
+def check_scorer(field: str, value: Any) -> Scorer:
+    """Validate that ``value`` implements :class:`Scorer` (an instance, not a class)."""
+    if isinstance(value, type):
+        raise InvalidTypeError(field, value, "a Scorer instance, not a class (add '()')")
+    if not isinstance(value, Scorer):
+        raise InvalidTypeError(
+            field, value, "a Scorer (an object with score_all; wrap functions in FunctionScorer)"
+        )
+    return value
+
+
+def scorer_label(scorer: object) -> str:
+    """A short name for ``scorer`` in error messages (never a deep repr)."""
+    return type(scorer).__name__
+
+
+class FunctionScorer(_Immutable, ScorerBase):
+    """A scorer made from a plain function ``fn(item, all_items) -> float``.
+
+    ``fn`` has the specification's per-item signature; :meth:`score_all` calls
+    it once per item with the whole list, so a relative ``fn`` costs O(N) per
+    call and O(N²) per pass. ``name`` labels the scorer in ``repr`` and error
+    messages (default: the function's qualified name).
+    """
+
+    __slots__ = ("fn", "name")
+    fn: ScorerFunction
+    name: str
+
+    def __init__(self, fn: ScorerFunction, name: str | None = None) -> None:
+        if not callable(fn):
+            raise InvalidTypeError("fn", fn, "a callable fn(item, all_items) -> float")
+        if name is None:
+            name = getattr(fn, "__qualname__", None) or repr(fn)
+        elif not isinstance(name, str):
+            raise InvalidTypeError("name", name, "a string or None")
+        object.__setattr__(self, "fn", fn)
+        object.__setattr__(self, "name", name)
+
+    def score_all(self, items: Sequence[ContextItem], /) -> list[float]:
+        """``fn(item, items)`` for every item, in order.
+
+        Raises :class:`~cupellation.exceptions.ScorerError` when ``fn`` returns
+        something that is not a real number.
+        """
+        fn = self.fn
+        scores: list[float] = []
+        for index, item in enumerate(items):
+            value = fn(item, items)
+            if isinstance(value, bool) or not isinstance(value, numbers.Real):
+                raise ScorerError(
+                    self.name, index, f"returned {value!r}, which is not a real number"
+                )
+            scores.append(float(value))
+        return scores
+
+    def score(self, item: ContextItem, all_items: Sequence[ContextItem]) -> float:
+        """``fn(item, all_items)``, once ``item`` is found (by identity) in ``all_items``."""
+        if not any(candidate is item for candidate in all_items):
+            raise InvalidValueError("item", item, "is not in all_items (compared by identity)")
+        value = self.fn(item, all_items)
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise ScorerError(self.name, None, f"returned {value!r}, which is not a real number")
+        return float(value)
+
+    def __repr__(self) -> str:
+        return f"FunctionScorer({self.name})"

@@ -1,0 +1,170 @@
+"""CompositeScorer and ScaledScorer (``spec/src/scorers/composite.md``,
+``spec/src/scorers/scaled.md``): scorers built from other scorers."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from reprlib import recursive_repr
+
+import numpy as np
+import numpy.typing as npt
+
+from .._model import ContextItem
+from ..exceptions import ConfigurationError, InvalidTypeError, ScorerError
+from ._base import Scorer, ScorerBase, _Immutable, check_scorer, check_weight, scorer_label
+
+__all__ = ["CompositeScorer", "ScaledScorer"]
+
+
+def _scores_array(scorer: Scorer, items: Sequence[ContextItem]) -> npt.NDArray[np.float64]:
+    """``scorer.score_all(items)`` as a float64 array, checked for length."""
+    raw = scorer.score_all(items)
+    try:
+        scores = np.asarray(raw, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ScorerError(
+            scorer_label(scorer), None, f"returned non-numeric scores ({exc})"
+        ) from exc
+    if scores.shape != (len(items),):
+        raise ScorerError(
+            scorer_label(scorer), None,
+            f"returned {scores.size} scores of shape {scores.shape} for {len(items)} items",
+        )
+    return scores
+
+
+def _children_of(node: object) -> Sequence[object]:
+    if isinstance(node, CompositeScorer):
+        return node.scorers
+    if isinstance(node, ScaledScorer):
+        return (node.inner,)
+    return ()
+
+
+def _detect_cycles(roots: Sequence[object], field: str) -> None:
+    """DETECT-CYCLES: a depth-first walk by identity through composite and
+    scaled scorers; raises when a scorer is reached again from inside itself.
+
+    A scorer shared by two branches (a diamond) is not a cycle.
+    """
+    visited: set[int] = set()
+    in_path: set[int] = set()
+
+    def visit(node: object) -> None:
+        key = id(node)
+        if key in visited:
+            if key in in_path:
+                raise ConfigurationError(
+                    field, node, "cycle detected: scorer appears in its own dependency graph"
+                )
+            return
+        visited.add(key)
+        in_path.add(key)
+        for child in _children_of(node):
+            visit(child)
+        in_path.discard(key)
+
+    for root in roots:
+        visit(root)
+
+
+class CompositeScorer(_Immutable, ScorerBase):
+    """The weighted average of child scorers' scores.
+
+    ``children`` is a non-empty sequence of ``(scorer, weight)`` pairs; each
+    weight must be finite and strictly positive. Weights are relative: they are
+    divided by their sum, so ``[(a, 3.0), (b, 1.0)]`` means 0.75·a + 0.25·b.
+    Children are scored in order and summed in order. A graph of composite and
+    scaled scorers that contains itself is rejected (by identity).
+
+    Raises :class:`~cupellation.exceptions.ConfigurationError` for an empty
+    list, a zero, negative or non-finite weight, or a cycle, and
+    :class:`~cupellation.exceptions.InvalidTypeError` for an entry that is not
+    a ``(Scorer, number)`` pair.
+    """
+
+    __slots__ = ("children", "scorers", "weights")
+    children: tuple[tuple[Scorer, float], ...]
+    scorers: tuple[Scorer, ...]
+    weights: tuple[float, ...]
+
+    def __init__(self, children: Sequence[tuple[Scorer, float]]) -> None:
+        if isinstance(children, str | bytes) or not isinstance(children, Sequence):
+            raise InvalidTypeError("children", children, "a sequence of (scorer, weight) pairs")
+        if len(children) == 0:
+            raise ConfigurationError(
+                "children", children, "must contain at least one (scorer, weight) entry"
+            )
+        scorers: list[Scorer] = []
+        raw_weights: list[float] = []
+        total = 0.0
+        for index, entry in enumerate(children):
+            if not isinstance(entry, tuple | list) or len(entry) != 2:
+                raise InvalidTypeError(f"children[{index}]", entry, "a (scorer, weight) pair")
+            scorer, weight = entry
+            scorers.append(check_scorer(f"children[{index}].scorer", scorer))
+            raw_weights.append(check_weight(f"children[{index}].weight", weight, positive=True))
+            total += raw_weights[-1]
+        if not math.isfinite(total):
+            raise ConfigurationError("children", raw_weights, "weights sum to infinity")
+        _detect_cycles(scorers, "children")
+        object.__setattr__(self, "children", tuple(zip(scorers, raw_weights, strict=True)))
+        object.__setattr__(self, "scorers", tuple(scorers))
+        object.__setattr__(self, "weights", tuple(weight / total for weight in raw_weights))
+
+    def score_all(self, items: Sequence[ContextItem], /) -> list[float]:
+        """Every item's weighted average, summed child by child in order."""
+        result = np.zeros(len(items), dtype=np.float64)
+        for scorer, weight in zip(self.scorers, self.weights, strict=True):
+            # Element-wise, this is exactly result <- result + score * weight.
+            result += _scores_array(scorer, items) * weight
+        scores: list[float] = result.tolist()
+        return scores
+
+    @recursive_repr()
+    def __repr__(self) -> str:
+        shown = ", ".join(f"({scorer!r}, {weight!r})" for scorer, weight in self.children)
+        return f"CompositeScorer(children=[{shown}])"
+
+
+class ScaledScorer(_Immutable, ScorerBase):
+    """Min-max normalisation of an inner scorer: ``(raw - min) / (max - min)``
+    over the inner scores of all items.
+
+    An empty list, or inner scores that are all equal, give 0.5 for every
+    item. NaN inner scores are skipped when finding min and max, as the
+    specification's ``<`` / ``>`` comparisons skip them. The inner scorer runs
+    once per pass (the specification's N² calls give the same result).
+    """
+
+    __slots__ = ("inner",)
+    inner: Scorer
+
+    def __init__(self, inner: Scorer) -> None:
+        check_scorer("inner", inner)
+        _detect_cycles([inner], "inner")
+        object.__setattr__(self, "inner", inner)
+
+    def score_all(self, items: Sequence[ContextItem], /) -> list[float]:
+        """Every item's scaled score."""
+        if not items:
+            return []
+        raw: list[float] = _scores_array(self.inner, items).tolist()
+        low = math.inf
+        high = -math.inf
+        # The specification's single pass, so ties between 0.0 and -0.0 and
+        # NaN handling come out the same.
+        for value in raw:
+            if value < low:  # noqa: PLR1730 - a plain compare is faster than min()
+                low = value
+            if value > high:  # noqa: PLR1730
+                high = value
+        if high == low:
+            return [0.5] * len(raw)
+        span = high - low
+        return [(value - low) / span for value in raw]
+
+    @recursive_repr()
+    def __repr__(self) -> str:
+        return f"ScaledScorer(inner={self.inner!r})"

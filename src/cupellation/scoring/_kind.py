@@ -1,0 +1,86 @@
+"""KindScorer (``spec/src/scorers/kind.md``): a weight looked up by item kind."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+
+from .._model import ContextItem, ContextKind
+from ..exceptions import ConfigurationError, InvalidTypeError
+from ._base import ScorerBase, _Immutable, check_weight
+
+__all__ = ["DEFAULT_KIND_WEIGHTS", "KindScorer"]
+
+#: The specification's default weight map, used when no weights are given.
+DEFAULT_KIND_WEIGHTS: Mapping[ContextKind, float] = MappingProxyType({
+    ContextKind.SYSTEM_PROMPT: 1.0,
+    ContextKind.MEMORY: 0.8,
+    ContextKind.TOOL_OUTPUT: 0.6,
+    ContextKind.DOCUMENT: 0.4,
+    ContextKind.MESSAGE: 0.2,
+})
+
+
+def _kind_key(raw: object) -> ContextKind:
+    if isinstance(raw, ContextKind):
+        return raw
+    if not isinstance(raw, str):
+        raise InvalidTypeError("weights key", raw, "a ContextKind or a kind name")
+    if not raw.strip():
+        raise ConfigurationError("weights key", raw, "must not be empty or whitespace-only")
+    return ContextKind(raw)
+
+
+class KindScorer(_Immutable, ScorerBase):
+    """The configured weight of an item's ``kind``, 0.0 for a kind not configured.
+
+    ``weights`` maps kinds (``ContextKind`` or plain names) to non-negative
+    finite weights; names are matched case-insensitively (ASCII folding), and
+    weights above 1.0 are returned as they are. ``None`` (the default) means
+    :data:`DEFAULT_KIND_WEIGHTS` (SystemPrompt 1.0, Memory 0.8, ToolOutput
+    0.6, Document 0.4, Message 0.2). Absolute: other items do not matter.
+
+    Raises :class:`~cupellation.exceptions.ConfigurationError` for a negative
+    or non-finite weight, or two names that differ only in case.
+    """
+
+    absolute = True
+    __slots__ = ("weights",)
+    weights: Mapping[ContextKind, float]
+
+    def __init__(
+        self, weights: Mapping[ContextKind, float] | Mapping[str, float] | None = None
+    ) -> None:
+        if weights is None:
+            object.__setattr__(self, "weights", DEFAULT_KIND_WEIGHTS)
+            return
+        if not isinstance(weights, Mapping):
+            raise InvalidTypeError("weights", weights, "a mapping of kind to weight, or None")
+        normalised: dict[ContextKind, float] = {}
+        for raw_kind, raw_weight in weights.items():
+            kind = _kind_key(raw_kind)
+            if kind in normalised:
+                raise ConfigurationError(
+                    "weights", raw_kind, f"duplicates kind {kind.value!r} (names ignore case)"
+                )
+            normalised[kind] = check_weight(f"weights[{kind.value!r}]", raw_weight)
+        object.__setattr__(self, "weights", MappingProxyType(normalised))
+
+    def score_all(self, items: Sequence[ContextItem], /) -> list[float]:
+        """Every item's kind weight (0.0 when its kind is not configured)."""
+        get = self.weights.get
+        # ContextKind hashes and compares by its ASCII-folded name, so this
+        # lookup is the case-insensitive one the specification asks for.
+        return [get(item.kind, 0.0) for item in items]
+
+    def __reduce__(self) -> tuple[type[KindScorer], tuple[dict[ContextKind, float] | None]]:
+        # MappingProxyType cannot be pickled; rebuild from the weights instead.
+        if self.weights is DEFAULT_KIND_WEIGHTS:
+            return (KindScorer, (None,))
+        return (KindScorer, (dict(self.weights),))
+
+    def __repr__(self) -> str:
+        if self.weights is DEFAULT_KIND_WEIGHTS:
+            return "KindScorer()"
+        shown = ", ".join(f"{kind.value!r}: {weight!r}" for kind, weight in self.weights.items())
+        return f"KindScorer(weights={{{shown}}})"

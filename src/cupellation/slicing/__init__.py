@@ -1,0 +1,47 @@
+"""Slicers: choosing the scored items that fit the token budget
+(``spec/src/slicers.md``).
+
+- :class:`GreedySlice` — value density (score per token), highest first.
+- :class:`KnapsackSlice` — 0/1 knapsack over discretised token counts.
+- :class:`QuotaSlice` — per-kind percentage budgets around an inner slicer.
+- :class:`CountQuotaSlice` — per-kind item counts (require/cap) around an
+  inner slicer.
+- :class:`CountConstrainedKnapsackSlice` — the same counts around a knapsack.
+
+Any object with a ``slice(scored, budget, /)`` method satisfies
+:class:`Slicer`; :func:`slice_with_details` also returns the cap exclusions
+and count shortfalls of slicers that record them.
+"""
+
+from __future__ import annotations
+
+from ._count_quota import CountConstrainedKnapsackSlice, CountQuotaEntry, CountQuotaSlice
+from ._greedy import GreedySlice
+from ._knapsack import KnapsackSlice
+from ._protocol import (
+    CapExclusion,
+    CountRequirementShortfall,
+    DetailedSlicer,
+    ScarcityBehavior,
+    SliceOutcome,
+    Slicer,
+    slice_with_details,
+)
+from ._quota import QuotaEntry, QuotaSlice
+
+__all__ = [
+    "CapExclusion",
+    "CountConstrainedKnapsackSlice",
+    "CountQuotaEntry",
+    "CountQuotaSlice",
+    "CountRequirementShortfall",
+    "DetailedSlicer",
+    "GreedySlice",
+    "KnapsackSlice",
+    "QuotaEntry",
+    "QuotaSlice",
+    "ScarcityBehavior",
+    "SliceOutcome",
+    "Slicer",
+    "slice_with_details",
+]

@@ -1,0 +1,278 @@
+"""CountQuotaSlice (``spec/src/slicers/count-quota.md``) and
+CountConstrainedKnapsackSlice (``spec/src/slicers/count-constrained-knapsack.md``).
+
+Both run the same three phases: commit the top ``require_count`` candidates
+of each constrained kind (Count-Satisfy), let a slicer fill the rest of the
+budget with the remaining candidates, then drop the returned items whose kind
+has reached ``cap_count`` (Cap Enforcement, counting the committed items).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from operator import itemgetter
+
+from .._model import ContextBudget, ContextItem, ContextKind, ScoredItem
+from ..exceptions import ConfigurationError, InvalidTypeError, InvalidValueError
+from ._common import check_budget, check_count, unpack
+from ._knapsack import KnapsackSlice
+from ._protocol import (
+    CapExclusion,
+    CountRequirementShortfall,
+    ScarcityBehavior,
+    SliceOutcome,
+    Slicer,
+    slice_with_details,
+)
+
+__all__ = ["CountConstrainedKnapsackSlice", "CountQuotaEntry", "CountQuotaSlice"]
+
+_score = itemgetter(1)
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class CountQuotaEntry:
+    """Item-count constraints for one kind.
+
+    ``require_count`` items of the kind (the best-scored) are committed before
+    anything else; at most ``cap_count`` items of the kind end up selected.
+    ``0 <= require_count <= cap_count``; ``cap_count`` is keyword-only:
+    ``CountQuotaEntry("ToolOutput", 2, cap_count=5)``. ``kind`` may be given
+    as a string.
+    """
+
+    kind: ContextKind
+    require_count: int
+    cap_count: int
+
+    def __init__(
+        self, kind: ContextKind | str, require_count: int = 0, *, cap_count: int
+    ) -> None:
+        context_kind = kind if type(kind) is ContextKind else ContextKind(kind)
+        require = check_count("require_count", require_count)
+        cap = check_count("cap_count", cap_count)
+        if cap == 0 and require > 0:
+            raise ConfigurationError(
+                "cap_count", cap,
+                f"a cap of 0 can never satisfy require_count {require} "
+                f"for kind {context_kind.value!r}",
+            )
+        if require > cap:
+            raise ConfigurationError(
+                "require_count", require,
+                f"must be <= cap_count ({cap}) for kind {context_kind.value!r}",
+            )
+        object.__setattr__(self, "kind", context_kind)
+        object.__setattr__(self, "require_count", require)
+        object.__setattr__(self, "cap_count", cap)
+
+
+def _check_entries(entries: object) -> tuple[CountQuotaEntry, ...]:
+    if isinstance(entries, str | bytes) or not isinstance(entries, Sequence):
+        raise InvalidTypeError("entries", entries, "a sequence of CountQuotaEntry")
+    result = tuple(entries)
+    seen: set[ContextKind] = set()
+    for entry in result:
+        if not isinstance(entry, CountQuotaEntry):
+            raise InvalidTypeError("entries", entry, "a CountQuotaEntry")
+        if entry.kind in seen:
+            raise ConfigurationError("entries", entry.kind.value, "names a kind twice")
+        seen.add(entry.kind)
+    return result
+
+
+def _count_quota_slice(
+    name: str,
+    scored: Sequence[ScoredItem],
+    budget: ContextBudget,
+    *,
+    entries: tuple[CountQuotaEntry, ...],
+    scarcity: ScarcityBehavior,
+    run_inner: Callable[[list[ScoredItem], ContextBudget], SliceOutcome],
+    resort: bool,
+) -> SliceOutcome:
+    """The shared three phases; ``resort`` sorts phase-2 output by score (D180)."""
+    budget = check_budget(budget, name)
+    items, _, _ = unpack(scored, name)
+    if not items or budget.target_tokens <= 0:
+        return SliceOutcome(())
+
+    # --- Phase 1: Count-Satisfy ---
+    required = [entry for entry in entries if entry.require_count > 0]
+    partitions: dict[ContextKind, list[ScoredItem]] = {entry.kind: [] for entry in required}
+    if partitions:
+        for pair in scored:
+            bucket = partitions.get(pair[0].kind)
+            if bucket is not None:
+                bucket.append(pair)
+
+    committed: list[ContextItem] = []
+    committed_ids: set[int] = set()
+    selected_count: dict[ContextKind, int] = {}
+    pre_allocated = 0
+    shortfalls: list[CountRequirementShortfall] = []
+    for entry in required:
+        # nlargest is documented as sorted(..., reverse=True)[:n]: a stable
+        # score-descending sort, so equal scores keep their input order.
+        top = heapq.nlargest(entry.require_count, partitions[entry.kind], key=_score)
+        for candidate in top:
+            item = candidate[0]
+            committed.append(item)
+            committed_ids.add(id(item))
+            pre_allocated += item.tokens
+        satisfied = len(top)
+        selected_count[entry.kind] = satisfied
+        if satisfied < entry.require_count:
+            if scarcity is ScarcityBehavior.THROW:
+                raise InvalidValueError(
+                    "require_count", entry.require_count,
+                    f"{name}: candidate pool for kind '{entry.kind.value}' has "
+                    f"{satisfied} items but RequireCount is {entry.require_count}",
+                )
+            shortfalls.append(
+                CountRequirementShortfall(entry.kind, entry.require_count, satisfied)
+            )
+
+    # --- Phase 2: delegate the residual pool with the reduced budget ---
+    if committed_ids:
+        residual = [pair for pair in scored if id(pair[0]) not in committed_ids]
+    else:
+        residual = list(scored)
+    residual_target = max(0, budget.target_tokens - pre_allocated)
+    residual_budget = ContextBudget(
+        max_tokens=budget.max_tokens,
+        target_tokens=min(residual_target, budget.max_tokens),
+    )
+    inner = run_inner(residual, residual_budget)
+    inner_selected: Sequence[ContextItem] = inner.selected
+    if resort and len(inner_selected) > 1:
+        # D180: cap enforcement must see the best items first. Ties go to the
+        # earlier input position (the Sort stage's rule), so the order is
+        # fully determined whatever order the knapsack returned.
+        rank = {id(pair[0]): (-pair[1], index) for index, pair in enumerate(residual)}
+        inner_selected = sorted(inner_selected, key=lambda item: rank[id(item)])
+
+    # --- Phase 3: Cap Enforcement (counts seeded from Phase 1, D181) ---
+    policy = {entry.kind: entry for entry in entries}
+    result = committed
+    exclusions = list(inner.cap_exclusions)
+    for item in inner_selected:
+        kind = item.kind
+        constraint = policy.get(kind)
+        if constraint is None:
+            result.append(item)
+            continue
+        count = selected_count.get(kind, 0)
+        if count >= constraint.cap_count:
+            exclusions.append(CapExclusion(item, constraint.kind, constraint.cap_count, count))
+        else:
+            result.append(item)
+            selected_count[kind] = count + 1
+    return SliceOutcome(tuple(result), tuple(exclusions), (*shortfalls, *inner.shortfalls))
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class CountQuotaSlice:
+    """Guarantees per-kind item counts around an ``inner`` slicer.
+
+    Phase 1 commits each entry's ``require_count`` best-scored items of its
+    kind (even past the budget: they are guaranteed); ``inner`` then selects
+    from the other candidates within ``target_tokens`` minus the committed
+    tokens; finally items of a kind that already has ``cap_count`` selected
+    are dropped. With ``ScarcityBehavior.THROW`` a kind with too few
+    candidates raises :class:`~cupellation.exceptions.InvalidValueError`;
+    with ``DEGRADE`` (the default) it is reported as a shortfall by
+    :meth:`slice_with_details`. ``inner`` must not be a :class:`KnapsackSlice`
+    (use :class:`CountConstrainedKnapsackSlice`).
+    """
+
+    inner: Slicer
+    entries: tuple[CountQuotaEntry, ...]
+    scarcity: ScarcityBehavior
+
+    def __init__(
+        self,
+        inner: Slicer,
+        entries: Sequence[CountQuotaEntry],
+        scarcity: ScarcityBehavior | str = ScarcityBehavior.DEGRADE,
+    ) -> None:
+        if not isinstance(inner, Slicer):
+            raise InvalidTypeError("inner", inner, "a Slicer (an object with slice())")
+        if isinstance(inner, KnapsackSlice):
+            raise ConfigurationError(
+                "inner", inner,
+                "CountQuotaSlice does not support KnapsackSlice as the inner slicer; "
+                "use GreedySlice, or CountConstrainedKnapsackSlice for knapsack selection",
+            )
+        object.__setattr__(self, "inner", inner)
+        object.__setattr__(self, "entries", _check_entries(entries))
+        object.__setattr__(self, "scarcity", ScarcityBehavior.parse(scarcity))
+
+    def slice(self, scored: Sequence[ScoredItem], budget: ContextBudget, /) -> list[ContextItem]:
+        """Return the count-constrained selection (see the class doc)."""
+        return list(self.slice_with_details(scored, budget).selected)
+
+    def slice_with_details(
+        self, scored: Sequence[ScoredItem], budget: ContextBudget, /
+    ) -> SliceOutcome:
+        """Slice as :meth:`slice` does and report cap exclusions and shortfalls
+        (including any the inner slicer reports)."""
+        inner = self.inner
+
+        def run_inner(residual: list[ScoredItem], sub_budget: ContextBudget) -> SliceOutcome:
+            return slice_with_details(inner, residual, sub_budget)
+
+        return _count_quota_slice(
+            "CountQuotaSlice", scored, budget, entries=self.entries,
+            scarcity=self.scarcity, run_inner=run_inner, resort=False,
+        )
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class CountConstrainedKnapsackSlice:
+    """CountQuotaSlice's three phases with a :class:`KnapsackSlice` of
+    ``bucket_size`` as the phase-2 slicer.
+
+    The knapsack's selection is re-sorted by score descending (ties: input
+    order) before cap enforcement, so the cap keeps the best items.
+    """
+
+    entries: tuple[CountQuotaEntry, ...]
+    bucket_size: int
+    scarcity: ScarcityBehavior
+
+    def __init__(
+        self,
+        entries: Sequence[CountQuotaEntry],
+        bucket_size: int = 100,
+        scarcity: ScarcityBehavior | str = ScarcityBehavior.DEGRADE,
+    ) -> None:
+        object.__setattr__(self, "entries", _check_entries(entries))
+        object.__setattr__(self, "bucket_size", check_count("bucket_size", bucket_size,
+                                                            positive=True))
+        object.__setattr__(self, "scarcity", ScarcityBehavior.parse(scarcity))
+
+    @property
+    def knapsack(self) -> KnapsackSlice:
+        """The phase-2 knapsack slicer."""
+        return KnapsackSlice(self.bucket_size)
+
+    def slice(self, scored: Sequence[ScoredItem], budget: ContextBudget, /) -> list[ContextItem]:
+        """Return the count-constrained knapsack selection (see the class doc)."""
+        return list(self.slice_with_details(scored, budget).selected)
+
+    def slice_with_details(
+        self, scored: Sequence[ScoredItem], budget: ContextBudget, /
+    ) -> SliceOutcome:
+        """Slice as :meth:`slice` does and report cap exclusions and shortfalls."""
+        knapsack = KnapsackSlice(self.bucket_size)
+
+        def run_inner(residual: list[ScoredItem], sub_budget: ContextBudget) -> SliceOutcome:
+            return SliceOutcome(tuple(knapsack.slice(residual, sub_budget)))
+
+        return _count_quota_slice(
+            "CountConstrainedKnapsackSlice", scored, budget, entries=self.entries,
+            scarcity=self.scarcity, run_inner=run_inner, resort=True,
+        )

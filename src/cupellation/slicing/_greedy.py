@@ -1,0 +1,66 @@
+"""GreedySlice (``spec/src/slicers/greedy.md``)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._model import ContextBudget, ContextItem, ScoredItem
+from ._common import check_budget, unpack
+
+__all__ = ["GreedySlice"]
+
+_MAX_FLOAT = sys.float_info.max
+
+
+@dataclass(frozen=True, slots=True)
+class GreedySlice:
+    """Fills the budget by value density (score per token), highest first.
+
+    Zero-token items have density ``MAX_FLOAT`` and are always selected; an
+    item that does not fit the remaining budget is skipped, never deferred.
+    Equal densities keep input order. The result is in density order.
+    Items with negative token counts (which the pipeline drops at Classify)
+    are never selected. O(N log N).
+    """
+
+    def slice(self, scored: Sequence[ScoredItem], budget: ContextBudget, /) -> list[ContextItem]:
+        """Return the greedy selection of ``scored`` within ``budget.target_tokens``."""
+        budget = check_budget(budget, "GreedySlice")
+        items, tokens, scores = unpack(scored, "GreedySlice")
+        target = budget.target_tokens
+        if not items or target <= 0:
+            return []
+        return [items[i] for i in greedy_order_select(tokens, scores, target)]
+
+
+def greedy_order_select(tokens: list[int], scores: list[float], target: int) -> list[int]:
+    """Indices of the items GREEDY-SLICE selects, in selection (density) order.
+
+    ``target`` must be positive.
+    """
+    token_array = np.array(tokens, dtype=np.float64)
+    score_array = np.array(scores, dtype=np.float64)
+    zero = token_array == 0.0
+    # IEEE division exactly as score / tokens in the spec; the zero-token
+    # entries are overwritten with MAX_FLOAT (their division result is unused).
+    with np.errstate(divide="ignore", invalid="ignore"):
+        density = score_array / token_array
+    density[zero] = _MAX_FLOAT
+    # A stable sort of the negated density is "density descending, then index
+    # ascending": the spec's tie-break contract (-0.0 and 0.0 compare equal).
+    order: list[int] = np.argsort(-density, kind="stable").tolist()
+    remaining = target
+    selected: list[int] = []
+    take = selected.append
+    for index in order:
+        cost = tokens[index]
+        if cost == 0:
+            take(index)
+        elif 0 < cost <= remaining:
+            take(index)
+            remaining -= cost
+    return selected

@@ -1,0 +1,145 @@
+"""Properties of whole runs over random candidates and configurations (hypothesis)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cupellation import (
+    BudgetOverflowError,
+    ContextBudget,
+    ContextItem,
+    OverflowStrategy,
+    PinnedBudgetError,
+)
+from cupellation._collectors import DiagnosticTraceCollector, TraceDetailLevel
+from cupellation._events import ItemExcluded, ItemIncluded, event_from_json, event_to_json
+from cupellation._pipeline import Pipeline
+from cupellation._report import build_report
+from cupellation.placing import ChronologicalPlacer, UShapedPlacer
+from cupellation.scoring import (
+    CompositeScorer,
+    FrequencyScorer,
+    KindScorer,
+    PriorityScorer,
+    RecencyScorer,
+    Scorer,
+)
+from cupellation.slicing import GreedySlice, KnapsackSlice, Slicer
+from cupellation.testing import assert_report_consistent
+
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
+
+candidate = st.builds(
+    ContextItem,
+    content=st.sampled_from(["a", "b", "c", "d", "e", "f", "g", "h"]),
+    tokens=st.integers(min_value=-5, max_value=120),
+    kind=st.sampled_from(["Message", "Document", "ToolOutput", "Memory"]),
+    priority=st.none() | st.integers(-3, 3),
+    tags=st.lists(st.sampled_from(["x", "Y", "z"]), max_size=2),
+    timestamp=st.none() | st.integers(0, 50).map(lambda d: T0 + timedelta(days=d)),
+    pinned=st.sampled_from([False, False, False, True]),
+)
+scorers: st.SearchStrategy[Scorer] = st.sampled_from([
+    RecencyScorer(), PriorityScorer(), KindScorer(), FrequencyScorer(),
+    CompositeScorer([(RecencyScorer(), 2.0), (PriorityScorer(), 1.0)]),
+])
+slicers: st.SearchStrategy[Slicer] = st.sampled_from([GreedySlice(), KnapsackSlice(bucket_size=7)])
+budgets = st.tuples(st.integers(0, 600), st.integers(0, 600), st.integers(0, 100)).map(
+    lambda t: ContextBudget(max(t[0], t[1]), min(t[0], t[1]),
+                            output_reserve=min(t[2], max(t[0], t[1])))
+)
+pipelines = st.builds(
+    Pipeline,
+    scorer=scorers,
+    slicer=slicers,
+    placer=st.sampled_from([ChronologicalPlacer(), UShapedPlacer()]),
+    deduplication=st.booleans(),
+    overflow_strategy=st.sampled_from(list(OverflowStrategy)),
+)
+
+PROPERTY = settings(max_examples=150, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+
+
+def _run(pipeline: Pipeline, items: list[ContextItem], budget: ContextBudget
+         ) -> tuple[list[ContextItem] | None, DiagnosticTraceCollector]:
+    collector = DiagnosticTraceCollector(TraceDetailLevel.ITEM)
+    try:
+        return pipeline.run(items, budget, collector), collector
+    except (BudgetOverflowError, PinnedBudgetError):
+        return None, collector
+
+
+@PROPERTY
+@given(pipeline=pipelines, items=st.lists(candidate, max_size=12), budget=budgets)
+def test_every_candidate_is_decided_exactly_once(
+        pipeline: Pipeline, items: list[ContextItem], budget: ContextBudget) -> None:
+    """In a finished run each candidate index gets exactly one item event, the
+    report's totals count every candidate (negative-token ones too), and the
+    report's invariants hold."""
+    out, collector = _run(pipeline, items, budget)
+    if out is None:
+        return
+    decided = [e.candidate_index for e in collector.events
+               if isinstance(e, ItemExcluded | ItemIncluded)]
+    assert sorted(decided) == list(range(len(items)))
+    report = collector.build_report()
+    assert report.is_complete
+    assert report.total_candidates == len(items) == len(report.included) + len(report.excluded)
+    assert report.total_tokens_considered == sum(i.tokens for i in items)
+    assert [i.item for i in report.included] == out
+    assert_report_consistent(report)
+
+
+@PROPERTY
+@given(pipeline=pipelines, items=st.lists(candidate, max_size=12), budget=budgets)
+def test_non_pinned_tokens_respect_the_strategy_budget_rules(
+        pipeline: Pipeline, items: list[ContextItem], budget: ContextBudget) -> None:
+    """Non-pinned selected tokens never exceed the effective target; under Throw
+    and Truncate the whole window fits the target unless pinned items alone
+    exceed it; Throw raises exactly when the merged selection is over."""
+    out, _ = _run(pipeline, items, budget)
+    valid = [i for i in items if i.tokens >= 0]
+    pinned_tokens = sum(i.tokens for i in valid if i.pinned)
+    if pinned_tokens > budget.max_tokens - budget.output_reserve:
+        assert out is None
+        return
+    if out is None:
+        assert pipeline.overflow_strategy is OverflowStrategy.THROW
+        assert pinned_tokens > budget.target_tokens
+        return
+    unpinned = sum(i.tokens for i in out if not i.pinned)
+    assert unpinned <= budget.effective(pinned_tokens).target_tokens
+    if pipeline.overflow_strategy is not OverflowStrategy.PROCEED:
+        total = sum(i.tokens for i in out)
+        assert total <= budget.target_tokens or unpinned == 0
+    assert sum(1 for i in out if i.pinned) == sum(1 for i in valid if i.pinned)
+
+
+@PROPERTY
+@given(pipeline=pipelines, items=st.lists(candidate, max_size=12), budget=budgets)
+def test_report_from_json_round_tripped_events_equals_live_report(
+        pipeline: Pipeline, items: list[ContextItem], budget: ContextBudget) -> None:
+    """Folding the events after a JSON round trip gives the same report as
+    folding the live events (failed runs included)."""
+    _, collector = _run(pipeline, items, budget)
+    wire = [json.loads(json.dumps(event_to_json(e))) for e in collector.events]
+    decoded = [event_from_json(w) for w in wire]
+    assert decoded == list(collector.events)
+    assert build_report(decoded) == collector.build_report()
+
+
+@PROPERTY
+@given(pipeline=pipelines, items=st.lists(candidate, max_size=12), budget=budgets)
+def test_runs_are_deterministic_and_do_not_touch_the_candidates(
+        pipeline: Pipeline, items: list[ContextItem], budget: ContextBudget) -> None:
+    """The same input gives the same window twice; the candidate list is unchanged."""
+    before = list(items)
+    first, _ = _run(pipeline, items, budget)
+    second, _ = _run(pipeline, items, budget)
+    assert first == second
+    assert items == before

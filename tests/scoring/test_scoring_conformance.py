@@ -1,0 +1,259 @@
+"""The required scoring conformance vectors, and the scoring conformance adapter
+(``build_scorer``, ``item_from_vector``, ``run_scoring_vector``)."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tomli
+
+from cupellation import ConfigurationError, ContextItem, ContextKind
+from cupellation.conformance import VectorFailure, run_vector_file
+from cupellation.conformance._scoring import (
+    SCORER_TYPES,
+    build_scorer,
+    item_from_vector,
+    run_scoring_vector,
+)
+from cupellation.scoring import (
+    CompositeScorer,
+    DecayScorer,
+    ExponentialCurve,
+    KindScorer,
+    RecencyScorer,
+    ScaledScorer,
+    Scorer,
+    StepCurve,
+    TagScorer,
+    WindowCurve,
+)
+
+# /work/main/tests/scoring/<this file> -> /work/shared beside the checkout.
+VECTORS = (
+    Path(__file__).resolve().parents[2].parent / "shared" / "conformance" / "required" / "scoring"
+)
+VECTOR_FILES = sorted(VECTORS.glob("*.toml"))
+
+
+def load(name: str) -> dict[str, Any]:
+    """The parsed vector ``name`` (a file in the scoring folder)."""
+    with (VECTORS / name).open("rb") as handle:
+        doc: dict[str, Any] = tomli.load(handle)
+    return doc
+
+
+def test_all_required_scoring_vectors_are_present() -> None:
+    """The shared folder holds the 28 required scoring vectors this suite runs."""
+    assert len(VECTOR_FILES) == 28
+
+
+@pytest.mark.parametrize("path", VECTOR_FILES, ids=[path.stem for path in VECTOR_FILES])
+def test_scoring_vector(path: Path) -> None:
+    """Each required scoring vector passes through run_scoring_vector."""
+    with path.open("rb") as handle:
+        doc = tomli.load(handle)
+    run_scoring_vector(doc)
+
+
+def test_vectors_pass_through_the_runner_dispatch() -> None:
+    """The generic runner finds the scoring stage module and reports a pass."""
+    result = run_vector_file(VECTORS / "composite-weighted.toml")
+    assert result.passed, result.reason
+    assert result.stage == "scoring"
+
+
+# -- run_scoring_vector failure reporting -------------------------------------
+
+
+def test_wrong_expected_score_names_item_expected_and_actual() -> None:
+    """A score outside the tolerance fails, naming the content, expected and actual."""
+    doc = load("priority-basic.toml")
+    doc["expected"][1]["score_approx"] = 0.75
+    with pytest.raises(VectorFailure) as caught:
+        run_scoring_vector(doc)
+    message = str(caught.value)
+    assert "'medium'" in message
+    assert "0.75" in message
+    assert "0.5" in message
+
+
+def test_tolerance_is_honoured() -> None:
+    """A difference within score_epsilon passes; a larger one fails."""
+    doc = load("priority-basic.toml")
+    doc["expected"][1]["score_approx"] = 0.5 + 5e-10
+    run_scoring_vector(doc)
+    doc["tolerance"]["score_epsilon"] = 1e-12
+    with pytest.raises(VectorFailure):
+        run_scoring_vector(doc)
+
+
+def test_missing_construction_error_is_a_failure() -> None:
+    """A vector expecting a construction error fails when the scorer builds fine."""
+    doc = load("metadata-key-zero-boost-construction-error.toml")
+    doc["config"]["boost"] = 2.0
+    with pytest.raises(VectorFailure, match="expected a construction error"):
+        run_scoring_vector(doc)
+
+
+def test_unexpected_construction_error_is_a_failure() -> None:
+    """A construction error where none is expected fails and quotes the error."""
+    doc = load("metadata-key-match-boost.toml")
+    doc["config"]["boost"] = -2.0
+    with pytest.raises(VectorFailure, match="boost"):
+        run_scoring_vector(doc)
+
+
+def test_expected_content_not_among_items_is_a_failure() -> None:
+    """An expectation for an item the vector does not list fails, naming it."""
+    doc = load("reflexive-null.toml")
+    doc["expected"].append({"content": "ghost", "score_approx": 0.0})
+    with pytest.raises(VectorFailure, match="'ghost'"):
+        run_scoring_vector(doc)
+
+
+def test_unknown_fields_are_ignored() -> None:
+    """Unknown keys at every level are ignored (forward compatibility)."""
+    doc = copy.deepcopy(load("tag-basic.toml"))
+    doc["future_table"] = {"x": 1}
+    doc["test"]["new_flag"] = True
+    doc["config"]["new_option"] = "whatever"
+    doc["items"][0]["new_field"] = [1, 2]
+    doc["expected"][0]["note"] = "ignored"
+    run_scoring_vector(doc)
+
+
+# -- build_scorer ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["recency", "priority", "kind", "tag", "frequency", "reflexive",
+                                  "metadata_trust"])
+def test_simple_types_build_from_an_empty_config(name: str) -> None:
+    """Types without required settings build from ``{}`` (as pipeline vectors need)."""
+    assert isinstance(build_scorer(name, {}), Scorer)
+
+
+def test_scorer_types_lists_every_vector_name() -> None:
+    """SCORER_TYPES names the eleven vector scorer types."""
+    assert set(SCORER_TYPES) == {"recency", "priority", "kind", "tag", "frequency", "reflexive",
+                                 "composite", "scaled", "decay", "metadata_trust",
+                                 "metadata_key"}
+
+
+def test_unknown_type_is_a_configuration_error() -> None:
+    """An unknown scorer type raises ConfigurationError naming it."""
+    with pytest.raises(ConfigurationError, match="'semantic'"):
+        build_scorer("semantic", {})
+
+
+def test_missing_required_setting_names_it() -> None:
+    """metadata_key without boost raises ConfigurationError naming 'boost'."""
+    with pytest.raises(ConfigurationError, match="boost"):
+        build_scorer("metadata_key", {"key": "k", "value": "v"})
+
+
+def test_composite_children_are_built_with_their_weights() -> None:
+    """[[config.scorers]] become children in order, weights normalised."""
+    scorer = build_scorer("composite", {"scorers": [{"type": "recency", "weight": 3.0},
+                                                    {"type": "kind", "weight": 1}]})
+    assert isinstance(scorer, CompositeScorer)
+    assert [type(child) for child in scorer.scorers] == [RecencyScorer, KindScorer]
+    assert scorer.weights == (0.75, 0.25)
+
+
+def test_scaled_inner_by_name_or_table() -> None:
+    """inner_scorer may be a type name or a table with its own settings."""
+    by_name = build_scorer("scaled", {"inner_scorer": "recency"})
+    assert isinstance(by_name, ScaledScorer)
+    assert isinstance(by_name.inner, RecencyScorer)
+    by_table = build_scorer("scaled", {"inner_scorer": {"type": "tag", "tag_weights": {"a": 1}}})
+    assert isinstance(by_table, ScaledScorer)
+    assert isinstance(by_table.inner, TagScorer)
+    assert dict(by_table.inner.tag_weights) == {"a": 1.0}
+
+
+def test_kind_custom_weights_from_a_table() -> None:
+    """kind with a weights table uses those weights instead of the defaults."""
+    scorer = build_scorer("kind", {"weights": {"Memory": 2.0}})
+    assert isinstance(scorer, KindScorer)
+    assert dict(scorer.weights) == {ContextKind.MEMORY: 2.0}
+
+
+def test_decay_curves_and_fixed_clock() -> None:
+    """decay builds each curve type from seconds and a clock fixed at reference_time."""
+    reference = datetime(2025, 1, 1, 12, tzinfo=UTC)
+    for curve, expected in [
+        ({"type": "exponential", "half_life_secs": 60.0}, ExponentialCurve(timedelta(minutes=1))),
+        ({"type": "window", "max_age_secs": 60}, WindowCurve(timedelta(minutes=1))),
+        ({"type": "step", "windows": [{"max_age_secs": 60.0, "score": 0.25}]},
+         StepCurve([(timedelta(minutes=1), 0.25)])),
+    ]:
+        scorer = build_scorer("decay", {"reference_time": reference, "curve": curve})
+        assert isinstance(scorer, DecayScorer)
+        assert scorer.curve == expected
+        assert scorer.clock() == reference
+
+
+def test_decay_unknown_curve_type_is_rejected() -> None:
+    """An unknown curve type raises ConfigurationError naming it."""
+    with pytest.raises(ConfigurationError, match="'linear'"):
+        build_scorer("decay", {"curve": {"type": "linear"}})
+
+
+# -- item_from_vector -------------------------------------------------------------
+
+
+def test_item_from_vector_reads_every_field() -> None:
+    """Every vector item key maps onto the matching ContextItem field."""
+    stamp = datetime(2024, 1, 1, 2, 0, tzinfo=timezone(timedelta(hours=2)))
+    table: Mapping[str, Any] = {
+        "content": "c", "tokens": 7, "kind": "Document", "source": "Rag", "timestamp": stamp,
+        "priority": 3, "tags": ["a", "B"], "futureRelevanceHint": 0.25, "pinned": True,
+        "metadata": {"cupel:trust": "0.5"}, "originalTokens": 9, "score": 0.9,
+    }
+    item = item_from_vector(table)
+    assert item == ContextItem(
+        content="c", tokens=7, kind="Document", source="Rag",
+        timestamp=datetime(2024, 1, 1, tzinfo=UTC), priority=3, tags=("a", "B"),
+        future_relevance_hint=0.25, pinned=True, metadata={"cupel:trust": "0.5"},
+        original_tokens=9,
+    )
+    assert item.timestamp is not None
+    assert item.timestamp.tzinfo is UTC
+
+
+def test_item_from_vector_defaults() -> None:
+    """Only content and tokens are required; the rest take ContextItem's defaults."""
+    assert item_from_vector({"content": "x", "tokens": 1}) == ContextItem(content="x", tokens=1)
+
+
+def test_item_from_vector_treats_naive_datetimes_as_utc() -> None:
+    """A TOML local date-time (no offset) is read as UTC."""
+    item = item_from_vector({"content": "x", "tokens": 1, "timestamp": datetime(2024, 5, 1)})
+    assert item.timestamp == datetime(2024, 5, 1, tzinfo=UTC)
+
+
+def test_item_from_vector_reads_toml_1_1_offset_times_without_seconds() -> None:
+    """tomli's parse of ``2024-01-01T00:00Z`` becomes an aware UTC timestamp."""
+    doc = tomli.loads('[[items]]\ncontent = "x"\ntokens = 1\ntimestamp = 2024-01-01T00:00Z\n')
+    item = item_from_vector(doc["items"][0])
+    assert item.timestamp == datetime(2024, 1, 1, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("curve", "field"),
+    [({"type": "exponential"}, "half_life_secs"),
+     ({"type": "window", "max_age_secs": float("nan")}, "max_age_secs"),
+     ({"type": "exponential", "half_life_secs": -60.0}, "half_life"),
+     ({"type": "step", "windows": [{"max_age_secs": 60.0}]}, "score")],
+    ids=["missing-half-life", "nan-seconds", "negative-half-life", "window-without-score"],
+)
+def test_decay_curve_settings_are_validated(curve: dict[str, Any], field: str) -> None:
+    """A missing or invalid curve setting raises ConfigurationError naming it."""
+    with pytest.raises(ConfigurationError) as caught:
+        build_scorer("decay", {"curve": curve})
+    assert caught.value.field == field

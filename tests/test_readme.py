@@ -1,0 +1,30 @@
+"""README.md stays true: its Python example runs and the commands it gives exist."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_python_example_runs_and_selects_both_items() -> None:
+    """The usage example executes as written and selects both candidates."""
+    blocks = re.findall(r"```python\n(.*?)```", README, re.S)
+    assert blocks, "README has no python example"
+    namespace: dict[str, object] = {}
+    exec(compile(blocks[0], "README.md", "exec"), namespace)
+    window = namespace["window"]
+    assert isinstance(window, list)
+    assert len(window) == 2
+
+
+def test_the_two_commands_exist_and_ci_runs_the_test_command() -> None:
+    """The two commands README gives are scripts in the repository, and .ci/run
+    calls the same test command."""
+    commands = re.findall(r"^bash (scripts/\S+)", README, re.M)
+    assert commands == ["scripts/demo.sh", "scripts/test.sh"]
+    for command in commands:
+        assert (ROOT / command).is_file()
+    assert "bash scripts/test.sh" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
