@@ -247,6 +247,12 @@ class ContextItem:
         _check_int("original_tokens", original_tokens, optional=True)
         set_(self, "original_tokens", original_tokens)
 
+    def __reduce__(self) -> tuple[type[ContextItem], tuple[Any, ...]]:
+        # The read-only metadata view cannot be pickled; rebuild from a plain copy.
+        return (type(self), (self.content, self.tokens, self.kind, self.source, self.priority,
+                             self.tags, dict(self.metadata), self.timestamp,
+                             self.future_relevance_hint, self.pinned, self.original_tokens))
+
     def __hash__(self) -> int:
         # metadata values may be unhashable; the other fields identify an item well.
         return hash(
@@ -378,6 +384,11 @@ class ContextBudget:
         return hash((self.max_tokens, self.target_tokens, self.output_reserve,
                      tuple(sorted((k.folded, v) for k, v in self.reserved_slots.items())),
                      self.estimation_safety_margin_percent))
+
+    def __reduce__(self) -> tuple[type[ContextBudget], tuple[Any, ...]]:
+        # The read-only slots view cannot be pickled; rebuild from a plain copy.
+        return (type(self), (self.max_tokens, self.target_tokens, self.output_reserve,
+                             dict(self.reserved_slots), self.estimation_safety_margin_percent))
 
     def reserved_for(self, kind: ContextKind | str) -> int:
         """Reserved slots for ``kind`` (case-insensitive), 0 when none."""
