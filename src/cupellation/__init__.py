@@ -78,6 +78,7 @@ from ._report import (
 from .exceptions import (
     BudgetOverflowError,
     ConfigurationError,
+    CountRequirementError,
     CupelError,
     DecodeError,
     InvalidTypeError,
@@ -138,6 +139,7 @@ __all__ = [
     "CountQuotaEntry",
     "CountQuotaSlice",
     "CountRequireCandidatesExhausted",
+    "CountRequirementError",
     "CountRequirementShortfall",
     "CountShortfall",
     "CupelError",

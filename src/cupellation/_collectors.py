@@ -15,9 +15,11 @@ from typing import Protocol, runtime_checkable
 
 from ._events import PipelineEvent
 from ._report import SelectionReport, build_report
+from .exceptions import InvalidTypeError, InvalidValueError
 
 __all__ = [
     "NULL_COLLECTOR",
+    "check_collector",
     "DiagnosticTraceCollector",
     "EventObserver",
     "FanOutCollector",
@@ -121,6 +123,12 @@ class DiagnosticTraceCollector:
         *,
         observer: EventObserver | None = None,
     ) -> None:
+        if isinstance(detail_level, bool) or detail_level not in (
+                TraceDetailLevel.STAGE, TraceDetailLevel.ITEM):
+            raise InvalidValueError("detail_level", detail_level,
+                                    "must be TraceDetailLevel.STAGE or TraceDetailLevel.ITEM")
+        if observer is not None and not callable(observer):
+            raise InvalidTypeError("observer", observer, "a callable taking one event, or None")
         self._detail_level = TraceDetailLevel(detail_level)
         self._items = self._detail_level >= TraceDetailLevel.ITEM
         self._events: list[PipelineEvent] = []
@@ -180,6 +188,8 @@ class FanOutCollector:
     __slots__ = ("_children", "_item_children", "_level")
 
     def __init__(self, *collectors: TraceCollector) -> None:
+        for position, collector in enumerate(collectors):
+            check_collector(f"collectors[{position}]", collector)
         enabled = [c for c in collectors if c.is_enabled]
         self._children: tuple[TraceCollector, ...] = tuple(enabled)
         self._item_children = tuple(
@@ -225,6 +235,15 @@ class FanOutCollector:
 
     def __repr__(self) -> str:
         return f"FanOutCollector({', '.join(map(repr, self._children))})"
+
+
+def check_collector(field: str, collector: object) -> None:
+    """Raise unless ``collector`` has the TraceCollector members."""
+    if isinstance(collector, type) or not all(
+            hasattr(collector, name) for name in
+            ("is_enabled", "detail_level", "record_stage_event", "record_item_event")):
+        hint = f" (pass an instance: {collector.__name__}())" if isinstance(collector, type) else ""
+        raise InvalidTypeError(field, collector, "a TraceCollector" + hint)
 
 
 def _forward(children: Iterable[TraceCollector], method: str, event: PipelineEvent) -> None:

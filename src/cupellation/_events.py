@@ -237,7 +237,10 @@ def _typed_ne(self: tuple[Any, ...], other: object) -> bool:
 
 
 def _typed_hash(self: tuple[Any, ...]) -> int:
-    return hash((type(self).__name__, *(id(v) if isinstance(v, Mapping) else v for v in self)))
+    # Mappings (the pipeline description, unknown events' data) may hold
+    # unhashable values; their length keeps the hash consistent with equality.
+    return hash((type(self).__name__,
+                 *(("mapping", len(v)) if isinstance(v, Mapping) else v for v in self)))
 
 
 for _cls in _EVENT_TYPES:

@@ -7,7 +7,7 @@ import enum
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 from typing import Any, ClassVar, NamedTuple, Self, overload
 
@@ -122,17 +122,56 @@ ContextSource.TOOL = ContextSource("Tool")
 ContextSource.RAG = ContextSource("Rag")
 
 
+def _json_object(data: Mapping[str, Any], key: str) -> Mapping[str, Any] | None:
+    value = data.get(key)
+    if value is not None and not isinstance(value, Mapping):
+        raise DecodeError(key, value, "must be a JSON object")
+    return value
+
+
+def _json_list(data: Mapping[str, Any], key: str) -> tuple[Any, ...]:
+    value = data.get(key, [])
+    if not isinstance(value, list):
+        raise DecodeError(key, value, "must be a JSON array")
+    return tuple(value)
+
+
+# JSON has no NaN or infinities; a non-finite hint (which ReflexiveScorer
+# defines a score for) is written as the string "NaN", "Infinity" or "-Infinity".
+_NON_FINITE_TO_JSON = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+_NON_FINITE_FROM_JSON = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def _hint_to_json(value: float) -> float | str:
+    return value if math.isfinite(value) else _NON_FINITE_TO_JSON[repr(value)]
+
+
+def _hint_from_json(value: Any) -> Any:
+    if isinstance(value, str):
+        if value not in _NON_FINITE_FROM_JSON:
+            raise DecodeError("futureRelevanceHint", value,
+                              "must be a number, or 'NaN', 'Infinity' or '-Infinity'")
+        return _NON_FINITE_FROM_JSON[value]
+    return value
+
+
+_INT64_MIN = -(2**63)
+_INT64_MAX = 2**63 - 1
+
+
 def _check_int(field_name: str, value: Any, *, optional: bool = False) -> None:
     if value is None and optional:
         return
     # bool is an int subclass; a token count of True is a bug, not 1.
     if type(value) is not int and not (isinstance(value, int) and not isinstance(value, bool)):
         raise InvalidTypeError(field_name, value, "an integer" + (" or None" if optional else ""))
+    # The specification's integers are signed 64-bit; larger ones cannot be
+    # compared with scores or summed with numpy safely.
+    if not _INT64_MIN <= value <= _INT64_MAX:
+        raise InvalidValueError(field_name, value, "must fit in a signed 64-bit integer")
 
 
-def _check_aware(field_name: str, value: Any) -> datetime | None:
-    if value is None:
-        return None
+def _check_aware(field_name: str, value: Any) -> datetime:
     if not isinstance(value, datetime):
         raise InvalidTypeError(field_name, value, "a timezone-aware datetime or None")
     if value.tzinfo is None or value.utcoffset() is None:
@@ -160,6 +199,8 @@ def parse_timestamp(text: str, *, field_name: str = "timestamp") -> datetime:
 
 
 _EMPTY_METADATA: Mapping[str, Any] = MappingProxyType({})
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
 
 
 
@@ -187,6 +228,9 @@ class ContextItem:
     future_relevance_hint: float | None
     pinned: bool
     original_tokens: int | None
+    #: ``timestamp`` as whole microseconds since the Unix epoch: an exact,
+    #: cheaply comparable key for the rank scorers (not part of the item's value).
+    _timestamp_us: int | None = field(init=False, repr=False, compare=False, hash=False)
 
     def __init__(
         self,
@@ -233,13 +277,23 @@ class ContextItem:
                 if not isinstance(key, str):
                     raise InvalidTypeError("metadata key", key, "a string")
             set_(self, "metadata", MappingProxyType(dict(metadata)))
-        set_(self, "timestamp", None if timestamp is None else _check_aware("timestamp", timestamp))
+        if timestamp is None:
+            set_(self, "timestamp", None)
+            set_(self, "_timestamp_us", None)
+        else:
+            utc = _check_aware("timestamp", timestamp)
+            set_(self, "timestamp", utc)
+            set_(self, "_timestamp_us", (utc - _EPOCH) // _MICROSECOND)
         if future_relevance_hint is not None:
             if isinstance(future_relevance_hint, bool) or not isinstance(
                     future_relevance_hint, int | float):
                 raise InvalidTypeError("future_relevance_hint", future_relevance_hint,
                                        "a float or None")
-            future_relevance_hint = float(future_relevance_hint)
+            try:
+                future_relevance_hint = float(future_relevance_hint)
+            except OverflowError:
+                raise InvalidValueError("future_relevance_hint", future_relevance_hint,
+                                        "is too large for a float64") from None
         set_(self, "future_relevance_hint", future_relevance_hint)
         if not isinstance(pinned, bool):
             raise InvalidTypeError("pinned", pinned, "a bool")
@@ -278,7 +332,7 @@ class ContextItem:
         if self.timestamp is not None:
             out["timestamp"] = format_timestamp(self.timestamp)
         if self.future_relevance_hint is not None:
-            out["futureRelevanceHint"] = self.future_relevance_hint
+            out["futureRelevanceHint"] = _hint_to_json(self.future_relevance_hint)
         if self.pinned:
             out["pinned"] = True
         if self.original_tokens is not None:
@@ -306,10 +360,10 @@ class ContextItem:
                 kind=ContextKind(data.get("kind", "Message")),
                 source=ContextSource(data.get("source", "Chat")),
                 priority=data.get("priority"),
-                tags=tuple(data.get("tags", ())),
-                metadata=data.get("metadata"),
+                tags=_json_list(data, "tags"),
+                metadata=_json_object(data, "metadata"),
                 timestamp=None if timestamp is None else parse_timestamp(timestamp),
-                future_relevance_hint=data.get("futureRelevanceHint"),
+                future_relevance_hint=_hint_from_json(data.get("futureRelevanceHint")),
                 pinned=data.get("pinned", False),
                 original_tokens=data.get("originalTokens"),
             )
@@ -369,7 +423,12 @@ class ContextBudget:
             raise InvalidTypeError("reserved_slots", slots, "a mapping of kind to int")
         normalised: dict[ContextKind, int] = {}
         for key, count in slots.items():
+            if not isinstance(key, str | ContextKind):
+                raise InvalidTypeError("reserved_slots key", key, "a kind name")
             kind = ContextKind(key)
+            if kind in normalised:
+                raise InvalidValueError("reserved_slots key", key,
+                                        f"repeats kind {kind.value!r} (kinds ignore case)")
             _check_int(f"reserved_slots[{kind.value!r}]", count)
             if count < 0:
                 raise InvalidValueError(f"reserved_slots[{kind.value!r}]", count, "must be >= 0")
@@ -427,7 +486,7 @@ class ContextBudget:
                 max_tokens=data["maxTokens"],
                 target_tokens=data["targetTokens"],
                 output_reserve=data.get("outputReserve", 0),
-                reserved_slots=dict(data.get("reservedSlots", {})),
+                reserved_slots=_json_object(data, "reservedSlots"),
                 estimation_safety_margin_percent=data.get("estimationSafetyMarginPercent", 0.0),
             )
         except (InvalidValueError, InvalidTypeError) as exc:
@@ -545,7 +604,10 @@ def check_finite(field_name: str, value: Any) -> float:
     """Return ``value`` as a float, rejecting bools, non-numbers, NaN and infinities."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise InvalidTypeError(field_name, value, "a finite number")
-    result = float(value)
+    try:
+        result = float(value)
+    except OverflowError:
+        raise InvalidValueError(field_name, value, "is too large for a float64") from None
     if not math.isfinite(result):
         raise InvalidValueError(field_name, value, "must be finite")
     return result

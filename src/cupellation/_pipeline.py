@@ -6,15 +6,22 @@ from __future__ import annotations
 import time
 import uuid
 from bisect import bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from itertools import accumulate
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
-from ._collectors import NULL_COLLECTOR, DiagnosticTraceCollector, TraceCollector, TraceDetailLevel
+from ._collectors import (
+    NULL_COLLECTOR,
+    DiagnosticTraceCollector,
+    TraceCollector,
+    TraceDetailLevel,
+    check_collector,
+)
 from ._events import (
     CountShortfall,
     ItemExcluded,
@@ -101,6 +108,10 @@ class Pipeline:
     ) -> None:
         slicer = GreedySlice() if slicer is None else slicer
         placer = ChronologicalPlacer() if placer is None else placer
+        for name, strategy in (("scorer", scorer), ("slicer", slicer), ("placer", placer)):
+            if isinstance(strategy, type):
+                raise ConfigurationError(name, strategy,
+                                         f"pass an instance: {strategy.__name__}()")
         if not callable(getattr(scorer, "score_all", None)):
             raise ConfigurationError("scorer", scorer, "must have a score_all(items) method")
         if not callable(getattr(slicer, "slice", None)):
@@ -145,15 +156,15 @@ class Pipeline:
         """A copy with deduplication switched on or off."""
         return replace(self, deduplication=enabled)
 
-    def describe(self) -> dict[str, Any]:
-        """The configuration as JSON-native values (carried by ``run_started``)."""
-        return {
+    def describe(self) -> Mapping[str, Any]:
+        """The configuration as JSON-native values (carried, read-only, by ``run_started``)."""
+        return MappingProxyType({
             "scorer": repr(self.scorer),
             "slicer": repr(self.slicer),
             "placer": repr(self.placer),
             "deduplication": self.deduplication,
             "overflow_strategy": self.overflow_strategy.value,
-        }
+        })
 
     # -- running -------------------------------------------------------------------
 
@@ -194,6 +205,8 @@ class Pipeline:
             raise InvalidTypeError("budget", resolved, "a ContextBudget")
         if collector is None:
             collector = NULL_COLLECTOR
+        elif collector is not NULL_COLLECTOR:
+            check_collector("collector", collector)
         items = candidates if isinstance(candidates, list | tuple) else list(candidates)
         if not collector.is_enabled:
             return _Run(self, items, resolved, collector, "").execute()
@@ -257,7 +270,8 @@ class _Run:
         if self.enabled:
             self.collector.record_stage_event(RunStarted(
                 self.run_id, datetime.now(UTC), budget, pipeline.describe(),
-                len(candidates), sum(getattr(c, "tokens", 0) for c in candidates),
+                # Only real items count: a stray object is reported by Classify.
+                len(candidates), sum(c.tokens for c in candidates if isinstance(c, ContextItem)),
             ))
 
         # -- 1. Classify ------------------------------------------------------------
@@ -449,7 +463,9 @@ class _Run:
             reason: ExclusionReason
             if cap is not None:
                 reason = CountCapExceeded(str(cap.kind), cap.cap, cap.count)
-            elif pinned_tokens > 0 and tokens <= unpinned_available:
+            elif pinned_tokens > 0 and available < tokens <= unpinned_available:
+                # It did not fit what was left, and would have had no item been
+                # pinned: the pins displaced it.
                 reason = PinnedOverride(_displacer(pinned, pinned_prefix,
                                                    unpinned_available - tokens))
             else:

@@ -239,8 +239,10 @@ def _typed_ne(self: tuple[Any, ...], other: object) -> bool:
 
 
 def _typed_hash(self: tuple[Any, ...]) -> int:
+    # An unknown reason's fields may hold unhashable values; hashing the
+    # field names keeps the hash consistent with equality.
     return hash((type(self).__name__, *(
-        tuple(sorted(v.items())) if isinstance(v, Mapping) else v for v in self
+        tuple(sorted(v)) if isinstance(v, Mapping) else v for v in self
     )))
 
 

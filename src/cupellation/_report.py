@@ -159,42 +159,62 @@ class SelectionReport:
         """Decode the JSON shape; unknown reason variants and stages are kept."""
         if not isinstance(data, Mapping):
             raise DecodeError("report", data, "must be a JSON object")
-        for key in ("events", "included", "excluded", "total_candidates",
-                    "total_tokens_considered"):
-            if key not in data:
-                raise DecodeError(key, None, "is required")
+        for key in ("events", "included", "excluded"):
+            if not isinstance(data.get(key), list):
+                raise DecodeError(key, data.get(key), "is required and must be a JSON array")
+        for key in ("total_candidates", "total_tokens_considered"):
+            value = data.get(key)
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise DecodeError(key, value, "is required and must be an integer")
+        incomplete = data.get("incomplete", [])
+        if not isinstance(incomplete, list) or not all(isinstance(r, str) for r in incomplete):
+            raise DecodeError("incomplete", incomplete, "must be a JSON array of strings")
+        where = "report"
         try:
+            where = "events"
             events = tuple(_trace_event_from_json(e) for e in data["events"])
+            where = "included"
             included = tuple(
-                IncludedItem(ContextItem.from_json(i["item"]), float(i["score"]),
+                IncludedItem(ContextItem.from_json(i["item"]), _number(i["score"]),
                              inclusion_reason_from_json(i["reason"]))
                 for i in data["included"]
             )
+            where = "excluded"
             excluded = tuple(
-                ExcludedItem(ContextItem.from_json(e["item"]), float(e["score"]),
+                ExcludedItem(ContextItem.from_json(e["item"]), _number(e["score"]),
                              exclusion_reason_from_json(e["reason"]))
                 for e in data["excluded"]
             )
+            where = "count_requirement_shortfalls"
             shortfalls = tuple(
                 CountRequirementShortfall(ContextKind(s["kind"]), s["required_count"],
                                           s["satisfied_count"])
                 for s in data.get("count_requirement_shortfalls", ())
             )
+            where = "overflow"
             overflow_data = data.get("overflow")
             overflow = None if overflow_data is None else OverflowReport(
                 overflow_data["tokens_over_budget"],
                 tuple(ContextItem.from_json(i) for i in overflow_data["overflowing_items"]),
                 ContextBudget.from_json(overflow_data["budget"]),
             )
-        except (KeyError, TypeError) as exc:
-            raise DecodeError("report", str(exc), "is missing or mistyped") from exc
+        except DecodeError as exc:
+            raise DecodeError(f"{where}.{exc.field}", exc.value, exc.problem) from exc
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise DecodeError(where, str(exc), "has a missing or mistyped member") from exc
         return cls(
             events=events, included=included, excluded=excluded,
             total_candidates=data["total_candidates"],
             total_tokens_considered=data["total_tokens_considered"],
             count_requirement_shortfalls=shortfalls, overflow=overflow,
-            incomplete=tuple(data.get("incomplete", ())),
+            incomplete=tuple(incomplete),
         )
+
+
+def _number(value: Any, field: str = "score") -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise DecodeError(field, value, "must be a number")
+    return float(value)
 
 
 def _trace_event_from_json(data: Mapping[str, Any]) -> TraceEvent:
@@ -202,8 +222,13 @@ def _trace_event_from_json(data: Mapping[str, Any]) -> TraceEvent:
     stage: StageName = next(
         (s for s in PipelineStage if s.value == stage_name), stage_name
     )
-    return TraceEvent(stage, float(data["duration_ms"]), int(data["item_count"]),
-                      data.get("message"))
+    item_count = data["item_count"]
+    if not isinstance(item_count, int) or isinstance(item_count, bool):
+        raise DecodeError("item_count", item_count, "must be an integer")
+    message = data.get("message")
+    if message is not None and not isinstance(message, str):
+        raise DecodeError("message", message, "must be a string")
+    return TraceEvent(stage, _number(data["duration_ms"], "duration_ms"), item_count, message)
 
 
 def _single_run_id(events: Sequence[PipelineEvent], run_id: str | None) -> str | None:

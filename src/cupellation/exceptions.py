@@ -6,8 +6,11 @@ The hierarchy::
     ├── InvalidValueError(CupelError, ValueError)
     │   │   a value is out of its allowed range or shape; ``.field`` and
     │   │   ``.value`` name the offending field and the value given
-    │   └── ConfigurationError                 a scorer, slicer, placer or
-    │                                          pipeline was configured wrongly
+    │   ├── ConfigurationError                 a scorer, slicer, placer or
+    │   │                                      pipeline was configured wrongly
+    │   └── CountRequirementError              a count quota's require_count
+    │                                          cannot be met and its scarcity
+    │                                          behaviour is Throw
     ├── InvalidTypeError(CupelError, TypeError)
     │       a value has the wrong type (``tokens=True``, ``tokens="3"``);
     │       ``.field`` and ``.value`` as above
@@ -34,6 +37,7 @@ from typing import Any
 __all__ = [
     "BudgetOverflowError",
     "ConfigurationError",
+    "CountRequirementError",
     "CupelError",
     "DecodeError",
     "InvalidTypeError",
@@ -73,6 +77,28 @@ class InvalidValueError(_FieldErrorMixin, CupelError, ValueError):
 
 class ConfigurationError(InvalidValueError):
     """A scorer, slicer, placer or pipeline was given an invalid configuration."""
+
+
+class CountRequirementError(InvalidValueError):
+    """A kind has fewer candidates than its ``require_count`` under ``ScarcityBehavior.THROW``.
+
+    ``str(err)`` is exactly the specification's message, e.g.
+    ``CountConstrainedKnapsackSlice: candidate pool for kind 'tool' has 1 items but
+    RequireCount is 3.``; ``field`` is ``"require_count"`` and ``value`` the
+    required count.
+    """
+
+    def __init__(self, message: str, *, kind: str, required_count: int,
+                 satisfied_count: int) -> None:
+        super().__init__("require_count", required_count, message)
+        self.args = (message,)
+        self.message = message
+        self.kind = kind
+        self.required_count = required_count
+        self.satisfied_count = satisfied_count
+
+    def __str__(self) -> str:
+        return self.message
 
 
 class InvalidTypeError(_FieldErrorMixin, CupelError, TypeError):

@@ -4,13 +4,21 @@ observers see events synchronously and cannot break a run, fan-out feeds many.""
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
 import cupellation._pipeline as pipeline_module
-from cupellation import ContextBudget, ContextItem
+from cupellation import (
+    ContextBudget,
+    ContextItem,
+    CountQuotaEntry,
+    CountQuotaSlice,
+    GreedySlice,
+    ScoredItem,
+)
 from cupellation._collectors import (
     NULL_COLLECTOR,
     DiagnosticTraceCollector,
@@ -45,18 +53,54 @@ def _forbid_event_construction(monkeypatch: pytest.MonkeyPatch) -> None:
 
     for name in EVENT_NAMES:
         monkeypatch.setattr(pipeline_module, name, refuse)
+    # Hot paths build events with tuple.__new__(EventType, ...): trap that too.
+    real_new = tuple.__new__
+
+    class TrappedTuple(tuple):  # type: ignore[type-arg]
+        def __new__(cls, *args: Any) -> Any:
+            if getattr(cls, "__name__", "") in EVENT_NAMES:
+                raise AssertionError("an event object was constructed")
+            return real_new(cls, *args)
+
+    monkeypatch.setattr(pipeline_module, "tuple", TrappedTuple, raising=False)
 
 
-def test_null_collector_path_constructs_no_event(monkeypatch: pytest.MonkeyPatch) -> None:
+class _TakeAll:
+    """Ignores the budget so that the Place stage overflows."""
+
+    def slice(self, scored: Sequence[ScoredItem], budget: ContextBudget) -> list[ContextItem]:
+        return [s.item for s in scored]
+
+
+DUPLICATED = [*ITEMS, ContextItem("m1", 10, timestamp=T0)]
+OVERFLOWING = [ContextItem("pin", 30, pinned=True), *ITEMS]
+SCENARIOS: dict[str, tuple[Pipeline, list[ContextItem]]] = {
+    "plain": (PIPELINE, ITEMS),
+    "duplicates": (PIPELINE, DUPLICATED),
+    "truncate": (Pipeline(RecencyScorer(), _TakeAll(), overflow_strategy="truncate"),
+                 OVERFLOWING),
+    "proceed": (Pipeline(RecencyScorer(), _TakeAll(), overflow_strategy="proceed"),
+                OVERFLOWING),
+    "shortfall": (Pipeline(RecencyScorer(), CountQuotaSlice(
+        GreedySlice(), [CountQuotaEntry("Memory", 2, cap_count=2)])), ITEMS),
+}
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_null_collector_path_constructs_no_event(monkeypatch: pytest.MonkeyPatch,
+                                                 scenario: str) -> None:
     """With every event constructor the pipeline uses replaced by one that fails,
-    a run with the null collector (and with no collector) still succeeds, while
-    the same run with a diagnostic collector trips the trap — so the trap is real."""
-    unpatched = [i.content for i in PIPELINE.run(ITEMS, BUDGET, DiagnosticTraceCollector())]
+    a run with the null collector (and with no collector) still succeeds and
+    selects what it selected before — through deduplication, Truncate, Proceed
+    and count shortfalls — while the same run with a diagnostic collector trips
+    the trap, so the trap is real."""
+    pipeline, items = SCENARIOS[scenario]
+    unpatched = [i.content for i in pipeline.run(items, BUDGET, DiagnosticTraceCollector())]
     _forbid_event_construction(monkeypatch)
-    assert [i.content for i in PIPELINE.run(ITEMS, BUDGET, NULL_COLLECTOR)] == unpatched
-    assert [i.content for i in PIPELINE.run(ITEMS, BUDGET)] == unpatched
+    assert [i.content for i in pipeline.run(items, BUDGET, NULL_COLLECTOR)] == unpatched
+    assert [i.content for i in pipeline.run(items, BUDGET)] == unpatched
     with pytest.raises(AssertionError, match="event object was constructed"):
-        PIPELINE.run(ITEMS, BUDGET, DiagnosticTraceCollector())
+        pipeline.run(items, BUDGET, DiagnosticTraceCollector())
 
 
 def test_stage_level_builds_no_item_events(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -12,12 +12,20 @@ from cupellation import (
     BudgetOverflowError,
     ContextBudget,
     ContextItem,
+    CountRequirementError,
     OverflowStrategy,
     PinnedBudgetError,
 )
 from cupellation._collectors import DiagnosticTraceCollector, TraceDetailLevel
 from cupellation._events import ItemExcluded, ItemIncluded, event_from_json, event_to_json
 from cupellation._pipeline import Pipeline
+from cupellation._reasons import (
+    RESERVED_EXCLUSION_REASONS,
+    BudgetExceeded,
+    Deduplicated,
+    NegativeTokens,
+    PinnedOverride,
+)
 from cupellation._report import build_report
 from cupellation.placing import ChronologicalPlacer, UShapedPlacer
 from cupellation.scoring import (
@@ -28,7 +36,16 @@ from cupellation.scoring import (
     RecencyScorer,
     Scorer,
 )
-from cupellation.slicing import GreedySlice, KnapsackSlice, Slicer
+from cupellation.slicing import (
+    CountConstrainedKnapsackSlice,
+    CountQuotaEntry,
+    CountQuotaSlice,
+    GreedySlice,
+    KnapsackSlice,
+    QuotaEntry,
+    QuotaSlice,
+    Slicer,
+)
 from cupellation.testing import assert_report_consistent
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
@@ -47,7 +64,16 @@ scorers: st.SearchStrategy[Scorer] = st.sampled_from([
     RecencyScorer(), PriorityScorer(), KindScorer(), FrequencyScorer(),
     CompositeScorer([(RecencyScorer(), 2.0), (PriorityScorer(), 1.0)]),
 ])
-slicers: st.SearchStrategy[Slicer] = st.sampled_from([GreedySlice(), KnapsackSlice(bucket_size=7)])
+slicers: st.SearchStrategy[Slicer] = st.sampled_from([
+    GreedySlice(), KnapsackSlice(bucket_size=7),
+    QuotaSlice(GreedySlice(), [QuotaEntry("Message", require=20, cap=60),
+                               QuotaEntry("Document", require=10, cap=50)]),
+    # Count quotas commit required items whatever the budget: the way a real
+    # selection overshoots the target and reaches Truncate and Proceed.
+    CountQuotaSlice(GreedySlice(), [CountQuotaEntry("ToolOutput", 2, cap_count=3),
+                                    CountQuotaEntry("Memory", 0, cap_count=1)]),
+    CountConstrainedKnapsackSlice([CountQuotaEntry("Document", 1, cap_count=2)], bucket_size=9),
+])
 budgets = st.tuples(st.integers(0, 600), st.integers(0, 600), st.integers(0, 100)).map(
     lambda t: ContextBudget(max(t[0], t[1]), min(t[0], t[1]),
                             output_reserve=min(t[2], max(t[0], t[1])))
@@ -61,21 +87,38 @@ pipelines = st.builds(
     overflow_strategy=st.sampled_from(list(OverflowStrategy)),
 )
 
+# Candidate lists that sometimes hold the same ContextItem object twice.
+candidates = st.lists(candidate, max_size=12).flatmap(
+    lambda items: st.just(items) if not items else st.sampled_from(
+        [items, [*items, items[0]], [items[-1], *items]]))
+
 PROPERTY = settings(max_examples=150, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
 
 
 def _run(pipeline: Pipeline, items: list[ContextItem], budget: ContextBudget
          ) -> tuple[list[ContextItem] | None, DiagnosticTraceCollector]:
+    out, collector, _ = _run_catching(pipeline, items, budget)
+    return out, collector
+
+
+def _run_catching(pipeline: Pipeline, items: list[ContextItem], budget: ContextBudget
+                  ) -> tuple[list[ContextItem] | None, DiagnosticTraceCollector,
+                             Exception | None]:
     collector = DiagnosticTraceCollector(TraceDetailLevel.ITEM)
     try:
-        return pipeline.run(items, budget, collector), collector
-    except (BudgetOverflowError, PinnedBudgetError):
-        return None, collector
+        return pipeline.run(items, budget, collector), collector, None
+    except (BudgetOverflowError, PinnedBudgetError, CountRequirementError) as exc:
+        return None, collector, exc
+
+
+#: Slicers whose selection never exceeds the target they are given; the
+#: count-quota ones commit required items whatever the budget (by the spec).
+BUDGET_BOUND = (GreedySlice, KnapsackSlice, QuotaSlice)
 
 
 @PROPERTY
-@given(pipeline=pipelines, items=st.lists(candidate, max_size=12), budget=budgets)
+@given(pipeline=pipelines, items=candidates, budget=budgets)
 def test_every_candidate_is_decided_exactly_once(
         pipeline: Pipeline, items: list[ContextItem], budget: ContextBudget) -> None:
     """In a finished run each candidate index gets exactly one item event, the
@@ -96,24 +139,28 @@ def test_every_candidate_is_decided_exactly_once(
 
 
 @PROPERTY
-@given(pipeline=pipelines, items=st.lists(candidate, max_size=12), budget=budgets)
+@given(pipeline=pipelines, items=candidates, budget=budgets)
 def test_non_pinned_tokens_respect_the_strategy_budget_rules(
         pipeline: Pipeline, items: list[ContextItem], budget: ContextBudget) -> None:
-    """Non-pinned selected tokens never exceed the effective target; under Throw
-    and Truncate the whole window fits the target unless pinned items alone
-    exceed it; Throw raises exactly when the merged selection is over."""
-    out, _ = _run(pipeline, items, budget)
+    """Budget-bound slicers keep non-pinned tokens within the effective target;
+    under Throw and Truncate the whole window fits the target unless pinned
+    items alone exceed it; Throw raises only when the merged selection is over."""
+    out, _, error = _run_catching(pipeline, items, budget)
     valid = [i for i in items if i.tokens >= 0]
     pinned_tokens = sum(i.tokens for i in valid if i.pinned)
     if pinned_tokens > budget.max_tokens - budget.output_reserve:
-        assert out is None
+        assert isinstance(error, PinnedBudgetError)
+        return
+    if isinstance(error, BudgetOverflowError):
+        assert pipeline.overflow_strategy is OverflowStrategy.THROW
+        assert error.merged_tokens > error.target_tokens == budget.target_tokens
         return
     if out is None:
-        assert pipeline.overflow_strategy is OverflowStrategy.THROW
-        assert pinned_tokens > budget.target_tokens
+        assert isinstance(error, CountRequirementError)
         return
     unpinned = sum(i.tokens for i in out if not i.pinned)
-    assert unpinned <= budget.effective(pinned_tokens).target_tokens
+    if isinstance(pipeline.slicer, BUDGET_BOUND):
+        assert unpinned <= budget.effective(pinned_tokens).target_tokens
     if pipeline.overflow_strategy is not OverflowStrategy.PROCEED:
         total = sum(i.tokens for i in out)
         assert total <= budget.target_tokens or unpinned == 0
@@ -121,7 +168,7 @@ def test_non_pinned_tokens_respect_the_strategy_budget_rules(
 
 
 @PROPERTY
-@given(pipeline=pipelines, items=st.lists(candidate, max_size=12), budget=budgets)
+@given(pipeline=pipelines, items=candidates, budget=budgets)
 def test_report_from_json_round_tripped_events_equals_live_report(
         pipeline: Pipeline, items: list[ContextItem], budget: ContextBudget) -> None:
     """Folding the events after a JSON round trip gives the same report as
@@ -134,7 +181,7 @@ def test_report_from_json_round_tripped_events_equals_live_report(
 
 
 @PROPERTY
-@given(pipeline=pipelines, items=st.lists(candidate, max_size=12), budget=budgets)
+@given(pipeline=pipelines, items=candidates, budget=budgets)
 def test_runs_are_deterministic_and_do_not_touch_the_candidates(
         pipeline: Pipeline, items: list[ContextItem], budget: ContextBudget) -> None:
     """The same input gives the same window twice; the candidate list is unchanged."""
@@ -143,3 +190,33 @@ def test_runs_are_deterministic_and_do_not_touch_the_candidates(
     second, _ = _run(pipeline, items, budget)
     assert first == second
     assert items == before
+
+
+@PROPERTY
+@given(pipeline=pipelines, items=candidates, budget=budgets)
+def test_every_exclusion_reason_is_true_of_its_item(
+        pipeline: Pipeline, items: list[ContextItem], budget: ContextBudget) -> None:
+    """Each reason's data describes its own item and the run: BudgetExceeded
+    carries the item's tokens, PinnedOverride names a pinned candidate and
+    comes only when the item did not fit, NegativeTokens only for negative
+    counts, Deduplicated only against an identical content; no reserved variant."""
+    out, collector = _run(pipeline, items, budget)
+    if out is None:
+        return
+    pinned_contents = {i.content for i in items if i.pinned and i.tokens >= 0}
+    for event in collector.events:
+        if not isinstance(event, ItemExcluded):
+            continue
+        reason, item = event.reason, event.item
+        assert item is items[event.candidate_index]
+        assert reason.name not in RESERVED_EXCLUSION_REASONS
+        if isinstance(reason, BudgetExceeded):
+            assert reason.item_tokens == item.tokens
+            assert reason.available_tokens >= 0
+        elif isinstance(reason, PinnedOverride):
+            assert reason.displaced_by in pinned_contents
+        elif isinstance(reason, NegativeTokens):
+            assert item.tokens < 0
+            assert reason.tokens == item.tokens
+        elif isinstance(reason, Deduplicated):
+            assert reason.deduplicated_against == item.content

@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from .._model import ContextItem
 from ._base import ScorerBase, _Immutable
 
@@ -25,13 +27,35 @@ def rank_scores(keys: Sequence[Any]) -> list[float]:
     count = len(present)
     if count <= 1:
         return [0.0 if key is None else 1.0 for key in keys]
+    denominator = count - 1
+    try:
+        values = np.array(present, dtype=np.int64)
+    except (OverflowError, TypeError, ValueError):
+        return _rank_scores_generic(keys, present, denominator)
+    # searchsorted(side="left") on the sorted keys is the count of keys strictly
+    # below each key: the quadratic loop's rank, ties sharing the lowest rank.
+    ranks = np.searchsorted(np.sort(values), values, side="left")
+    # float64(rank) / float64(count - 1), both exact below 2**53: the spec's division.
+    present_scores = ranks.astype(np.float64) / float(denominator)
+    if count == len(keys):
+        result: list[float] = present_scores.tolist()
+        return result
+    scores = np.zeros(len(keys), dtype=np.float64)
+    scores[np.fromiter((key is not None for key in keys), dtype=bool, count=len(keys))] = (
+        present_scores)
+    result = scores.tolist()
+    return result
+
+
+def _rank_scores_generic(keys: Sequence[Any], present: list[Any],
+                         denominator: int) -> list[float]:
+    """``rank_scores`` for keys numpy cannot hold exactly (integers beyond int64)."""
     # The first position of each distinct key in sorted order is exactly the
     # count of keys strictly below it, which is the quadratic loop's rank.
     first_position: dict[Any, int] = {}
     setdefault = first_position.setdefault
     for position, key in enumerate(sorted(present)):
         setdefault(key, position)
-    denominator = count - 1
     # int / int true division is correctly rounded, as is the spec's
     # float64(rank) / float64(count - 1) for counts below 2**53.
     return [0.0 if key is None else first_position[key] / denominator for key in keys]
@@ -50,7 +74,8 @@ class RecencyScorer(_Immutable, ScorerBase):
 
     def score_all(self, items: Sequence[ContextItem], /) -> list[float]:
         """Every item's recency score, in O(N log N)."""
-        return rank_scores([item.timestamp for item in items])
+        # Exact integer microseconds order exactly as the UTC datetimes do.
+        return rank_scores([item._timestamp_us for item in items])
 
     def __repr__(self) -> str:
         return "RecencyScorer()"
