@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import platform
 import random
 import statistics
@@ -40,6 +41,7 @@ __all__ = [
     "format_targets",
     "make_items",
     "measure",
+    "measure_interleaved",
     "parse_args",
     "parse_sizes",
     "peak_bytes",
@@ -211,6 +213,26 @@ def peak_bytes(fn: Callable[[], object]) -> int:
     return peak
 
 
+def measure_interleaved(names: Sequence[str], group: str, n: int,
+                        fns: Sequence[Callable[[], object]], repeats: int) -> list[Measurement]:
+    """Time several variants round-robin (the starting one rotating each round), then
+    trace each one's memory peak in one more call.
+
+    Interleaving spreads any drift of the machine's speed (other processes,
+    frequency changes) evenly over the variants, so their ratios stay fair.
+    """
+    for fn in fns:
+        fn()  # warm-up
+    times: list[list[float]] = [[] for _ in fns]
+    count = len(fns)
+    for round_ in range(repeats):
+        for offset in range(count):
+            k = (round_ + offset) % count
+            times[k].extend(timed_runs(fns[k], 1))
+    return [Measurement(name, group, n, runs, peak_bytes(fn))
+            for name, fn, runs in zip(names, fns, times, strict=True)]
+
+
 def measure(name: str, group: str, n: int, fn: Callable[[], object],
             repeats: int) -> Measurement:
     """Time ``fn`` ``repeats`` times, then trace its memory peak in one more call."""
@@ -314,6 +336,9 @@ def environment() -> dict[str, Any]:
         "machine": platform.machine(),
         "numpy": np.__version__,
         "cupellation": cupellation.__version__,
+        "cpu_count": os.cpu_count(),
+        # Other processes on a small machine move the figures: say how busy it was.
+        "load_average_1min": os.getloadavg()[0],
         "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
     }
 

@@ -13,6 +13,7 @@ memory peak comes from one more, separately traced call.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
@@ -182,6 +183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
+    env = environment()
     rows: list[Measurement] = []
     for n in args.sizes:
         log(f"N={n}: building inputs and measuring ({args.repeats} repeats)")
@@ -192,8 +194,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     print(f"cupellation component benchmarks — {args.repeats} timed runs per row "
           f"(median, min), peak = tracemalloc peak of one extra run")
-    env = environment()
-    print(f"Python {env['python']} on {env['platform']}, numpy {env['numpy']}")
+    print(f"Python {env['python']} on {env['platform']}, numpy {env['numpy']}, "
+          f"{env['cpu_count']} CPUs, 1-min load average {env['load_average_1min']:.2f} "
+          f"at start, {os.getloadavg()[0]:.2f} at end")
     print(f"slicers: pre-sorted ScoredItems, target {SLICE_TARGET_TOKENS:,} tokens; "
           f"placers: all N items")
     for group in ("scorer", "slicer", "placer"):
@@ -211,6 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "repeats": args.repeats,
             "slice_target_tokens": SLICE_TARGET_TOKENS,
             "knapsack_bucket_size": KNAPSACK_BUCKET,
+            "load_average_1min_end": os.getloadavg()[0],
             "results": [row.to_json() for row in rows],
             "targets": [target.to_json() for target in targets],
         }

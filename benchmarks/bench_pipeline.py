@@ -9,14 +9,17 @@
 ``DiagnosticTraceCollector(ITEM)`` followed by ``build_report()``. The null
 collector's overhead over no collector is measured separately by interleaving
 (a) and (b) many times, since at small N run-to-run noise exceeds the 3%
-being looked for. Memory: the tracemalloc peak of one extra (a) run against
-the traced size of the candidate list itself.
+being looked for; its target is judged on the median of the per-pair ratios.
+The three modes are themselves timed round-robin, so that drift in the
+machine's speed does not bias their ratios. Memory: the tracemalloc peak of
+one extra (a) run against the traced size of the candidate list itself.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import os
 import statistics
 import sys
 import time
@@ -39,7 +42,7 @@ from _harness import (  # noqa: E402
     format_table,
     format_targets,
     make_items,
-    measure,
+    measure_interleaved,
     parse_args,
     parse_sizes,
     write_json,
@@ -147,6 +150,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
+    env = environment()
     pipeline = _pipeline()
     rows: list[Measurement] = []
     memory: list[dict[str, Any]] = []
@@ -157,14 +161,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         run_none = partial(pipeline.run, items, budget, None)
         run_null = partial(pipeline.run, items, budget, NULL_COLLECTOR)
         if n in args.sizes:
-            log(f"N={n}: {args.repeats} repeats of each mode")
-            by_mode: dict[str, Measurement] = {}
-            for mode, fn in ((MODE_NONE, run_none), (MODE_NULL, run_null),
-                             (MODE_ITEM, partial(_run_with_report, pipeline, items, budget))):
-                row = measure(mode, "pipeline", n, fn, args.repeats)
-                by_mode[mode] = row
-                rows.append(row)
-                log(f"  {mode:<26} median {row.median_ms:10.3f} ms")
+            log(f"N={n}: {args.repeats} interleaved repeats of each mode")
+            measured = measure_interleaved(
+                MODE_NAMES, "pipeline", n,
+                [run_none, run_null, partial(_run_with_report, pipeline, items, budget)],
+                args.repeats,
+            )
+            by_mode = dict(zip(MODE_NAMES, measured, strict=True))
+            rows.extend(measured)
+            for row in measured:
+                log(f"  {row.name:<26} median {row.median_ms:10.3f} ms")
             null_median = by_mode[MODE_NULL].median_ms
             for row in by_mode.values():
                 row.extra["vs_null"] = row.median_ms / null_median
@@ -196,7 +202,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     mode_order = {mode: k for k, mode in enumerate(MODE_NAMES)}
     rows.sort(key=lambda row: (row.n, mode_order[row.name]))
     targets = _targets(rows, memory, overhead)
-    env = environment()
     _print_report(args.repeats, env, rows, memory, overhead, targets)
 
     if args.json_path is not None:
@@ -207,6 +212,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                               "pinned_items": 1},
             "sizes": args.sizes,
             "repeats": args.repeats,
+            "load_average_1min_end": os.getloadavg()[0],
             "results": [row.to_json() for row in rows],
             "memory": memory,
             "null_collector_overhead": overhead,
@@ -236,9 +242,11 @@ def _targets(rows: Sequence[Measurement], memory: Sequence[dict[str, Any]],
         targets.append(Target(f"doubling {small:,} -> {large:,} (NULL_COLLECTOR)", "x", 2.3,
                               ratio))
     for entry in overhead:
+        # The median of the per-pair ratios: each pair ran back to back, so
+        # drift in the machine's speed cancels out of it (both ratios are printed).
         targets.append(Target(
-            f"NULL_COLLECTOR / None at {entry['n']:,} items", "x", 1.03, entry["ratio"],
-            f"medians of {entry['runs']} interleaved runs"))
+            f"NULL_COLLECTOR / None at {entry['n']:,} items", "x", 1.03,
+            entry["paired_ratio_median"], f"median of {entry['runs']} paired runs"))
     if not overhead:
         targets.append(Target("NULL_COLLECTOR / None", "x", 1.03, None))
     sizes = sorted({row.n for row in rows})
@@ -258,7 +266,9 @@ def _print_report(repeats: int, env: dict[str, Any], rows: Sequence[Measurement]
                   targets: Sequence[Target]) -> None:
     print(f"cupellation pipeline benchmark — {repeats} timed runs per row (median, min), "
           f"peak = tracemalloc peak of one extra run")
-    print(f"Python {env['python']} on {env['platform']}, numpy {env['numpy']}")
+    print(f"Python {env['python']} on {env['platform']}, numpy {env['numpy']}, "
+          f"{env['cpu_count']} CPUs, 1-min load average {env['load_average_1min']:.2f} "
+          f"at start, {os.getloadavg()[0]:.2f} at end")
     print("Composite(Recency x2, Priority x1) + GreedySlice + UShapedPlacer, one pinned item, "
           f"target = {TARGET_FRACTION:.0%} of candidate tokens, max = 2 x target")
     print()
@@ -278,7 +288,8 @@ def _print_report(repeats: int, env: dict[str, Any], rows: Sequence[Measurement]
           f"{m['ratio']:.3f}"] for m in memory]))
 
     print()
-    print("NULL_COLLECTOR vs collector=None, interleaved runs (order alternating)")
+    print("NULL_COLLECTOR vs collector=None, interleaved runs (order alternating); "
+          "ratio = NULL median / None median, paired = median of per-pair NULL/None")
     print(format_columns(
         ["N", "runs", "None median ms", "NULL median ms", "ratio", "paired ratio"],
         [[f"{o['n']}", f"{o['runs']}", f"{o['none_median_ms']:.3f}",

@@ -9,7 +9,8 @@ from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from itertools import accumulate
+from itertools import accumulate, repeat
+from operator import attrgetter
 from types import MappingProxyType
 from typing import Any
 
@@ -55,10 +56,11 @@ from .exceptions import (
 )
 from .placing import ChronologicalPlacer, Placer
 from .scoring import Scorer
-from .slicing import GreedySlice, SliceOutcome, Slicer, slice_with_details
+from .slicing import CapExclusion, GreedySlice, SliceOutcome, Slicer, slice_with_details
 
 __all__ = ["Pipeline"]
 
+_TOKENS = attrgetter("tokens")
 _CLASSIFY = PipelineStage.CLASSIFY
 _SCORE = PipelineStage.SCORE
 _DEDUPLICATE = PipelineStage.DEDUPLICATE
@@ -270,8 +272,7 @@ class _Run:
         if self.enabled:
             self.collector.record_stage_event(RunStarted(
                 self.run_id, datetime.now(UTC), budget, pipeline.describe(),
-                # Only real items count: a stray object is reported by Classify.
-                len(candidates), sum(c.tokens for c in candidates if isinstance(c, ContextItem)),
+                len(candidates), _candidate_tokens(candidates),
             ))
 
         # -- 1. Classify ------------------------------------------------------------
@@ -332,12 +333,13 @@ class _Run:
         start = time.perf_counter()
         merged_items = pinned + [sorted_items[k] for k in chosen]
         merged_scores = [1.0] * len(pinned) + [sorted_scores[k] for k in chosen]
-        merged_idx: list[int] = []
-        if self.enabled:
-            merged_idx = pinned_idx + [scoreable_idx[order[k]] for k in chosen]
         merged_in = len(merged_items)
         merged_tokens = sum(item.tokens for item in merged_items)
-        if merged_tokens > budget.target_tokens:
+        overflowed = merged_tokens > budget.target_tokens
+        merged_idx: list[int] = []
+        if self.items_on or (self.enabled and overflowed):
+            merged_idx = pinned_idx + [scoreable_idx[order[k]] for k in chosen]
+        if overflowed:
             merged_items, merged_scores, merged_idx = self._overflow(
                 merged_items, merged_scores, merged_idx, merged_tokens, pinned)
         placed = pipeline.placer.place(ScoredItems._trusted(merged_items, merged_scores))
@@ -360,6 +362,13 @@ class _Run:
     # -- stage helpers ------------------------------------------------------------------
 
     def _classify(self) -> tuple[list[ContextItem], list[int], list[ContextItem], list[int]]:
+        candidates = self.candidates
+        # The common case — only real items, none pinned, none negative — settled
+        # by three quick passes instead of one slow branching loop.
+        if (all(type(item) is ContextItem for item in candidates)
+                and not any(item.pinned for item in candidates)
+                and all(item.tokens >= 0 for item in candidates)):
+            return [], [], list(candidates), list(range(len(candidates)))
         pinned: list[ContextItem] = []
         pinned_idx: list[int] = []
         scoreable: list[ContextItem] = []
@@ -451,28 +460,41 @@ class _Run:
         is_chosen = bytearray(len(sorted_items))
         for k in chosen:
             is_chosen[k] = 1
-        run_id = self.run_id
+        unchosen = [k for k, flag in enumerate(is_chosen) if not flag]
+        left_out = [sorted_items[k] for k in unchosen]
+        tokens = [item.tokens for item in left_out]
         new = tuple.__new__  # a named tuple's own __new__ costs a Python frame per call
-        batch: list[PipelineEvent] = []
-        add = batch.append
-        for k, item in enumerate(sorted_items):
-            if is_chosen[k]:
-                continue
-            tokens = item.tokens
-            cap = capped.pop(id(item), None) if capped else None
-            reason: ExclusionReason
-            if cap is not None:
-                reason = CountCapExceeded(str(cap.kind), cap.cap, cap.count)
-            elif pinned_tokens > 0 and available < tokens <= unpinned_available:
-                # It did not fit what was left, and would have had no item been
-                # pinned: the pins displaced it.
-                reason = PinnedOverride(_displacer(pinned, pinned_prefix,
-                                                   unpinned_available - tokens))
-            else:
-                reason = new(BudgetExceeded, (tokens, available))
-            add(new(ItemExcluded, (run_id, _SLICE, scoreable_idx[order[k]], item,
-                                   sorted_scores[k], reason)))
-        self._emit_items(batch)
+        # Most are plain BudgetExceeded: build them all without a Python loop,
+        # then replace the few that a cap or the pinned items explain.
+        reasons: list[ExclusionReason] = list(
+            map(new, repeat(BudgetExceeded), zip(tokens, repeat(available))))
+        special: list[int] = []
+        if capped:
+            special = [j for j, item in enumerate(left_out) if id(item) in capped]
+        if pinned_tokens > 0 and tokens:
+            window = np.asarray(tokens, dtype=np.int64)
+            special.extend(np.flatnonzero(
+                (window > available) & (window <= unpinned_available)).tolist())
+        for j in special:
+            reasons[j] = self._slice_reason(left_out[j], capped, available, unpinned_available,
+                                            pinned, pinned_prefix, pinned_tokens)
+        self._emit_items(list(map(new, repeat(ItemExcluded), zip(
+            repeat(self.run_id), repeat(_SLICE), [scoreable_idx[order[k]] for k in unchosen],
+            left_out, [sorted_scores[k] for k in unchosen], reasons))))
+
+    @staticmethod
+    def _slice_reason(item: ContextItem, capped: dict[int, CapExclusion], available: int,
+                      unpinned_available: int, pinned: list[ContextItem],
+                      pinned_prefix: list[int], pinned_tokens: int) -> ExclusionReason:
+        tokens = item.tokens
+        cap = capped.get(id(item))
+        if cap is not None:
+            return CountCapExceeded(str(cap.kind), cap.cap, cap.count)
+        if pinned_tokens > 0 and available < tokens <= unpinned_available:
+            # It did not fit what was left, and would have had no item been
+            # pinned: the pins displaced it.
+            return PinnedOverride(_displacer(pinned, pinned_prefix, unpinned_available - tokens))
+        return BudgetExceeded(tokens, available)
 
     def _overflow(self, items: list[ContextItem], scores: list[float], indices: list[int],
                   merged_tokens: int, pinned: list[ContextItem]
@@ -527,22 +549,26 @@ class _Run:
     def _report_placed(self, placed: Sequence[ContextItem], merged_items: list[ContextItem],
                        merged_scores: list[float], merged_idx: list[int]) -> None:
         where = _positions(placed, merged_items, f"placer {_name(self.pipeline.placer)}")
-        run_id = self.run_id
+        pinned_reason, zero_reason = InclusionReason.PINNED, InclusionReason.ZERO_TOKEN
+        scored_reason = InclusionReason.SCORED
+        reasons = [pinned_reason if item.pinned else zero_reason if item.tokens == 0
+                   else scored_reason for item in placed]
+        # The seeds: zero-token items are reported with score 0.0.
+        scores = [0.0 if reason is zero_reason else merged_scores[k]
+                  for reason, k in zip(reasons, where, strict=True)]
         new = tuple.__new__  # see _report_slice
-        scored, pinned_reason = InclusionReason.SCORED, InclusionReason.PINNED
-        zero_reason = InclusionReason.ZERO_TOKEN
-        batch: list[PipelineEvent] = []
-        add = batch.append
-        for position, (item, k) in enumerate(zip(placed, where, strict=True)):
-            if item.pinned:
-                score, reason = merged_scores[k], pinned_reason
-            elif item.tokens == 0:
-                # The seeds: zero-token items are reported with score 0.0.
-                score, reason = 0.0, zero_reason
-            else:
-                score, reason = merged_scores[k], scored
-            add(new(ItemIncluded, (run_id, merged_idx[k], position, item, score, reason)))
-        self._emit_items(batch)
+        self._emit_items(list(map(new, repeat(ItemIncluded), zip(
+            repeat(self.run_id), [merged_idx[k] for k in where], range(len(placed)), placed,
+            scores, reasons))))
+
+
+def _candidate_tokens(candidates: Sequence[ContextItem]) -> int:
+    """Sum of the candidates' tokens for ``run_started``; stray objects count as 0
+    (Classify reports them by index a moment later)."""
+    try:
+        return sum(map(_TOKENS, candidates))
+    except (AttributeError, TypeError):
+        return sum(c.tokens for c in candidates if isinstance(c, ContextItem))
 
 
 def _positions(selected: Sequence[ContextItem], pool: list[ContextItem], who: str) -> list[int]:

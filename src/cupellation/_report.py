@@ -13,10 +13,11 @@ report rebuilt from lossy telemetry cannot be trusted to be whole).
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from operator import itemgetter
+from itertools import repeat
+from operator import attrgetter, itemgetter
 from typing import Any, NamedTuple
 
 from ._events import (
@@ -234,7 +235,7 @@ def _trace_event_from_json(data: Mapping[str, Any]) -> TraceEvent:
 def _single_run_id(events: Sequence[PipelineEvent], run_id: str | None) -> str | None:
     if run_id is not None:
         return run_id
-    run_ids = {e.run_id for e in events}
+    run_ids = set(map(itemgetter(0), events))  # run_id is every event's first field
     if len(run_ids) > 1:
         raise InvalidValueError(
             "run_id", sorted(run_ids), "events come from several runs; pass run_id="
@@ -254,52 +255,33 @@ def build_report(
     """
     all_events = events if isinstance(events, Sequence) else list(events)
     wanted = _single_run_id(all_events, run_id)
-    started: RunStarted | None = None
-    finished = False
-    failure: RunFailed | None = None
-    trace_events: list[TraceEvent] = []
-    included: list[IncludedItem] = []
-    # Filled by indexing the tuples (no narrowing there), hence Any; they hold ints.
-    positions: list[Any] = []
-    excluded: list[ExcludedItem] = []
-    decided: list[Any] = []
-    shortfalls: list[CountRequirementShortfall] = []
-    overflow: Overflow | None = None
-    new = tuple.__new__  # a named tuple's own __new__ costs a Python frame per call
+    if run_id is not None:
+        all_events = [event for event in all_events if event[0] == wanted]
+    # Group by type in one pass; item events then become report entries with
+    # C-level maps (they dominate an Item-level stream: one per candidate).
+    by_type: dict[type, list[Any]] = defaultdict(list)
     for event in all_events:
-        if event[0] != wanted:  # run_id is every event's first field
-            continue
-        kind = type(event)
-        # Item events dominate an Item-level stream, so they are tested first.
-        # Both end in (item, score, reason), which is exactly an entry's shape.
-        if kind is ItemExcluded:
-            excluded.append(new(ExcludedItem, event[3:]))
-            decided.append(event[2])
-        elif kind is ItemIncluded:
-            included.append(new(IncludedItem, event[3:]))
-            positions.append(event[2])
-            decided.append(event[1])
-        elif kind is StageCompleted:
-            assert isinstance(event, StageCompleted)
-            if event.stage is not PipelineStage.SORT:
-                trace_events.append(TraceEvent(event.stage, event.duration_ms, event.items_in))
-        elif kind is RunStarted:
-            assert isinstance(event, RunStarted)
-            started = event
-        elif kind is RunCompleted:
-            finished = True
-        elif kind is RunFailed:
-            assert isinstance(event, RunFailed)
-            failure = event
-        elif kind is CountShortfall:
-            assert isinstance(event, CountShortfall)
-            shortfalls.append(
-                CountRequirementShortfall(ContextKind(event.kind), event.required_count,
-                                          event.satisfied_count)
-            )
-        elif kind is Overflow:
-            assert isinstance(event, Overflow)
-            overflow = event
+        by_type[type(event)].append(event)
+    new = tuple.__new__  # a named tuple's own __new__ costs a Python frame per call
+    entry_fields = itemgetter(slice(3, None))  # both item events end in (item, score, reason)
+    excluded_events = by_type[ItemExcluded]
+    included_events = by_type[ItemIncluded]
+    excluded: list[ExcludedItem] = list(
+        map(new, repeat(ExcludedItem), map(entry_fields, excluded_events)))
+    included: list[IncludedItem] = list(
+        map(new, repeat(IncludedItem), map(entry_fields, included_events)))
+    positions: list[int] = list(map(itemgetter(2), included_events))
+    decided: list[int] = list(map(itemgetter(2), excluded_events))
+    decided.extend(map(itemgetter(1), included_events))
+    trace_events = [TraceEvent(e.stage, e.duration_ms, e.items_in)
+                    for e in by_type[StageCompleted] if e.stage is not PipelineStage.SORT]
+    started: RunStarted | None = by_type[RunStarted][-1] if by_type[RunStarted] else None
+    finished = bool(by_type[RunCompleted])
+    failure: RunFailed | None = by_type[RunFailed][-1] if by_type[RunFailed] else None
+    overflow: Overflow | None = by_type[Overflow][-1] if by_type[Overflow] else None
+    shortfalls = [CountRequirementShortfall(ContextKind(e.kind), e.required_count,
+                                            e.satisfied_count)
+                  for e in by_type[CountShortfall]]
 
     # Placed order by position; excluded by score descending, and Python's
     # sort stays stable with reverse=True, so ties keep their exclusion order.
@@ -329,11 +311,7 @@ def build_report(
 
     overflow_report = None
     if overflow is not None:
-        by_index = {}
-        for event in all_events:
-            if type(event) in (ItemExcluded, ItemIncluded) and event[0] == wanted:
-                assert isinstance(event, ItemExcluded | ItemIncluded)
-                by_index[event.candidate_index] = event.item
+        by_index = {e.candidate_index: e.item for e in (*excluded_events, *included_events)}
         overflow_report = OverflowReport(
             overflow.tokens_over_budget,
             tuple(by_index[i] for i in overflow.item_indices if i in by_index),
@@ -342,7 +320,10 @@ def build_report(
         if len(overflow_report.overflowing_items) != len(overflow.item_indices):
             incomplete.append("some overflowing items have no item event")
 
-    tokens = sum(i.item.tokens for i in included_items) + sum(e.item.tokens for e in excluded)
+    item_tokens = attrgetter("tokens")
+    first = itemgetter(0)
+    tokens = (sum(map(item_tokens, map(first, included_items)))
+              + sum(map(item_tokens, map(first, excluded))))
     return SelectionReport(
         events=tuple(trace_events),
         included=included_items,

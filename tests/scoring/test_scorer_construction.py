@@ -40,6 +40,7 @@ from cupellation.scoring import (
     StepCurve,
     TagScorer,
     WindowCurve,
+    utc_now,
 )
 
 # The scoring module seen as Any, for calls that pass wrongly typed arguments on purpose.
@@ -90,8 +91,9 @@ def expect_config_error(build: Callable[[], object], field: str, value_text: str
         (lambda: MetadataKeyScorer("k", "v", -1.0), "boost", "-1.0"),
         (lambda: MetadataTrustScorer(default_score=1.5), "default_score", "1.5"),
         (lambda: MetadataTrustScorer(default_score=-0.1), "default_score", "-0.1"),
-        (lambda: DecayScorer(WindowCurve(HOUR), null_timestamp_score=2.0),
+        (lambda: DecayScorer(WindowCurve(HOUR), clock=utc_now, null_timestamp_score=2.0),
          "null_timestamp_score", "2.0"),
+        (lambda: untyped.DecayScorer(WindowCurve(HOUR), clock=NOW), "clock", "2025, 1, 1"),
         (lambda: ExponentialCurve(timedelta(0)), "half_life", "timedelta(0)"),
         (lambda: ExponentialCurve(-HOUR), "half_life", "days=-1"),
         (lambda: WindowCurve(timedelta(0)), "max_age", "timedelta(0)"),
@@ -106,7 +108,8 @@ def expect_config_error(build: Callable[[], object], field: str, value_text: str
          "tag-negative", "tag-inf", "tag-duplicate-case", "tag-total-overflow",
          "composite-empty", "composite-negative", "composite-zero", "composite-nan",
          "composite-inf", "key-zero-boost", "key-negative-boost", "trust-default-high",
-         "trust-default-low", "decay-null-score", "exp-zero", "exp-negative", "window-zero",
+         "trust-default-low", "decay-null-score", "decay-clock-datetime", "exp-zero",
+         "exp-negative", "window-zero",
          "step-empty", "step-zero", "step-duplicate", "step-unsorted", "step-score"],
 )
 def test_invalid_configuration_names_field_and_value(
@@ -131,8 +134,7 @@ def test_invalid_configuration_names_field_and_value(
         (lambda: untyped.ScaledScorer(None), "inner"),
         (lambda: untyped.MetadataKeyScorer(1, "v", 1.0), "key"),
         (lambda: untyped.MetadataKeyScorer("k", 1, 1.0), "value"),
-        (lambda: untyped.DecayScorer("exponential"), "curve"),
-        (lambda: untyped.DecayScorer(WindowCurve(HOUR), clock=NOW), "clock"),
+        (lambda: untyped.DecayScorer("exponential", clock=utc_now), "curve"),
         (lambda: untyped.ExponentialCurve(3600), "half_life"),
         (lambda: untyped.FunctionScorer(0.5), "fn"),
     ],
@@ -140,7 +142,7 @@ def test_invalid_configuration_names_field_and_value(
          "composite-none", "composite-plain-function", "composite-class",
          "composite-not-pair",
          "composite-not-sequence", "scaled-none", "key-int", "value-int", "decay-curve-str",
-         "decay-clock-datetime", "exp-seconds-int", "function-not-callable"],
+         "exp-seconds-int", "function-not-callable"],
 )
 def test_wrong_types_raise_invalid_type_error(build: Callable[[], object], field: str) -> None:
     """A wrongly typed argument raises InvalidTypeError naming the field."""
@@ -153,6 +155,27 @@ def test_errors_are_also_builtin_value_errors() -> None:
     """ConfigurationError is a ValueError, so generic handlers still catch it."""
     with pytest.raises(ValueError, match="boost"):
         MetadataKeyScorer("k", "v", 0.0)
+
+
+def test_decay_clock_is_required() -> None:
+    """There is no default time provider (decay.md, D042): omitting ``clock`` is Python's
+    own missing-argument TypeError, naming it; passing utc_now explicitly works."""
+    with pytest.raises(TypeError, match="clock"):
+        untyped.DecayScorer(WindowCurve(HOUR))
+    with pytest.raises(TypeError, match="clock"):
+        untyped.DecayScorer(WindowCurve(HOUR), null_timestamp_score=0.5)
+    scorer = DecayScorer(WindowCurve(HOUR), clock=utc_now)
+    assert scorer.clock is utc_now
+    assert scorer.score_all([item(timestamp=datetime.now(UTC))]) == [1.0]
+
+
+def test_decay_clock_must_be_callable() -> None:
+    """A non-callable clock is a ConfigurationError naming ``clock`` and the value."""
+    with pytest.raises(ConfigurationError) as caught:
+        untyped.DecayScorer(WindowCurve(HOUR), clock="now")
+    assert caught.value.field == "clock"
+    assert caught.value.value == "now"
+    assert "clock=utc_now" in str(caught.value)
 
 
 def test_decay_clock_returning_naive_datetime_is_rejected() -> None:
@@ -220,7 +243,8 @@ def all_builtins() -> list[Scorer]:
         ReflexiveScorer(), CompositeScorer([(RecencyScorer(), 2.0), (KindScorer(), 1.0)]),
         ScaledScorer(PriorityScorer()), MetadataTrustScorer(default_score=0.3),
         MetadataKeyScorer("k", "v", 1.5),
-        DecayScorer(StepCurve([(HOUR, 0.9), (2 * HOUR, 0.1)]), null_timestamp_score=0.2),
+        DecayScorer(StepCurve([(HOUR, 0.9), (2 * HOUR, 0.1)]), clock=utc_now,
+                    null_timestamp_score=0.2),
     ]
 
 
@@ -270,7 +294,7 @@ def test_curves_are_frozen() -> None:
         (ScaledScorer(ReflexiveScorer()), "ScaledScorer(inner=ReflexiveScorer())"),
         (MetadataKeyScorer("k", "v", 2), "MetadataKeyScorer(key='k', value='v', boost=2.0)"),
         (MetadataTrustScorer(), "MetadataTrustScorer(default_score=0.5)"),
-        (DecayScorer(WindowCurve(HOUR)),
+        (DecayScorer(WindowCurve(HOUR), clock=utc_now),
          "DecayScorer(curve=WindowCurve(max_age=datetime.timedelta(seconds=3600)), "
          "null_timestamp_score=0.5, clock=utc_now)"),
     ],

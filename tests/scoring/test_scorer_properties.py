@@ -171,7 +171,7 @@ timestamps = st.one_of(
                      T0 + timedelta(days=400), T0 - timedelta(days=3)]),
     st.integers(-(10**9), 10**9).map(lambda seconds: T0 + timedelta(seconds=seconds)),
 )
-priorities = st.one_of(st.none(), st.integers(-3, 3), st.integers(-(2**70), 2**70))
+priorities = st.one_of(st.none(), st.integers(-3, 3), st.integers(-(2**63), 2**63 - 1))
 hints = st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True),
                   st.floats(-0.5, 1.5))
 

@@ -198,6 +198,14 @@ def test_decay_curves_and_fixed_clock() -> None:
         assert scorer.clock() == reference
 
 
+def test_decay_needs_a_reference_time() -> None:
+    """DecayScorer has no default clock (D042), so a decay config without reference_time
+    is a ConfigurationError naming it rather than a scorer reading the wall clock."""
+    with pytest.raises(ConfigurationError) as caught:
+        build_scorer("decay", {"curve": {"type": "window", "max_age_secs": 60}})
+    assert caught.value.field == "reference_time"
+
+
 def test_decay_unknown_curve_type_is_rejected() -> None:
     """An unknown curve type raises ConfigurationError naming it."""
     with pytest.raises(ConfigurationError, match="'linear'"):

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from hypothesis import strategies as st
 
 from cupellation import ContextBudget, ContextItem, ScoredItem
+from cupellation.slicing import CapExclusion, CountQuotaEntry
 
 #: The shared conformance folder beside the repository root.
 SHARED = Path(__file__).resolve().parents[3] / "shared"
@@ -47,27 +48,64 @@ def sort_by_score(entries: Sequence[ScoredItem]) -> list[ScoredItem]:
 KINDS = ("Message", "message", "ToolOutput", "tooloutput", "Document", "Memory")
 
 _scores = st.one_of(
-    st.sampled_from([0.0, 0.00005, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0]),
+    st.sampled_from([0.0, 0.00005, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0, -0.5, 2.0, 5.0]),
     st.floats(min_value=0.0, max_value=1.0, allow_nan=False),
+    # Scorers are not bound to [0, 1] (KindScorer weights, custom scorers).
+    st.floats(min_value=-1.0, max_value=5.0, allow_nan=False),
 )
 
 
 def scored_lists(max_size: int = 14, max_tokens: int = 300) -> st.SearchStrategy[list[ScoredItem]]:
-    """Pre-sorted scored items with small token counts (zeros included),
-    tied scores and kinds spelled in several cases."""
+    """Pre-sorted scored items with small token counts (zeros and negatives included),
+    scores inside and outside [0, 1] with ties, kinds spelled in several cases, and
+    sometimes the same ContextItem object in more than one entry."""
     row = st.tuples(
-        st.one_of(st.just(0), st.integers(min_value=1, max_value=max_tokens)),
+        st.one_of(
+            st.just(0),
+            st.integers(min_value=1, max_value=max_tokens),
+            st.integers(min_value=1, max_value=max_tokens),
+            # Invalid for the pipeline (dropped at Classify) but a slicer can be
+            # called with anything: it must never select them.
+            st.integers(min_value=-max_tokens, max_value=-1),
+        ),
         st.sampled_from(KINDS),
         _scores,
     )
-    return st.lists(row, max_size=max_size).map(_build_scored)
+    repeat = st.tuples(st.integers(min_value=0), st.one_of(st.none(), _scores))
+    return st.tuples(
+        st.lists(row, max_size=max_size), st.lists(repeat, max_size=3)
+    ).map(lambda drawn: _build_scored(*drawn))
 
 
-def _build_scored(rows: list[tuple[int, str, float]]) -> list[ScoredItem]:
-    return sort_by_score([
+def _build_scored(
+    rows: list[tuple[int, str, float]], repeats: list[tuple[int, float | None]]
+) -> list[ScoredItem]:
+    entries = [
         ScoredItem(ContextItem(f"item-{index}", tokens, kind=kind), score)
         for index, (tokens, kind, score) in enumerate(rows)
-    ])
+    ]
+    if entries:
+        # The same object again, with its own score or with a new one.
+        for which, score in repeats:
+            original = entries[which % len(rows)]
+            entries.append(ScoredItem(original.item,
+                                      original.score if score is None else score))
+    return sort_by_score(entries)
+
+
+def same_shape_copies(
+    entries: Sequence[ScoredItem], make: Callable[[ContextItem], ContextItem]
+) -> list[ScoredItem]:
+    """``entries`` with every distinct item object replaced by ``make(item)``, keeping
+    repeated objects repeated (one copy per original object)."""
+    copies: dict[int, ContextItem] = {}
+    result = []
+    for entry in entries:
+        copy = copies.get(id(entry.item))
+        if copy is None:
+            copy = copies[id(entry.item)] = make(entry.item)
+        result.append(ScoredItem(copy, entry.score))
+    return result
 
 
 @st.composite
@@ -138,3 +176,73 @@ def reference_knapsack(
             selected.append(candidates[i])
             remaining -= dws[i]
     return zero_token + selected
+
+
+#: A phase-2 reference: (tokens, scores, target) -> selected indices, output order.
+ReferenceInner = Callable[[Sequence[int], Sequence[float], int], list[int]]
+
+
+def reference_count_quota(
+    entries: Sequence[ScoredItem],
+    budget: ContextBudget,
+    quotas: Sequence[CountQuotaEntry],
+    inner: ReferenceInner,
+    *,
+    resort: bool,
+) -> tuple[list[ContextItem], list[CapExclusion]]:
+    """COUNT-QUOTA-SLICE (``resort=False``, spec/src/slicers/count-quota.md) and
+    COUNT-KNAPSACK-CAP (``resort=True``, count-constrained-knapsack.md) line by line:
+    the selection and the cap exclusions.
+
+    One documented departure, shared by every slicer here: candidates with negative
+    token counts are not partitioned in phase 1 (never committed).
+    """
+    if not entries or budget.target_tokens <= 0:
+        return [], []
+    entry_by_kind = {quota.kind: quota for quota in quotas}
+    # Phase 1: partition by kind (ContextKind compares ignoring case), then a stable
+    # sort of each partition by score descending.
+    partitions: dict[object, list[ScoredItem]] = {}
+    for entry in entries:
+        if entry.item.tokens >= 0:
+            partitions.setdefault(entry.item.kind, []).append(entry)
+    for members in partitions.values():
+        members.sort(key=lambda e: e.score, reverse=True)  # list.sort is stable
+    committed: list[ContextItem] = []
+    committed_set: set[int] = set()
+    selected_count: dict[object, int] = {}
+    pre_allocated = 0
+    for quota in quotas:
+        if quota.require_count <= 0:
+            continue
+        satisfied = 0
+        for candidate in partitions.get(quota.kind, []):
+            if satisfied >= quota.require_count:
+                break
+            committed.append(candidate.item)
+            committed_set.add(id(candidate.item))
+            pre_allocated += candidate.item.tokens
+            satisfied += 1
+        selected_count[quota.kind] = satisfied
+    # Phase 2.
+    residual = [e for e in entries if id(e.item) not in committed_set]
+    residual_target = max(0, budget.target_tokens - pre_allocated)
+    target = min(residual_target, budget.max_tokens)
+    tokens = [e.item.tokens for e in residual]
+    scores = [e.score for e in residual]
+    picked = inner(tokens, scores, target) if residual and target > 0 else []
+    if resort:
+        picked = sorted(picked, key=lambda index: scores[index], reverse=True)
+    # Phase 3.
+    result = list(committed)
+    exclusions: list[CapExclusion] = []
+    for index in picked:
+        item = residual[index].item
+        count = selected_count.get(item.kind, 0)
+        cap_entry = entry_by_kind.get(item.kind)
+        if cap_entry is not None and count >= cap_entry.cap_count:
+            exclusions.append(CapExclusion(item, cap_entry.kind, cap_entry.cap_count, count))
+        else:
+            result.append(item)
+            selected_count[item.kind] = count + 1
+    return result, exclusions

@@ -7,10 +7,26 @@ import dataclasses
 from collections.abc import Callable, Sequence
 
 import pytest
-from _slicing_support import budget, contents, scored
+from _slicing_support import (
+    budget,
+    budgets,
+    contents,
+    reference_count_quota,
+    reference_greedy,
+    reference_knapsack,
+    scored,
+    scored_lists,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cupellation import ContextBudget, ContextItem, ContextKind, ScoredItem
-from cupellation.exceptions import ConfigurationError, InvalidTypeError, InvalidValueError
+from cupellation.exceptions import (
+    ConfigurationError,
+    CountRequirementError,
+    InvalidTypeError,
+    InvalidValueError,
+)
 from cupellation.slicing import (
     CapExclusion,
     CountConstrainedKnapsackSlice,
@@ -196,16 +212,25 @@ def test_scarcity_degrade_records_a_shortfall(make: Maker) -> None:
 
 
 def test_scarcity_throw_raises_with_the_spec_message() -> None:
-    """Under Throw a short kind raises InvalidValueError with the chapter's message text."""
+    """Under Throw a short kind raises CountRequirementError (an InvalidValueError) whose
+    text is exactly the chapter's message, with the kind and counts as attributes."""
     items = scored(("t1", 100, 0.9, "tool"))
-    with pytest.raises(InvalidValueError, match=(
-            r"require_count: CountConstrainedKnapsackSlice: candidate pool for kind 'tool' "
-            r"has 1 items but RequireCount is 3 \(got 3\)")):
+    with pytest.raises(CountRequirementError) as caught:
         ccks(CountQuotaEntry("tool", 3, cap_count=3), scarcity=ScarcityBehavior.THROW).slice(
             items, budget(1000))
-    with pytest.raises(InvalidValueError, match="CountQuotaSlice: candidate pool for kind"):
-        cq(CountQuotaEntry("tool", 2, cap_count=3), scarcity=ScarcityBehavior.THROW).slice(
+    assert str(caught.value) == (
+        "CountConstrainedKnapsackSlice: candidate pool for kind 'tool' has 1 items "
+        "but RequireCount is 3.")
+    assert isinstance(caught.value, InvalidValueError)
+    assert (caught.value.field, caught.value.value) == ("require_count", 3)
+    assert (caught.value.kind, caught.value.required_count,
+            caught.value.satisfied_count) == ("tool", 3, 1)
+    # count-quota.md gives no exact text; the same wording names CountQuotaSlice.
+    with pytest.raises(CountRequirementError) as caught:
+        cq(CountQuotaEntry("Tool", 2, cap_count=3), scarcity=ScarcityBehavior.THROW).slice(
             items, budget(1000))
+    assert str(caught.value) == (
+        "CountQuotaSlice: candidate pool for kind 'Tool' has 1 items but RequireCount is 2.")
     # Enough candidates: no error.
     ok = cq(CountQuotaEntry("tool", 1, cap_count=3), scarcity=ScarcityBehavior.THROW)
     assert contents(ok.slice(items, budget(1000))) == ["t1"]
@@ -283,12 +308,23 @@ def test_knapsack_output_is_resorted_by_score_before_capping() -> None:
     assert [e.item.content for e in outcome.cap_exclusions] == ["second"]
 
 
-def test_equal_scores_resort_by_input_position() -> None:
-    """Re-sort ties go to the earlier input item (the Sort stage's tie rule)."""
-    items = scored(("first", 100, 0.5, "tool"), ("second", 100, 0.5, "tool"))
-    outcome = slice_with_details(ccks(CountQuotaEntry("tool", 0, cap_count=1)), items,
-                                 budget(1000))
-    assert contents(outcome.selected) == ["first"]
+def test_equal_scores_keep_the_knapsack_output_order() -> None:
+    """D180's re-sort is stable (changelog P1): equal scores keep the order the knapsack
+    returned them in (reconstruction order, the later input first), so with a cap of 1
+    the later of two tied items is kept, as the chapter's SORT(innerSelected) gives."""
+    items = scored(("t1", 100, 0.5, "ToolOutput"), ("t2", 100, 0.5, "ToolOutput"))
+    assert contents(KnapsackSlice(100).slice(items, budget(1000))) == ["t2", "t1"]
+    outcome = slice_with_details(
+        ccks(CountQuotaEntry("ToolOutput", 0, cap_count=1), bucket_size=100), items,
+        budget(1000))
+    assert contents(outcome.selected) == ["t2"]
+    assert [e.item.content for e in outcome.cap_exclusions] == ["t1"]
+    # A higher score still goes first whatever the knapsack order.
+    items = scored(("hi", 100, 0.6, "ToolOutput"), ("lo", 100, 0.5, "ToolOutput"))
+    outcome = slice_with_details(
+        ccks(CountQuotaEntry("ToolOutput", 0, cap_count=1), bucket_size=100), items,
+        budget(1000))
+    assert contents(outcome.selected) == ["hi"]
 
 
 def test_count_quota_keeps_the_inner_output_order_for_capping() -> None:
@@ -326,3 +362,95 @@ def test_slice_with_details_helper_wraps_plain_slicers() -> None:
     assert slice_with_details(GreedySlice(), items, budget(10)) == SliceOutcome((items[0].item,))
     with pytest.raises(InvalidTypeError, match="slicer"):
         slice_with_details(object(), items, budget(10))  # type: ignore[arg-type]
+
+
+# -- review fixes: negative tokens, classes as inner, huge scores, the reference ----------
+
+@BOTH
+def test_negative_token_candidates_are_never_committed(make: Maker) -> None:
+    """Phase 1 skips candidates with negative token counts (as every other slicer does):
+    they are not committed, do not lower the pre-allocation and do not count towards the
+    requirement."""
+    items = scored(("neg", -50, 0.9, "Message"), ("x", 60, 0.5, "Message"))
+    slicer = make(CountQuotaEntry("Message", 1, cap_count=5))
+    assert contents(slicer.slice(items, budget(20))) == ["x"]
+    outcome = slice_with_details(make(CountQuotaEntry("Message", 2, cap_count=5)), items,
+                                 budget(1000))
+    assert contents(outcome.selected) == ["x"]
+    assert outcome.shortfalls == (CountRequirementShortfall(ContextKind("Message"), 2, 1),)
+
+
+@pytest.mark.parametrize("inner", [GreedySlice, QuotaSlice, CountQuotaSlice, KnapsackSlice])
+def test_a_slicer_class_as_inner_is_refused_at_construction(inner: type) -> None:
+    """Passing the class instead of an instance (CountQuotaSlice(GreedySlice, [])) is a
+    ConfigurationError naming ``inner`` and showing how to pass an instance."""
+    with pytest.raises(ConfigurationError) as caught:
+        CountQuotaSlice(inner, [])  # type: ignore[arg-type]
+    assert caught.value.field == "inner"
+    assert caught.value.value is inner
+    assert f"pass an instance: {inner.__name__}()" in str(caught.value)
+
+
+def test_huge_score_in_the_knapsack_phase_names_the_input_index() -> None:
+    """A residual score too large for the knapsack's integer values is an
+    InvalidValueError naming the entry's index in the caller's input, not the
+    residual's, nor a bare OverflowError."""
+    items = scored(("t", 10, 2.0, "tool"), ("m", 10, 1e305), ("n", 10, 0.5))
+    with pytest.raises(InvalidValueError) as caught:
+        ccks(CountQuotaEntry("tool", 1, cap_count=1), bucket_size=1).slice(items, budget(100))
+    assert caught.value.field == "CountConstrainedKnapsackSlice scored[1].score"
+    assert caught.value.value == 1e305
+
+
+def _greedy_indices(tokens: Sequence[int], scores: Sequence[float], target: int) -> list[int]:
+    return reference_greedy(tokens, scores, target)
+
+
+@st.composite
+def _count_entries(draw: st.DrawFn) -> list[CountQuotaEntry]:
+    kinds = draw(st.lists(st.sampled_from(["Message", "ToolOutput", "Document", "Memory"]),
+                          unique=True, max_size=3))
+    entries = []
+    for kind in kinds:
+        require = draw(st.integers(min_value=0, max_value=3))
+        cap = draw(st.integers(min_value=max(require, 1 if require else 0), max_value=4))
+        entries.append(CountQuotaEntry(kind, require, cap_count=cap))
+    return entries
+
+
+@settings(max_examples=200, deadline=None)
+@given(scored_lists(max_size=12), budgets(max_target=800), _count_entries(),
+       st.integers(min_value=1, max_value=60))
+def test_count_constrained_knapsack_matches_the_reference(
+    entries: list[ScoredItem], sub_budget: ContextBudget, quotas: list[CountQuotaEntry],
+    bucket: int,
+) -> None:
+    """CountConstrainedKnapsackSlice selects and cap-excludes exactly what a literal
+    transcription of COUNT-KNAPSACK-CAP does (stable re-sort of the knapsack output),
+    on inputs with ties, negative tokens, out-of-range scores and repeated objects."""
+    def knapsack(tokens: Sequence[int], scores: Sequence[float], target: int) -> list[int]:
+        return reference_knapsack(tokens, scores, target, bucket)
+
+    expected, excluded = reference_count_quota(entries, sub_budget, quotas, knapsack,
+                                               resort=True)
+    outcome = slice_with_details(CountConstrainedKnapsackSlice(quotas, bucket), entries,
+                                 sub_budget)
+    assert [id(item) for item in outcome.selected] == [id(item) for item in expected]
+    assert [(id(e.item), e.kind, e.cap, e.count) for e in outcome.cap_exclusions] == [
+        (id(e.item), e.kind, e.cap, e.count) for e in excluded]
+
+
+@settings(max_examples=200, deadline=None)
+@given(scored_lists(max_size=12), budgets(max_target=800), _count_entries())
+def test_count_quota_matches_the_reference(
+    entries: list[ScoredItem], sub_budget: ContextBudget, quotas: list[CountQuotaEntry],
+) -> None:
+    """CountQuotaSlice(GreedySlice()) selects and cap-excludes exactly what a literal
+    transcription of COUNT-QUOTA-SLICE does (caps in the inner slicer's output order,
+    no re-sort)."""
+    expected, excluded = reference_count_quota(entries, sub_budget, quotas, _greedy_indices,
+                                               resort=False)
+    outcome = slice_with_details(CountQuotaSlice(GreedySlice(), quotas), entries, sub_budget)
+    assert [id(item) for item in outcome.selected] == [id(item) for item in expected]
+    assert [(id(e.item), e.kind, e.cap, e.count) for e in outcome.cap_exclusions] == [
+        (id(e.item), e.kind, e.cap, e.count) for e in excluded]

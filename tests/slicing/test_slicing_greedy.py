@@ -137,3 +137,21 @@ def test_matches_reference_transcription(entries: list[ScoredItem], target: int)
     expected = [entries[i].item for i in reference_greedy(tokens, scores, target)]
     actual = GREEDY.slice(entries, budget(target))
     assert [id(item) for item in actual] == [id(item) for item in expected]
+
+
+def test_token_count_beyond_the_float_range_is_an_invalid_value() -> None:
+    """A token count no double can hold (10**400; ContextItem refuses it, so it is forced
+    in here) is an InvalidValueError naming the entry, not numpy's bare OverflowError."""
+    huge = ContextItem("huge", 5)
+    object.__setattr__(huge, "tokens", 10**400)
+    entries = [ScoredItem(ContextItem("a", 1), 0.5), ScoredItem(huge, 0.5)]
+    with pytest.raises(InvalidValueError) as caught:
+        GreedySlice().slice(entries, budget(100))
+    assert caught.value.field == "GreedySlice scored[1].item.tokens"
+    assert caught.value.value == 10**400
+
+
+def test_huge_finite_scores_are_ordinary_densities() -> None:
+    """Scores far outside [0, 1] (1e305, -1e305) are plain float densities to greedy."""
+    entries = scored(("neg", 10, -1e305), ("big", 10, 1e305), ("mid", 10, 0.5))
+    assert contents(GreedySlice().slice(entries, budget(20))) == ["big", "mid"]

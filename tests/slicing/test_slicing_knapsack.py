@@ -121,6 +121,25 @@ def test_rejects_non_finite_scores() -> None:
         KNAPSACK.slice([ScoredItem(ContextItem("a", 1), float("inf"))], budget(500))
 
 
+def test_score_too_large_for_integer_values_is_an_invalid_value() -> None:
+    """A finite score whose scaled value overflows a double (1e305 * 10000, reachable
+    through KindScorer weights) is an InvalidValueError naming the entry and the value,
+    not a bare OverflowError."""
+    items = [ScoredItem(ContextItem("a", 10), 0.5), ScoredItem(ContextItem("b", 10), 1e305)]
+    with pytest.raises(InvalidValueError) as caught:
+        KnapsackSlice(1).slice(items, budget(100))
+    assert caught.value.field == "KnapsackSlice scored[1].score"
+    assert caught.value.value == 1e305
+    assert "too large for KnapsackSlice's integer values" in str(caught.value)
+
+
+def test_hugely_negative_score_has_value_zero() -> None:
+    """max(0, floor(score * 10000)) is 0 for -1e305 as for any negative score: the item
+    is simply not a DP candidate (floor(-inf) must not raise)."""
+    items = [ScoredItem(ContextItem("a", 10), 0.5), ScoredItem(ContextItem("b", 10), -1e305)]
+    assert contents(KnapsackSlice(1).slice(items, budget(100))) == ["a"]
+
+
 # -- equality with the spec's DP -------------------------------------------------
 
 @settings(max_examples=200, deadline=None)

@@ -4,6 +4,7 @@ notes and construction validation."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 
 import pytest
@@ -185,11 +186,59 @@ def test_non_numeric_percentages_are_type_errors(bad: object) -> None:
 
 
 def test_requires_summing_past_100_percent_are_refused() -> None:
-    """The sum of require percentages MUST NOT exceed 100% (decimal rounding tolerated)."""
+    """The sum of require percentages MUST NOT exceed 100%, compared as the decimals
+    written: 33.3 + 33.3 + 33.4 is exactly 100 (though not in binary) and accepted, while
+    a sum just above 100 (which a float tolerance would let through) is refused."""
     with pytest.raises(ConfigurationError, match=r"quotas: .*at most 100.0 \(got 100.5\)"):
         QuotaSlice(GreedySlice(), [QuotaEntry("A", 60.0), QuotaEntry("B", 40.5)])
+    with pytest.raises(ConfigurationError,
+                       match=r"quotas: .*at most 100.0 \(got 100.0000000009\)"):
+        QuotaSlice(GreedySlice(), [QuotaEntry("A", 50.00000000045),
+                                   QuotaEntry("B", 50.00000000045)])
+    with pytest.raises(ConfigurationError, match="quotas"):
+        QuotaSlice(GreedySlice(), [QuotaEntry("A", 60.0), QuotaEntry("B", 40.0000000009)])
     QuotaSlice(GreedySlice(), [QuotaEntry("A", 33.3), QuotaEntry("B", 33.3),
                                QuotaEntry("C", 33.4)])
+    QuotaSlice(GreedySlice(), [QuotaEntry("A", 0.1), QuotaEntry("B", 0.2),
+                               QuotaEntry("C", 99.7)])
+
+
+def test_required_tokens_never_exceed_the_target() -> None:
+    """Requires summing to exactly 100% can still floor to more than target_tokens when
+    the float products round up (here by 264 tokens at this target): the required
+    tokens are clamped so the kind budgets, and the selection, stay within the target."""
+    target = 7461358922965555064
+    quotas = [QuotaEntry("A", 4.2), QuotaEntry("B", 80.0), QuotaEntry("C", 15.8)]
+    naive = sum(math.floor(q.require / 100.0 * target) for q in quotas)
+    assert naive == target + 264  # what the unclamped arithmetic would hand out
+    share = {"A": 4.2, "B": 80.0, "C": 15.8}
+    items = [ScoredItem(ContextItem(kind, math.floor(share[kind] / 100.0 * target), kind=kind),
+                        0.9) for kind in ("A", "B", "C")]
+    assert sum(_budgets(quotas, items, target).values()) <= target
+    selected = QuotaSlice(GreedySlice(), quotas).slice(items, budget(target))
+    assert sum(item.tokens for item in selected) <= target
+
+
+def test_negative_token_items_do_not_skew_the_distribution() -> None:
+    """Items with negative token counts are left out of the partitions and the token
+    mass: a negative mass would hand the other kinds more than the whole budget."""
+    items = scored(("a", 600, 0.9, "A"), ("b", 600, 0.8, "B"), ("c", 10, 0.7, "C"),
+                   ("neg", -1110, 0.6, "C"), ("a2", 100, 0.5, "A"))
+    # Masses 700, 600, 10 (not -1100 for C, which would give A and B 1000 each).
+    assert _budgets([], items, 1000) == {"A": 534, "B": 458, "C": 7}
+    selected = QuotaSlice(GreedySlice(), []).slice(items, budget(1000))
+    assert contents(selected) == ["a2"]
+
+
+@pytest.mark.parametrize("inner", [GreedySlice, KnapsackSlice, QuotaSlice])
+def test_a_slicer_class_as_inner_is_refused_at_construction(inner: type) -> None:
+    """QuotaSlice(GreedySlice) (the class, not an instance) is a ConfigurationError naming
+    ``inner`` and showing how to pass an instance."""
+    with pytest.raises(ConfigurationError) as caught:
+        QuotaSlice(inner, [])  # type: ignore[arg-type]
+    assert caught.value.field == "inner"
+    assert caught.value.value is inner
+    assert f"pass an instance: {inner.__name__}()" in str(caught.value)
 
 
 def test_duplicate_kinds_and_bad_members_are_refused() -> None:

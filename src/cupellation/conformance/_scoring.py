@@ -139,12 +139,12 @@ def _build_scaled(config: Mapping[str, Any]) -> Scorer:
 
 def _build_decay(config: Mapping[str, Any]) -> Scorer:
     curve = _curve(_table(_require(config, "curve", "decay"), "curve"))
+    # DecayScorer has no default clock (D042): a vector must fix its instant.
+    moment = _timestamp(_require(config, "reference_time", "decay"), "reference_time")
     options: dict[str, Any] = {}
     if "null_timestamp_score" in config:
         options["null_timestamp_score"] = config["null_timestamp_score"]
-    if "reference_time" in config:
-        options["clock"] = _fixed_clock(_timestamp(config["reference_time"], "reference_time"))
-    return DecayScorer(curve, **options)
+    return DecayScorer(curve, clock=_fixed_clock(moment), **options)
 
 
 def _build_metadata_trust(config: Mapping[str, Any]) -> Scorer:

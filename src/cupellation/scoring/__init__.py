@@ -6,13 +6,13 @@ configuration when constructed::
 
     from datetime import timedelta
     from cupellation.scoring import (
-        CompositeScorer, DecayScorer, ExponentialCurve, KindScorer, RecencyScorer,
+        CompositeScorer, DecayScorer, ExponentialCurve, KindScorer, RecencyScorer, utc_now,
     )
 
     scorer = CompositeScorer([
         (RecencyScorer(), 3.0),
         (KindScorer(), 1.0),
-        (DecayScorer(ExponentialCurve(half_life=timedelta(hours=24))), 1.0),
+        (DecayScorer(ExponentialCurve(half_life=timedelta(hours=24)), clock=utc_now), 1.0),
     ])
     scores = scorer.score_all(items)
 

@@ -27,7 +27,8 @@ _ZERO = timedelta(0)
 
 
 def utc_now() -> datetime:
-    """The current time in UTC: :class:`DecayScorer`'s default clock."""
+    """The current time in UTC: the wall clock to pass as
+    ``DecayScorer(..., clock=utc_now)`` (there is no default, D042)."""
     return datetime.now(UTC)
 
 
@@ -135,11 +136,15 @@ class DecayScorer(_Immutable, ScorerBase):
 
     ``age = max(0, clock() - timestamp)``: future-dated items count as age zero.
     An item without a timestamp scores ``null_timestamp_score`` (in
-    ``[0.0, 1.0]``, default 0.5, neutral). ``clock`` is a zero-argument callable
-    returning a timezone-aware datetime (default :func:`utc_now`); inject a
-    fixed one for reproducible scores. It is read once per :meth:`score_all`
-    call, so one pass scores every item against the same instant. Absolute:
-    other items are never inspected.
+    ``[0.0, 1.0]``, default 0.5, neutral). ``clock`` is required (the
+    specification's time provider has no default, D042): a zero-argument
+    callable returning a timezone-aware datetime, such as :func:`utc_now` for
+    the wall clock or a fixed one for reproducible scores. It is read once per
+    :meth:`score_all` call, so one pass scores every item against the same
+    instant. Absolute: other items are never inspected.
+
+    Raises :class:`~cupellation.exceptions.ConfigurationError` naming
+    ``clock`` when it is not callable.
     """
 
     absolute = True
@@ -152,15 +157,19 @@ class DecayScorer(_Immutable, ScorerBase):
         self,
         curve: DecayCurve,
         *,
+        clock: Callable[[], datetime],
         null_timestamp_score: float = 0.5,
-        clock: Callable[[], datetime] = utc_now,
     ) -> None:
         if not isinstance(curve, DecayCurve):
             raise InvalidTypeError(
                 "curve", curve, "a DecayCurve (ExponentialCurve, StepCurve or WindowCurve)"
             )
         if not callable(clock):
-            raise InvalidTypeError("clock", clock, "a zero-argument callable returning a datetime")
+            raise ConfigurationError(
+                "clock", clock,
+                "must be a zero-argument callable returning a timezone-aware datetime "
+                "(for the wall clock pass clock=utc_now)",
+            )
         object.__setattr__(self, "curve", curve)
         object.__setattr__(
             self, "null_timestamp_score",

@@ -9,8 +9,9 @@ from typing import Any
 
 from .._model import ContextBudget, ContextItem, ScoredItem, ScoredItems
 from ..exceptions import ConfigurationError, InvalidTypeError, InvalidValueError
+from ._protocol import Slicer
 
-__all__ = ["check_budget", "check_count", "unpack"]
+__all__ = ["check_budget", "check_count", "check_inner", "unpack"]
 
 
 def check_budget(budget: object, slicer: str) -> ContextBudget:
@@ -53,7 +54,12 @@ def unpack(
         if type(score) is not float:
             if isinstance(score, bool) or not isinstance(score, numbers.Real):
                 raise InvalidTypeError(f"{slicer} scored[{index}].score", score, "a finite number")
-            score = float(score)
+            try:
+                score = float(score)
+            except OverflowError:  # an int beyond the float range (10**400)
+                raise InvalidValueError(
+                    f"{slicer} scored[{index}].score", score, "must be finite"
+                ) from None
         if not isfinite(score):
             raise InvalidValueError(f"{slicer} scored[{index}].score", score, "must be finite")
         add_item(item)
@@ -72,3 +78,20 @@ def check_count(field: str, value: Any, *, positive: bool = False) -> int:
     if value < 0:
         raise ConfigurationError(field, value, "must be >= 0")
     return int(value)
+
+
+def check_inner(field: str, value: object, owner: str) -> Slicer:
+    """``value`` itself, after checking it is a slicer *instance*.
+
+    A slicer class also has a ``slice`` attribute, so the protocol check alone
+    would accept ``QuotaSlice(GreedySlice)`` and fail only when slicing.
+    """
+    if isinstance(value, type):
+        raise ConfigurationError(
+            field, value,
+            f"{owner} needs a slicer instance, not a class; "
+            f"pass an instance: {value.__name__}()",
+        )
+    if not isinstance(value, Slicer):
+        raise InvalidTypeError(field, value, "a Slicer (an object with slice())")
+    return value

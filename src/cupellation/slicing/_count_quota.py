@@ -12,12 +12,11 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from operator import itemgetter
 
-from .._model import ContextBudget, ContextItem, ContextKind, ScoredItem
-from ..exceptions import ConfigurationError, InvalidTypeError, InvalidValueError
-from ._common import check_budget, check_count, unpack
-from ._knapsack import KnapsackSlice
+from .._model import ContextBudget, ContextItem, ContextKind, ScoredItem, ScoredItems
+from ..exceptions import ConfigurationError, CountRequirementError, InvalidTypeError
+from ._common import check_budget, check_count, check_inner, unpack
+from ._knapsack import KnapsackSlice, knapsack_select
 from ._protocol import (
     CapExclusion,
     CountRequirementShortfall,
@@ -28,9 +27,6 @@ from ._protocol import (
 )
 
 __all__ = ["CountConstrainedKnapsackSlice", "CountQuotaEntry", "CountQuotaSlice"]
-
-_score = itemgetter(1)
-
 
 @dataclass(frozen=True, slots=True, init=False)
 class CountQuotaEntry:
@@ -83,6 +79,12 @@ def _check_entries(entries: object) -> tuple[CountQuotaEntry, ...]:
     return result
 
 
+#: Phase 2 for a given residual pool: (items, scores, their indices in the
+#: caller's input, the reduced budget) -> what the slicer selected, in its
+#: output order.
+_Phase2 = Callable[[list[ContextItem], list[float], list[int], ContextBudget], SliceOutcome]
+
+
 def _count_quota_slice(
     name: str,
     scored: Sequence[ScoredItem],
@@ -90,23 +92,25 @@ def _count_quota_slice(
     *,
     entries: tuple[CountQuotaEntry, ...],
     scarcity: ScarcityBehavior,
-    run_inner: Callable[[list[ScoredItem], ContextBudget], SliceOutcome],
-    resort: bool,
+    run_inner: _Phase2,
 ) -> SliceOutcome:
-    """The shared three phases; ``resort`` sorts phase-2 output by score (D180)."""
+    """The shared three phases (``run_inner`` is phase 2)."""
     budget = check_budget(budget, name)
-    items, _, _ = unpack(scored, name)
+    items, tokens, scores = unpack(scored, name)
     if not items or budget.target_tokens <= 0:
         return SliceOutcome(())
 
     # --- Phase 1: Count-Satisfy ---
     required = [entry for entry in entries if entry.require_count > 0]
-    partitions: dict[ContextKind, list[ScoredItem]] = {entry.kind: [] for entry in required}
+    partitions: dict[ContextKind, list[int]] = {entry.kind: [] for entry in required}
     if partitions:
-        for pair in scored:
-            bucket = partitions.get(pair[0].kind)
-            if bucket is not None:
-                bucket.append(pair)
+        for index, item in enumerate(items):
+            # Negative token counts are invalid (the pipeline drops them at
+            # Classify); like every other slicer, never select them.
+            if tokens[index] >= 0:
+                bucket = partitions.get(item.kind)
+                if bucket is not None:
+                    bucket.append(index)
 
     committed: list[ContextItem] = []
     committed_ids: set[int] = set()
@@ -116,49 +120,48 @@ def _count_quota_slice(
     for entry in required:
         # nlargest is documented as sorted(..., reverse=True)[:n]: a stable
         # score-descending sort, so equal scores keep their input order.
-        top = heapq.nlargest(entry.require_count, partitions[entry.kind], key=_score)
-        for candidate in top:
-            item = candidate[0]
+        top = heapq.nlargest(entry.require_count, partitions[entry.kind],
+                             key=scores.__getitem__)
+        for index in top:
+            item = items[index]
             committed.append(item)
             committed_ids.add(id(item))
-            pre_allocated += item.tokens
+            pre_allocated += tokens[index]
         satisfied = len(top)
         selected_count[entry.kind] = satisfied
         if satisfied < entry.require_count:
             if scarcity is ScarcityBehavior.THROW:
-                raise InvalidValueError(
-                    "require_count", entry.require_count,
+                raise CountRequirementError(
                     f"{name}: candidate pool for kind '{entry.kind.value}' has "
-                    f"{satisfied} items but RequireCount is {entry.require_count}",
+                    f"{satisfied} items but RequireCount is {entry.require_count}.",
+                    kind=entry.kind.value,
+                    required_count=entry.require_count,
+                    satisfied_count=satisfied,
                 )
             shortfalls.append(
                 CountRequirementShortfall(entry.kind, entry.require_count, satisfied)
             )
 
     # --- Phase 2: delegate the residual pool with the reduced budget ---
+    # The committed set is by reference: every entry of a committed object
+    # leaves the pool, as in the specification.
     if committed_ids:
-        residual = [pair for pair in scored if id(pair[0]) not in committed_ids]
+        positions = [i for i, item in enumerate(items) if id(item) not in committed_ids]
     else:
-        residual = list(scored)
+        positions = list(range(len(items)))
     residual_target = max(0, budget.target_tokens - pre_allocated)
     residual_budget = ContextBudget(
         max_tokens=budget.max_tokens,
         target_tokens=min(residual_target, budget.max_tokens),
     )
-    inner = run_inner(residual, residual_budget)
-    inner_selected: Sequence[ContextItem] = inner.selected
-    if resort and len(inner_selected) > 1:
-        # D180: cap enforcement must see the best items first. Ties go to the
-        # earlier input position (the Sort stage's rule), so the order is
-        # fully determined whatever order the knapsack returned.
-        rank = {id(pair[0]): (-pair[1], index) for index, pair in enumerate(residual)}
-        inner_selected = sorted(inner_selected, key=lambda item: rank[id(item)])
+    inner = run_inner([items[i] for i in positions], [scores[i] for i in positions],
+                      positions, residual_budget)
 
     # --- Phase 3: Cap Enforcement (counts seeded from Phase 1, D181) ---
     policy = {entry.kind: entry for entry in entries}
     result = committed
     exclusions = list(inner.cap_exclusions)
-    for item in inner_selected:
+    for item in inner.selected:
         kind = item.kind
         constraint = policy.get(kind)
         if constraint is None:
@@ -181,8 +184,10 @@ class CountQuotaSlice:
     kind (even past the budget: they are guaranteed); ``inner`` then selects
     from the other candidates within ``target_tokens`` minus the committed
     tokens; finally items of a kind that already has ``cap_count`` selected
-    are dropped. With ``ScarcityBehavior.THROW`` a kind with too few
-    candidates raises :class:`~cupellation.exceptions.InvalidValueError`;
+    are dropped; the inner slicer's output is capped in its own order.
+    Candidates with negative token counts are never committed. With
+    ``ScarcityBehavior.THROW`` a kind with too few candidates raises
+    :class:`~cupellation.exceptions.CountRequirementError`;
     with ``DEGRADE`` (the default) it is reported as a shortfall by
     :meth:`slice_with_details`. ``inner`` must not be a :class:`KnapsackSlice`
     (use :class:`CountConstrainedKnapsackSlice`).
@@ -198,8 +203,7 @@ class CountQuotaSlice:
         entries: Sequence[CountQuotaEntry],
         scarcity: ScarcityBehavior | str = ScarcityBehavior.DEGRADE,
     ) -> None:
-        if not isinstance(inner, Slicer):
-            raise InvalidTypeError("inner", inner, "a Slicer (an object with slice())")
+        check_inner("inner", inner, "CountQuotaSlice")
         if isinstance(inner, KnapsackSlice):
             raise ConfigurationError(
                 "inner", inner,
@@ -221,12 +225,17 @@ class CountQuotaSlice:
         (including any the inner slicer reports)."""
         inner = self.inner
 
-        def run_inner(residual: list[ScoredItem], sub_budget: ContextBudget) -> SliceOutcome:
-            return slice_with_details(inner, residual, sub_budget)
+        def run_inner(
+            items: list[ContextItem], scores: list[float], _positions: list[int],
+            sub_budget: ContextBudget,
+        ) -> SliceOutcome:
+            # Phase 3 caps in the inner slicer's own output order: the
+            # CountQuotaSlice chapter has no re-sort (unlike D180's knapsack).
+            return slice_with_details(inner, ScoredItems._trusted(items, scores), sub_budget)
 
         return _count_quota_slice(
             "CountQuotaSlice", scored, budget, entries=self.entries,
-            scarcity=self.scarcity, run_inner=run_inner, resort=False,
+            scarcity=self.scarcity, run_inner=run_inner,
         )
 
 
@@ -235,8 +244,10 @@ class CountConstrainedKnapsackSlice:
     """CountQuotaSlice's three phases with a :class:`KnapsackSlice` of
     ``bucket_size`` as the phase-2 slicer.
 
-    The knapsack's selection is re-sorted by score descending (ties: input
-    order) before cap enforcement, so the cap keeps the best items.
+    The knapsack's selection is re-sorted by score descending before cap
+    enforcement, so the cap keeps the best items; the sort is stable, so
+    equal scores keep the knapsack's output order (reconstruction order:
+    the later input item first).
     """
 
     entries: tuple[CountQuotaEntry, ...]
@@ -267,12 +278,25 @@ class CountConstrainedKnapsackSlice:
         self, scored: Sequence[ScoredItem], budget: ContextBudget, /
     ) -> SliceOutcome:
         """Slice as :meth:`slice` does and report cap exclusions and shortfalls."""
-        knapsack = KnapsackSlice(self.bucket_size)
+        bucket_size = self.bucket_size
 
-        def run_inner(residual: list[ScoredItem], sub_budget: ContextBudget) -> SliceOutcome:
-            return SliceOutcome(tuple(knapsack.slice(residual, sub_budget)))
+        def run_inner(
+            items: list[ContextItem], scores: list[float], positions: list[int],
+            sub_budget: ContextBudget,
+        ) -> SliceOutcome:
+            if not items or sub_budget.target_tokens <= 0:
+                return SliceOutcome(())
+            picked = knapsack_select(
+                [item.tokens for item in items], scores, sub_budget.target_tokens, bucket_size,
+                label="CountConstrainedKnapsackSlice", positions=positions,
+            )
+            # D180: re-sort the knapsack's output by score descending. The
+            # sort is stable (changelog P1), so equal scores keep the order
+            # the knapsack returned them in.
+            picked.sort(key=lambda index: -scores[index])
+            return SliceOutcome(tuple(items[index] for index in picked))
 
         return _count_quota_slice(
             "CountConstrainedKnapsackSlice", scored, budget, entries=self.entries,
-            scarcity=self.scarcity, run_inner=run_inner, resort=True,
+            scarcity=self.scarcity, run_inner=run_inner,
         )

@@ -9,11 +9,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._model import ContextBudget, ContextItem, ScoredItem
+from ..exceptions import InvalidValueError
 from ._common import check_budget, unpack
 
 __all__ = ["GreedySlice"]
 
 _MAX_FLOAT = sys.float_info.max
+_INT64_MIN = -(2**63)
+_INT64_MAX = 2**63 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +37,19 @@ class GreedySlice:
         target = budget.target_tokens
         if not items or target <= 0:
             return []
-        return [items[i] for i in greedy_order_select(tokens, scores, target)]
+        try:
+            order = greedy_order_select(tokens, scores, target)
+        except OverflowError:
+            # Only a token count beyond the float range gets here (ContextItem
+            # bounds tokens to 64 bits, but a slicer can be handed anything).
+            index = next(
+                (i for i, t in enumerate(tokens) if not _INT64_MIN <= t <= _INT64_MAX), 0
+            )
+            raise InvalidValueError(
+                f"GreedySlice scored[{index}].item.tokens", tokens[index],
+                "must fit in a signed 64-bit integer",
+            ) from None
+        return [items[i] for i in order]
 
 
 def greedy_order_select(tokens: list[int], scores: list[float], target: int) -> list[int]:

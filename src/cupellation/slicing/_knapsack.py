@@ -31,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._model import ContextBudget, ContextItem, ScoredItem
+from ..exceptions import InvalidValueError
 from ._common import check_budget, check_count, unpack
 
 __all__ = ["DEFAULT_MAX_KEEP_CELLS", "KnapsackSlice", "knapsack_select"]
@@ -42,6 +43,7 @@ SCORE_SCALE = 10000.0
 #: 32 MiB, i.e. 32,000 items at the default capacity of 1,000 buckets.
 DEFAULT_MAX_KEEP_CELLS = 32 * 1024 * 1024
 
+_INFINITY = math.inf
 _INT32_LIMIT = 2**31 - 1
 _INT64_LIMIT = 2**63 - 1
 
@@ -81,11 +83,17 @@ def knapsack_select(
     bucket_size: int,
     *,
     max_keep_cells: int = DEFAULT_MAX_KEEP_CELLS,
+    label: str = "KnapsackSlice",
+    positions: Sequence[int] | None = None,
 ) -> list[int]:
     """Indices KNAPSACK-SLICE returns, in its output order: zero-token items
     (input order), then the DP selection in reconstruction order.
 
     ``scores`` must be finite; ``target_tokens`` and ``bucket_size`` positive.
+    A score whose scaled value ``score * 10000`` overflows a double raises
+    :class:`~cupellation.exceptions.InvalidValueError` naming
+    ``"<label> scored[<i>].score"``, where ``i`` is ``positions[index]`` (the
+    caller's own index of the entry) or the index itself.
     """
     zero_token = [i for i, t in enumerate(tokens) if t == 0]
     capacity = target_tokens // bucket_size
@@ -99,7 +107,18 @@ def knapsack_select(
     values: list[int] = []
     for i, t in enumerate(tokens):
         if 0 < t <= limit:
-            value = floor(scores[i] * SCORE_SCALE)
+            scaled = scores[i] * SCORE_SCALE
+            if scaled <= 0.0:
+                # max(0, floor(...)) is 0 (also for -inf: floor(-inf) would raise).
+                continue
+            if scaled == _INFINITY:
+                position = i if positions is None else positions[i]
+                raise InvalidValueError(
+                    f"{label} scored[{position}].score", scores[i],
+                    "too large for KnapsackSlice's integer values "
+                    "(score * 10000 overflows a double)",
+                )
+            value = floor(scaled)
             if value > 0:
                 eligible.append(i)
                 weights.append(-(-t // bucket_size))

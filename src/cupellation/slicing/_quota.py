@@ -5,11 +5,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
-from .._model import ContextBudget, ContextItem, ContextKind, ScoredItem
+from .._model import ContextBudget, ContextItem, ContextKind, ScoredItem, ScoredItems
 from ..exceptions import ConfigurationError, InvalidTypeError
-from ._common import check_budget, unpack
+from ._common import check_budget, check_inner, unpack
 from ._protocol import (
     CapExclusion,
     CountRequirementShortfall,
@@ -20,9 +21,16 @@ from ._protocol import (
 
 __all__ = ["QuotaEntry", "QuotaSlice"]
 
-#: Tolerance on "the requires sum to at most 100%": decimal percentages such
-#: as 33.3 + 33.3 + 33.4 do not add up to exactly 100.0 in binary.
-_SUM_EPSILON = 1e-9
+
+
+def _decimal(percent: float) -> Fraction:
+    """The decimal a percentage was written as: ``33.3`` is exactly 333/10.
+
+    Summing these exactly accepts 33.3 + 33.3 + 33.4 (whose binary doubles do
+    not add up to 100.0) and refuses 50.00000000045 twice (which a float
+    tolerance would let through).
+    """
+    return Fraction(repr(percent))
 
 
 def _percent(field: str, value: Any) -> float:
@@ -74,14 +82,18 @@ class QuotaSlice:
     ``require`` share plus a share of the unassigned budget proportional to its
     candidates' token mass, clamped to its ``cap`` (all conversions floor).
     The result is each kind's selection, concatenated in partition order.
+
+    The ``require`` percentages must sum to at most 100, compared exactly as
+    the decimals written (33.3 + 33.3 + 33.4 is accepted); the required tokens
+    are clamped so that together they never exceed ``target_tokens``. Items
+    with negative token counts are left out of the partitions and the mass.
     """
 
     inner: Slicer
     quotas: tuple[QuotaEntry, ...]
 
     def __init__(self, inner: Slicer, quotas: Sequence[QuotaEntry] = ()) -> None:
-        if not isinstance(inner, Slicer):
-            raise InvalidTypeError("inner", inner, "a Slicer (an object with slice())")
+        check_inner("inner", inner, "QuotaSlice")
         if isinstance(quotas, str | bytes) or not isinstance(quotas, Sequence):
             raise InvalidTypeError("quotas", quotas, "a sequence of QuotaEntry")
         quotas = tuple(quotas)
@@ -92,10 +104,10 @@ class QuotaSlice:
             if entry.kind in seen:
                 raise ConfigurationError("quotas", entry.kind.value, "names a kind twice")
             seen.add(entry.kind)
-        total = math.fsum(entry.require for entry in quotas)
-        if total > 100.0 + _SUM_EPSILON:
+        total = sum((_decimal(entry.require) for entry in quotas), Fraction(0))
+        if total > 100:
             raise ConfigurationError(
-                "quotas", total, "require percentages must sum to at most 100.0"
+                "quotas", float(total), "require percentages must sum to at most 100.0"
             )
         object.__setattr__(self, "inner", inner)
         object.__setattr__(self, "quotas", quotas)
@@ -113,20 +125,26 @@ class QuotaSlice:
         come only from an inner slicer that reports them, kind by kind.
         """
         budget = check_budget(budget, "QuotaSlice")
-        items, tokens, _ = unpack(scored, "QuotaSlice")
+        items, tokens, scores = unpack(scored, "QuotaSlice")
         target = budget.target_tokens
         if not items or target <= 0:
             return SliceOutcome(())
 
-        partitions: dict[ContextKind, list[ScoredItem]] = {}
+        partitions: dict[ContextKind, tuple[list[ContextItem], list[float]]] = {}
         mass: dict[ContextKind, int] = {}
-        for entry, item, cost in zip(scored, items, tokens, strict=True):
+        for item, cost, score in zip(items, tokens, scores, strict=True):
+            if cost < 0:
+                # Invalid (the pipeline drops them at Classify), never selected
+                # by the built-in slicers, and a negative token mass would skew
+                # the proportional shares past target_tokens.
+                continue
             kind = item.kind
             bucket = partitions.get(kind)
             if bucket is None:
-                partitions[kind] = bucket = []
+                partitions[kind] = bucket = ([], [])
                 mass[kind] = 0
-            bucket.append(entry)
+            bucket[0].append(item)
+            bucket[1].append(score)
             mass[kind] += cost
 
         kind_budgets, caps = self._distribute(partitions, mass, target)
@@ -134,12 +152,14 @@ class QuotaSlice:
         selected: list[ContextItem] = []
         exclusions: list[CapExclusion] = []
         shortfalls: list[CountRequirementShortfall] = []
-        for kind, members in partitions.items():
+        for kind, (members, member_scores) in partitions.items():
             kind_budget = kind_budgets[kind]
             if kind_budget <= 0:
                 continue
             sub_budget = ContextBudget(max_tokens=caps[kind], target_tokens=kind_budget)
-            outcome = slice_with_details(self.inner, members, sub_budget)
+            outcome = slice_with_details(
+                self.inner, ScoredItems._trusted(members, member_scores), sub_budget
+            )
             selected.extend(outcome.selected)
             exclusions.extend(outcome.cap_exclusions)
             shortfalls.extend(outcome.shortfalls)
@@ -147,18 +167,25 @@ class QuotaSlice:
 
     def _distribute(
         self,
-        partitions: dict[ContextKind, list[ScoredItem]],
+        partitions: dict[ContextKind, tuple[list[ContextItem], list[float]]],
         mass: dict[ContextKind, int],
         target: int,
     ) -> tuple[dict[ContextKind, int], dict[ContextKind, int]]:
         """DISTRIBUTE-BUDGET: each present kind's budget, and its cap in tokens."""
         require_tokens: dict[ContextKind, int] = {}
         cap_tokens: dict[ContextKind, int] = {}
+        total_required = 0
         for quota in self.quotas:
             # The spec's order of operations: percent / 100.0 * target, floored.
-            require_tokens[quota.kind] = math.floor(quota.require / 100.0 * target)
+            require = math.floor(quota.require / 100.0 * target)
+            # The requires sum to at most 100% as decimals, but each float
+            # product may round up across an integer: clamp so the required
+            # tokens together never exceed the target.
+            require = min(require, target - total_required)
+            total_required += require
+            require_tokens[quota.kind] = require
             cap_tokens[quota.kind] = math.floor(quota.cap / 100.0 * target)
-        unassigned = max(0, target - sum(require_tokens.values()))
+        unassigned = max(0, target - total_required)
 
         total_mass = 0
         for kind in partitions:
