@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 
 from .._model import ContextItem, ScoredItem
 from ._common import checked_items
@@ -12,11 +11,13 @@ from ._common import checked_items
 __all__ = ["ChronologicalPlacer"]
 
 
-def _timestamp(item: ContextItem) -> datetime:
-    # Only called on items whose timestamp was checked to be present.
-    timestamp = item.timestamp
-    assert timestamp is not None
-    return timestamp
+def _timestamp_key(item: ContextItem) -> int:
+    # Only called on items whose timestamp was checked to be present. Whole
+    # microseconds since the epoch order exactly as the UTC datetimes do and
+    # compare several times faster.
+    key = item._timestamp_us
+    assert key is not None
+    return key
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,9 +36,9 @@ class ChronologicalPlacer:
         # tie-break (Python's sort is stable), null items in input order.
         timed = [item for item in context_items if item.timestamp is not None]
         if len(timed) == len(context_items):
-            timed.sort(key=_timestamp)
+            timed.sort(key=_timestamp_key)
             return timed
         untimed = [item for item in context_items if item.timestamp is None]
-        timed.sort(key=_timestamp)
+        timed.sort(key=_timestamp_key)
         timed.extend(untimed)
         return timed
