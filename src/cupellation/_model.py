@@ -535,9 +535,10 @@ class ScoredItems(Sequence[ScoredItem]):
     is a :class:`ContextItem` and that every score is a finite number.
     """
 
-    __slots__ = ("_items", "_scores")
+    __slots__ = ("_items", "_scores", "_tokens")
     _items: list[ContextItem]
     _scores: list[float]
+    _tokens: list[int] | None
 
     def __init__(self, items: Iterable[ContextItem], scores: Iterable[float]) -> None:
         item_list = list(items)
@@ -551,14 +552,28 @@ class ScoredItems(Sequence[ScoredItem]):
                 raise InvalidTypeError(f"items[{k}]", item, "a ContextItem")
         self._items = item_list
         self._scores = score_list
+        self._tokens = None
 
     @classmethod
-    def _trusted(cls, items: list[ContextItem], scores: list[float]) -> ScoredItems:
-        """Wrap lists the pipeline has already validated, without copying them."""
+    def _trusted(cls, items: list[ContextItem], scores: list[float],
+                 tokens: list[int] | None = None) -> ScoredItems:
+        """Wrap lists the pipeline has already validated, without copying them.
+
+        ``tokens``, when given, must be the items' token counts: the pipeline
+        keeps them in order so that slicers need not visit every item again.
+        """
         self = cls.__new__(cls)
         self._items = items
         self._scores = scores
+        self._tokens = tokens
         return self
+
+    @property
+    def tokens(self) -> Sequence[int]:
+        """The items' token counts, in order (read-only view)."""
+        if self._tokens is None:
+            self._tokens = [item.tokens for item in self._items]
+        return self._tokens
 
     @property
     def items(self) -> Sequence[ContextItem]:
@@ -581,7 +596,8 @@ class ScoredItems(Sequence[ScoredItem]):
 
     def __getitem__(self, index: int | slice) -> ScoredItem | ScoredItems:
         if isinstance(index, slice):
-            return ScoredItems._trusted(self._items[index], self._scores[index])
+            tokens = None if self._tokens is None else self._tokens[index]
+            return ScoredItems._trusted(self._items[index], self._scores[index], tokens)
         return ScoredItem(self._items[index], self._scores[index])
 
     def __iter__(self) -> Iterator[ScoredItem]:

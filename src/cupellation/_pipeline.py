@@ -312,6 +312,11 @@ class _Run:
         order: list[int] = order_arr.tolist()
         sorted_items = [scoreable[p] for p in order]
         sorted_scores: list[float] = scores[order_arr].tolist()
+        # Token counts travel beside the items, read once in input order: the
+        # later stages then need not chase every item in score order again.
+        sorted_tokens: list[int] = (
+            np.fromiter((item.tokens for item in scoreable), dtype=np.int64, count=count)
+            [order_arr].tolist())
         self._stage_done(_SORT, start, len(order), len(order))
 
         # -- 5. Slice ---------------------------------------------------------------
@@ -319,7 +324,8 @@ class _Run:
         start = time.perf_counter()
         effective = budget.effective(pinned_tokens)
         outcome = slice_with_details(
-            pipeline.slicer, ScoredItems._trusted(sorted_items, sorted_scores), effective
+            pipeline.slicer, ScoredItems._trusted(sorted_items, sorted_scores, sorted_tokens),
+            effective
         )
         chosen = _positions(outcome.selected, sorted_items, f"slicer {_name(pipeline.slicer)}")
         chosen.sort()  # back to score order, as Place's merge expects
@@ -334,7 +340,7 @@ class _Run:
         merged_items = pinned + [sorted_items[k] for k in chosen]
         merged_scores = [1.0] * len(pinned) + [sorted_scores[k] for k in chosen]
         merged_in = len(merged_items)
-        merged_tokens = sum(item.tokens for item in merged_items)
+        merged_tokens = pinned_tokens + sum([sorted_tokens[k] for k in chosen])
         overflowed = merged_tokens > budget.target_tokens
         merged_idx: list[int] = []
         if self.items_on or (self.enabled and overflowed):
@@ -363,12 +369,17 @@ class _Run:
 
     def _classify(self) -> tuple[list[ContextItem], list[int], list[ContextItem], list[int]]:
         candidates = self.candidates
-        # The common case — only real items, none pinned, none negative — settled
-        # by three quick passes instead of one slow branching loop.
+        # The common case — only real items, none negative, few pinned — settled
+        # by quick passes instead of one slow branching loop.
         if (all(type(item) is ContextItem for item in candidates)
-                and not any(item.pinned for item in candidates)
                 and all(item.tokens >= 0 for item in candidates)):
-            return [], [], list(candidates), list(range(len(candidates)))
+            pinned_at = [k for k, item in enumerate(candidates) if item.pinned]
+            if not pinned_at:
+                return [], [], list(candidates), list(range(len(candidates)))
+            is_pinned = set(pinned_at)
+            scoreable_at = [k for k in range(len(candidates)) if k not in is_pinned]
+            return ([candidates[k] for k in pinned_at], pinned_at,
+                    [candidates[k] for k in scoreable_at], scoreable_at)
         pinned: list[ContextItem] = []
         pinned_idx: list[int] = []
         scoreable: list[ContextItem] = []

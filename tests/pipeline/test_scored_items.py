@@ -39,6 +39,9 @@ def test_behaves_as_a_sequence_of_scored_items() -> None:
     assert list(view) == [ScoredItem(a, 0.5), ScoredItem(b, 1.0)]
     assert view[:1] == [ScoredItem(a, 0.5)]
     assert view == ScoredItems([a, b], [0.5, 1.0])
+    assert list(view.tokens) == [1, 2]
+    assert isinstance(view[1:], ScoredItems)
+    assert list(view[1:].tokens) == [2]
 
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf])

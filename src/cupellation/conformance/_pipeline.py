@@ -14,8 +14,9 @@ from .._report import SelectionReport
 from ..scoring import CompositeScorer, Scorer
 from ._errors import VectorFailure
 from ._placing import build_placer
-from ._scoring import build_scorer, item_from_vector
+from ._scoring import build_scorer
 from ._slicing import build_slicer
+from ._vectors import item_from_vector
 
 __all__ = ["build_pipeline", "run_pipeline_vector"]
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
-from .._model import ContextItem, ScoredItem, ascii_fold, check_finite, parse_timestamp
+from .._model import ascii_fold
 from ..exceptions import ConfigurationError, InvalidTypeError
 from ..placing import ChronologicalPlacer, Placer, UShapedPlacer
 from ._errors import VectorFailure
+from ._vectors import scored_item_from_vector
 
 __all__ = ["PLACER_NAMES", "build_placer", "run_placing_vector"]
 
@@ -38,29 +38,6 @@ def build_placer(name: str) -> Placer:
     return placer_type()
 
 
-def _timestamp(value: Any) -> datetime | None:
-    if value is None or isinstance(value, datetime):
-        return value
-    if isinstance(value, str):
-        return parse_timestamp(value)
-    raise InvalidTypeError("timestamp", value, "a TOML offset date-time")
-
-
-def _scored_item(table: Mapping[str, Any]) -> ScoredItem:
-    """One ``[[items]]`` table as a ScoredItem (unknown keys are ignored)."""
-    item = ContextItem(
-        content=table["content"],
-        tokens=table["tokens"],
-        kind=table.get("kind", "Message"),
-        priority=table.get("priority"),
-        tags=tuple(table.get("tags", ())),
-        timestamp=_timestamp(table.get("timestamp")),
-        future_relevance_hint=table.get("futureRelevanceHint"),
-        pinned=table.get("pinned", False),
-    )
-    return ScoredItem(item, check_finite("score", table["score"]))
-
-
 def _contents(value: Any, where: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise InvalidTypeError(where, value, "an array of strings")
@@ -75,7 +52,7 @@ def run_placing_vector(doc: Mapping[str, Any]) -> None:
     """
     placer = build_placer(doc["test"]["placer"])
     tables: Sequence[Mapping[str, Any]] = doc.get("items", [])
-    scored = [_scored_item(table) for table in tables]
+    scored = [scored_item_from_vector(table) for table in tables]
     expected = _contents(doc["expected"]["ordered_contents"], "expected.ordered_contents")
 
     placed = placer.place(scored)

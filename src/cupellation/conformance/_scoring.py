@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, date, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
-from .._model import ContextItem, ContextKind, ContextSource, parse_timestamp
 from ..exceptions import ConfigurationError, CupelError, InvalidTypeError
 from ..scoring import (
     CompositeScorer,
@@ -36,6 +35,7 @@ from ..scoring import (
     WindowCurve,
 )
 from ._errors import VectorFailure
+from ._vectors import item_from_vector, vector_timestamp
 
 __all__ = ["SCORER_TYPES", "build_scorer", "item_from_vector", "run_scoring_vector"]
 
@@ -140,7 +140,7 @@ def _build_scaled(config: Mapping[str, Any]) -> Scorer:
 def _build_decay(config: Mapping[str, Any]) -> Scorer:
     curve = _curve(_table(_require(config, "curve", "decay"), "curve"))
     # DecayScorer has no default clock (D042): a vector must fix its instant.
-    moment = _timestamp(_require(config, "reference_time", "decay"), "reference_time")
+    moment = vector_timestamp(_require(config, "reference_time", "decay"), "reference_time")
     options: dict[str, Any] = {}
     if "null_timestamp_score" in config:
         options["null_timestamp_score"] = config["null_timestamp_score"]
@@ -195,54 +195,6 @@ def build_scorer(type_name: str, config: Mapping[str, Any]) -> Scorer:
             "type", type_name, f"is not a scorer type (expected one of {', '.join(SCORER_TYPES)})"
         )
     return builder(_table(config, "config"))
-
-
-def _timestamp(value: Any, field: str) -> datetime:
-    if isinstance(value, datetime):
-        # A TOML local date-time has no offset; vectors mean UTC.
-        return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
-    if isinstance(value, str):
-        return parse_timestamp(value, field_name=field)
-    if isinstance(value, date):
-        return datetime(value.year, value.month, value.day, tzinfo=UTC)
-    raise InvalidTypeError(field, value, "a TOML date-time")
-
-
-# (vector key, ContextItem field) for the optional fields.
-_ITEM_FIELDS: tuple[tuple[str, str], ...] = (
-    ("kind", "kind"),
-    ("source", "source"),
-    ("priority", "priority"),
-    ("tags", "tags"),
-    ("metadata", "metadata"),
-    ("timestamp", "timestamp"),
-    ("futureRelevanceHint", "future_relevance_hint"),
-    ("pinned", "pinned"),
-    ("originalTokens", "original_tokens"),
-)
-
-
-def item_from_vector(table: Mapping[str, Any]) -> ContextItem:
-    """The :class:`~cupellation.ContextItem` a vector's ``[[items]]`` table describes.
-
-    Reads ``content``, ``tokens``, ``kind``, ``source``, ``timestamp``,
-    ``priority``, ``tags``, ``futureRelevanceHint``, ``pinned``, ``metadata``
-    and ``originalTokens``; other keys (``score`` in slicing vectors, say) are
-    ignored. Raises :class:`KeyError` when ``content`` or ``tokens`` is missing.
-    """
-    fields: dict[str, Any] = {"content": table["content"], "tokens": table["tokens"]}
-    for key, name in _ITEM_FIELDS:
-        if key in table:
-            fields[name] = table[key]
-    if "kind" in fields:
-        fields["kind"] = ContextKind(fields["kind"])
-    if "source" in fields:
-        fields["source"] = ContextSource(fields["source"])
-    if "tags" in fields:
-        fields["tags"] = tuple(fields["tags"])
-    if fields.get("timestamp") is not None:
-        fields["timestamp"] = _timestamp(fields["timestamp"], "timestamp")
-    return ContextItem(**fields)
 
 
 def _epsilon(doc: Mapping[str, Any]) -> float:

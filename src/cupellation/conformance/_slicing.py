@@ -9,16 +9,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
 from .._model import (
     ContextBudget,
-    ContextItem,
-    ScoredItem,
     ascii_fold,
-    check_finite,
-    parse_timestamp,
 )
 from ..exceptions import ConfigurationError, InvalidTypeError
 from ..slicing import (
@@ -34,6 +29,7 @@ from ..slicing import (
     slice_with_details,
 )
 from ._errors import VectorFailure
+from ._vectors import scored_item_from_vector
 
 __all__ = ["SLICER_NAMES", "build_slicer", "run_slicing_vector"]
 
@@ -111,29 +107,6 @@ def build_slicer(name: str, config: Mapping[str, Any]) -> Slicer:
     raise ConfigurationError("slicer", name, f"must be one of {', '.join(SLICER_NAMES)}")
 
 
-def _timestamp(value: Any) -> datetime | None:
-    if value is None or isinstance(value, datetime):
-        return value
-    if isinstance(value, str):
-        return parse_timestamp(value)
-    raise InvalidTypeError("timestamp", value, "a TOML offset date-time")
-
-
-def _scored_item(table: Mapping[str, Any]) -> ScoredItem:
-    """One ``[[scored_items]]`` table as a ScoredItem (unknown keys are ignored)."""
-    item = ContextItem(
-        content=table["content"],
-        tokens=table["tokens"],
-        kind=table.get("kind", "Message"),
-        priority=table.get("priority"),
-        tags=tuple(table.get("tags", ())),
-        timestamp=_timestamp(table.get("timestamp")),
-        future_relevance_hint=table.get("futureRelevanceHint"),
-        pinned=table.get("pinned", False),
-    )
-    return ScoredItem(item, check_finite("score", table["score"]))
-
-
 def _expected_count(expected: Mapping[str, Any], key: str) -> int | None:
     value = expected.get(key)
     if value is None:
@@ -160,7 +133,7 @@ def run_slicing_vector(doc: Mapping[str, Any]) -> None:
         max_tokens=budget_table.get("max_tokens", target), target_tokens=target
     )
     tables: Sequence[Mapping[str, Any]] = doc.get("scored_items", [])
-    scored = [_scored_item(table) for table in tables]
+    scored = [scored_item_from_vector(table) for table in tables]
     expected: Mapping[str, Any] = doc["expected"]
     wanted = expected["selected_contents"]
     if not isinstance(wanted, list) or not all(isinstance(v, str) for v in wanted):

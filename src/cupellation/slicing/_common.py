@@ -32,8 +32,7 @@ def unpack(
     """
     if type(scored) is ScoredItems:
         # Validated when it was built (the pipeline's own, or ScoredItems(...)).
-        trusted = list(scored.items)
-        return trusted, [item.tokens for item in trusted], list(scored.scores)
+        return list(scored.items), list(scored.tokens), list(scored.scores)
     if isinstance(scored, str | bytes) or not isinstance(scored, Sequence):
         raise InvalidTypeError(f"{slicer} scored", scored, "a sequence of ScoredItem")
     items: list[ContextItem] = []
