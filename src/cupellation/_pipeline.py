@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import Any
 
 import numpy as np
+from opentelemetry import trace as otel_trace
 
 from ._collectors import (
     NULL_COLLECTOR,
@@ -270,9 +271,10 @@ class _Run:
         pipeline, budget, candidates = self.pipeline, self.budget, self.candidates
         run_start = time.perf_counter()
         if self.enabled:
+            trace_id, span_id = _current_span_ids()
             self.collector.record_stage_event(RunStarted(
                 self.run_id, datetime.now(UTC), budget, pipeline.describe(),
-                len(candidates), _candidate_tokens(candidates),
+                len(candidates), _candidate_tokens(candidates), trace_id, span_id,
             ))
 
         # -- 1. Classify ------------------------------------------------------------
@@ -571,6 +573,19 @@ class _Run:
         self._emit_items(list(map(new, repeat(ItemIncluded), zip(
             repeat(self.run_id), [merged_idx[k] for k in where], range(len(placed)), placed,
             scores, reasons))))
+
+
+def _current_span_ids() -> tuple[str | None, str | None]:
+    """The W3C hex ids of the OpenTelemetry span current when the run starts, if any.
+
+    Only the API is used: with no SDK configured there is no valid span and
+    both are None.
+    """
+    context = otel_trace.get_current_span().get_span_context()
+    if not context.is_valid:
+        return None, None
+    return (otel_trace.format_trace_id(context.trace_id),
+            otel_trace.format_span_id(context.span_id))
 
 
 def _candidate_tokens(candidates: Sequence[ContextItem]) -> int:

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
 
 import cupellation._pipeline as pipeline_module
 from cupellation import (
@@ -219,3 +220,22 @@ def test_fan_out_of_disabled_collectors_is_disabled() -> None:
     fan = FanOutCollector(NULL_COLLECTOR)
     assert not fan.is_enabled
     assert fan.detail_level is TraceDetailLevel.STAGE
+
+
+def test_run_started_carries_the_current_span_ids() -> None:
+    """Inside an OpenTelemetry span (SDK tracer, local provider — no global state
+    touched) run_started carries that span's trace and span ids; outside, none."""
+    tracer = TracerProvider().get_tracer("test")
+    collector = DiagnosticTraceCollector()
+    with tracer.start_as_current_span("agent-turn") as span:
+        PIPELINE.run(ITEMS, BUDGET, collector)
+    started = collector.events[0]
+    assert isinstance(started, RunStarted)
+    context = span.get_span_context()
+    assert started.trace_id == f"{context.trace_id:032x}"
+    assert started.span_id == f"{context.span_id:016x}"
+    outside = DiagnosticTraceCollector()
+    PIPELINE.run(ITEMS, BUDGET, outside)
+    first = outside.events[0]
+    assert isinstance(first, RunStarted)
+    assert (first.trace_id, first.span_id) == (None, None)
