@@ -75,7 +75,10 @@ def _ms(start: float) -> float:
 
 
 def _name(strategy: object) -> str:
-    return type(strategy).__name__
+    """How errors name a strategy: its repr when short (``FunctionScorer(odd)``),
+    otherwise its type."""
+    text = repr(strategy)
+    return text if len(text) <= 80 and "object at 0x" not in text else type(strategy).__name__
 
 
 @dataclass(frozen=True, slots=True, init=False)

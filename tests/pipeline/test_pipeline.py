@@ -163,7 +163,7 @@ def test_non_finite_score_raises_naming_scorer_and_candidate_index(bad: float) -
     with pytest.raises(ScorerError, match=r"for candidate index 2") as info:
         pipeline.run(candidates, ContextBudget(100, 50))
     assert info.value.index == 2
-    assert "FunctionScorer" in str(info.value)
+    assert "FunctionScorer(odd)" in str(info.value)
 
 
 def test_scorer_returning_wrong_number_of_scores_raises() -> None:
