@@ -1,0 +1,51 @@
+"""Project conventions that a reviewer would otherwise have to check by eye."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import pkgutil
+from pathlib import Path
+
+import cupellation
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_test_says_what_it_proves() -> None:
+    """Every test function in the suite has a docstring."""
+    missing = []
+    for path in sorted((ROOT / "tests").rglob("test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+                    and node.name.startswith("test") and not ast.get_docstring(node)):
+                missing.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}")
+    assert missing == []
+
+
+def test_public_modules_declare_all_and_export_what_exists() -> None:
+    """Every public module of the package has an explicit __all__ whose names exist."""
+    problems = []
+    for info in pkgutil.walk_packages(cupellation.__path__, "cupellation."):
+        if any(part.startswith("_") for part in info.name.split(".")[1:]):
+            continue
+        module = importlib.import_module(info.name)
+        names = getattr(module, "__all__", None)
+        if names is None:
+            problems.append(f"{info.name} has no __all__")
+            continue
+        problems.extend(f"{info.name}.{name} is missing" for name in names
+                        if not hasattr(module, name))
+    assert problems == []
+    assert all(hasattr(cupellation, name) for name in cupellation.__all__)
+
+
+def test_library_code_never_configures_global_telemetry_or_logging() -> None:
+    """No module of the library calls logging.basicConfig, structlog.configure or
+    set_tracer_provider: the application owns that global state."""
+    forbidden = ("basicConfig(", "structlog.configure(", "set_tracer_provider(",
+                 "gc.disable(")
+    offenders = [f"{path.relative_to(ROOT)}: {needle}"
+                 for path in sorted((ROOT / "src").rglob("*.py"))
+                 for needle in forbidden if needle in path.read_text(encoding="utf-8")]
+    assert offenders == []
