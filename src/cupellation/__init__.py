@@ -29,6 +29,7 @@ from ._collectors import (
 from ._events import (
     EVENT_SCHEMA_VERSION,
     CountShortfall,
+    ItemEventBatch,
     ItemExcluded,
     ItemIncluded,
     Overflow,
@@ -159,6 +160,7 @@ __all__ = [
     "InclusionReason",
     "InvalidTypeError",
     "InvalidValueError",
+    "ItemEventBatch",
     "ItemExcluded",
     "ItemIncluded",
     "KindScorer",

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
-from ._events import PipelineEvent
+from ._events import ItemEventBatch, PipelineEvent
 from ._report import SelectionReport, build_report
 from .exceptions import InvalidTypeError, InvalidValueError
 
@@ -131,7 +131,9 @@ class DiagnosticTraceCollector:
             raise InvalidTypeError("observer", observer, "a callable taking one event, or None")
         self._detail_level = TraceDetailLevel(detail_level)
         self._items = self._detail_level >= TraceDetailLevel.ITEM
-        self._events: list[PipelineEvent] = []
+        # Events, and whole stages of item events kept as ItemEventBatch columns
+        # (expanded only when read): a report needs no per-item event object.
+        self._events: list[PipelineEvent | ItemEventBatch] = []
         self._observer = observer
 
     @property
@@ -145,7 +147,13 @@ class DiagnosticTraceCollector:
     @property
     def events(self) -> tuple[PipelineEvent, ...]:
         """Every recorded event, in insertion order."""
-        return tuple(self._events)
+        flat: list[PipelineEvent] = []
+        for entry in self._events:
+            if type(entry) is ItemEventBatch:
+                flat.extend(entry)
+            else:
+                flat.append(entry)  # type: ignore[arg-type]
+        return tuple(flat)
 
     def record_stage_event(self, event: PipelineEvent, /) -> None:
         self._events.append(event)
@@ -163,14 +171,17 @@ class DiagnosticTraceCollector:
         """Record a batch of item events (one stage's), in order."""
         if not self._items:
             return
-        self._events.extend(events)
+        if type(events) is ItemEventBatch:
+            self._events.append(events)
+        else:
+            self._events.extend(events)
         if self._observer is not None:
             for event in events:
                 _notify(self._observer, event)
 
     def build_report(self) -> SelectionReport:
         """The SelectionReport folded from the recorded events."""
-        return build_report(self._events)
+        return build_report(self._events)  # the fold reads batches column-wise
 
     def __repr__(self) -> str:
         return (f"DiagnosticTraceCollector(detail_level={self._detail_level.name}, "

@@ -18,10 +18,11 @@ are ignored.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
+from itertools import repeat
 from types import MappingProxyType
-from typing import Any, NamedTuple, TypeAlias
+from typing import Any, NamedTuple, TypeAlias, overload
 
 from ._model import ContextBudget, ContextItem, format_timestamp, parse_timestamp
 from ._reasons import (
@@ -31,11 +32,12 @@ from ._reasons import (
     exclusion_reason_to_json,
     inclusion_reason_from_json,
 )
-from .exceptions import DecodeError
+from .exceptions import DecodeError, InvalidValueError
 
 __all__ = [
     "EVENT_SCHEMA_VERSION",
     "CountShortfall",
+    "ItemEventBatch",
     "ItemExcluded",
     "ItemIncluded",
     "Overflow",
@@ -249,6 +251,80 @@ for _cls in _EVENT_TYPES:
     for _name, _impl in (("__eq__", _typed_eq), ("__ne__", _typed_ne),
                          ("__hash__", _typed_hash)):
         setattr(_cls, _name, _impl)
+
+
+class ItemEventBatch(Sequence[ItemExcluded | ItemIncluded]):
+    """One stage's item decisions, held column by column.
+
+    A read-only sequence of :class:`ItemExcluded` (when ``stage`` is set) or
+    :class:`ItemIncluded` events (when ``positions`` is set), each built only
+    when it is read. The pipeline hands collectors a batch per stage so that
+    a run recorded for a report builds no per-item event object until
+    something — an observer, ``collector.events``, a JSON writer — asks for
+    one; ``build_report`` reads the columns directly.
+    """
+
+    __slots__ = ("indices", "items", "positions", "reasons", "run_id", "scores", "stage")
+
+    def __init__(self, run_id: str, stage: StageName | None, indices: Sequence[int],
+                 items: Sequence[ContextItem], scores: Sequence[float],
+                 reasons: Sequence[ExclusionReason] | Sequence[InclusionReason],
+                 positions: Sequence[int] | None = None) -> None:
+        if (stage is None) == (positions is None):
+            raise InvalidValueError("positions", positions, "an ItemEventBatch has a stage "
+                                    "(exclusions) or positions (inclusions), not both")
+        if not len(indices) == len(items) == len(scores) == len(reasons):
+            raise InvalidValueError("items", len(items),
+                                    "an ItemEventBatch's columns must have equal lengths")
+        self.run_id = run_id
+        self.stage = stage
+        self.indices = indices
+        self.items = items
+        self.scores = scores
+        self.reasons = reasons
+        self.positions = positions
+
+    @property
+    def excluded(self) -> bool:
+        """True for a batch of exclusions, False for a batch of inclusions."""
+        return self.positions is None
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+    @overload
+    def __getitem__(self, index: int) -> ItemExcluded | ItemIncluded: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[ItemExcluded | ItemIncluded]: ...
+
+    def __getitem__(self, index: int | slice
+                    ) -> ItemExcluded | ItemIncluded | list[ItemExcluded | ItemIncluded]:
+        if isinstance(index, slice):
+            return list(self)[index]
+        if self.positions is None:
+            assert self.stage is not None
+            return ItemExcluded(self.run_id, self.stage, self.indices[index],
+                                self.items[index], self.scores[index],
+                                self.reasons[index])  # type: ignore[arg-type]
+        return ItemIncluded(self.run_id, self.indices[index], self.positions[index],
+                            self.items[index], self.scores[index],
+                            self.reasons[index])  # type: ignore[arg-type]
+
+    def __iter__(self) -> Iterator[ItemExcluded | ItemIncluded]:
+        new = tuple.__new__  # a named tuple's own __new__ costs a Python frame per call
+        if self.positions is None:
+            return map(new, repeat(ItemExcluded), zip(
+                repeat(self.run_id), repeat(self.stage), self.indices, self.items,
+                self.scores, self.reasons))
+        return map(new, repeat(ItemIncluded), zip(
+            repeat(self.run_id), self.indices, self.positions, self.items, self.scores,
+            self.reasons))
+
+    def __repr__(self) -> str:
+        what = f"{len(self)} exclusions at {self.stage}" if self.excluded else (
+            f"{len(self)} inclusions")
+        return f"ItemEventBatch({what})"
 
 
 # -- JSON ---------------------------------------------------------------------

@@ -26,8 +26,8 @@ from ._collectors import (
 )
 from ._events import (
     CountShortfall,
+    ItemEventBatch,
     ItemExcluded,
-    ItemIncluded,
     Overflow,
     PipelineEvent,
     PipelineStage,
@@ -259,7 +259,7 @@ class _Run:
                 StageCompleted(self.run_id, stage, _ms(start), items_in, items_out)
             )
 
-    def _emit_items(self, batch: list[PipelineEvent]) -> None:
+    def _emit_items(self, batch: Sequence[PipelineEvent]) -> None:
         """Hand a stage's item events to the collector, in one call when it can take them."""
         if not batch:
             return
@@ -494,9 +494,9 @@ class _Run:
         for j in special:
             reasons[j] = self._slice_reason(left_out[j], capped, available, unpinned_available,
                                             pinned, pinned_prefix, pinned_tokens)
-        self._emit_items(list(map(new, repeat(ItemExcluded), zip(
-            repeat(self.run_id), repeat(_SLICE), [scoreable_idx[order[k]] for k in unchosen],
-            left_out, [sorted_scores[k] for k in unchosen], reasons))))
+        self._emit_items(ItemEventBatch(
+            self.run_id, _SLICE, [scoreable_idx[order[k]] for k in unchosen], left_out,
+            [sorted_scores[k] for k in unchosen], reasons))
 
     @staticmethod
     def _slice_reason(item: ContextItem, capped: dict[int, CapExclusion], available: int,
@@ -572,10 +572,9 @@ class _Run:
         # The seeds: zero-token items are reported with score 0.0.
         scores = [0.0 if reason is zero_reason else merged_scores[k]
                   for reason, k in zip(reasons, where, strict=True)]
-        new = tuple.__new__  # see _report_slice
-        self._emit_items(list(map(new, repeat(ItemIncluded), zip(
-            repeat(self.run_id), [merged_idx[k] for k in where], range(len(placed)), placed,
-            scores, reasons))))
+        self._emit_items(ItemEventBatch(
+            self.run_id, None, [merged_idx[k] for k in where], list(placed), scores, reasons,
+            positions=range(len(placed))))
 
 
 def _current_span_ids() -> tuple[str | None, str | None]:

@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 
 from ._events import (
     CountShortfall,
+    ItemEventBatch,
     ItemExcluded,
     ItemIncluded,
     Overflow,
@@ -232,10 +233,15 @@ def _trace_event_from_json(data: Mapping[str, Any]) -> TraceEvent:
     return TraceEvent(stage, _number(data["duration_ms"], "duration_ms"), item_count, message)
 
 
-def _single_run_id(events: Sequence[PipelineEvent], run_id: str | None) -> str | None:
+def _run_id_of(entry: PipelineEvent | ItemEventBatch) -> str:
+    return entry.run_id
+
+
+def _single_run_id(events: Sequence[PipelineEvent | ItemEventBatch],
+                   run_id: str | None) -> str | None:
     if run_id is not None:
         return run_id
-    run_ids = set(map(itemgetter(0), events))  # run_id is every event's first field
+    run_ids = set(map(_run_id_of, events))
     if len(run_ids) > 1:
         raise InvalidValueError(
             "run_id", sorted(run_ids), "events come from several runs; pass run_id="
@@ -244,44 +250,60 @@ def _single_run_id(events: Sequence[PipelineEvent], run_id: str | None) -> str |
 
 
 def build_report(
-    events: Iterable[PipelineEvent], *, run_id: str | None = None
+    events: Iterable[PipelineEvent | ItemEventBatch], *, run_id: str | None = None
 ) -> SelectionReport:
     """Fold one run's events into its SelectionReport (a pure function).
 
-    ``events`` may hold several runs only if ``run_id`` picks one. What the
-    events do not show — a missing start or end, candidates with no item
-    event (Stage detail level, dropped span events, a truncated log) — is
-    listed in ``incomplete`` rather than guessed at.
+    ``events`` may hold several runs only if ``run_id`` picks one; it may mix
+    single events with :class:`~cupellation.ItemEventBatch` columns, as a
+    collector holds them. What the events do not show — a missing start or
+    end, candidates with no item event (Stage detail level, dropped span
+    events, a truncated log) — is listed in ``incomplete`` rather than guessed at.
     """
     all_events = events if isinstance(events, Sequence) else list(events)
     wanted = _single_run_id(all_events, run_id)
     if run_id is not None:
-        all_events = [event for event in all_events if event[0] == wanted]
-    # Group by type in one pass; item events then become report entries with
-    # C-level maps (they dominate an Item-level stream: one per candidate).
-    by_type: dict[type, list[Any]] = defaultdict(list)
-    for event in all_events:
-        by_type[type(event)].append(event)
+        all_events = [event for event in all_events if _run_id_of(event) == wanted]
     new = tuple.__new__  # a named tuple's own __new__ costs a Python frame per call
     entry_fields = itemgetter(slice(3, None))  # both item events end in (item, score, reason)
-    excluded_events = by_type[ItemExcluded]
-    included_events = by_type[ItemIncluded]
-    excluded: list[ExcludedItem] = list(
-        map(new, repeat(ExcludedItem), map(entry_fields, excluded_events)))
-    included: list[IncludedItem] = list(
-        map(new, repeat(IncludedItem), map(entry_fields, included_events)))
-    positions: list[int] = list(map(itemgetter(2), included_events))
-    decided: list[int] = list(map(itemgetter(2), excluded_events))
-    decided.extend(map(itemgetter(1), included_events))
+    excluded: list[ExcludedItem] = []
+    included: list[IncludedItem] = []
+    positions: list[int] = []
+    decided: list[int] = []
+    item_events: list[ItemExcluded | ItemIncluded] = []
+    others: dict[type, list[Any]] = defaultdict(list)
+    # One ordered pass: exclusion order is the tie-break of the excluded sort.
+    for event in all_events:
+        kind = type(event)
+        if kind is ItemEventBatch:
+            assert isinstance(event, ItemEventBatch)
+            decided.extend(event.indices)
+            columns = zip(event.items, event.scores, event.reasons, strict=True)
+            if event.positions is None:
+                excluded.extend(map(new, repeat(ExcludedItem), columns))
+            else:
+                included.extend(map(new, repeat(IncludedItem), columns))
+                positions.extend(event.positions)
+        elif kind is ItemExcluded:
+            excluded.append(new(ExcludedItem, entry_fields(event)))
+            decided.append(event[2])  # type: ignore[arg-type]
+            item_events.append(event)  # type: ignore[arg-type]
+        elif kind is ItemIncluded:
+            included.append(new(IncludedItem, entry_fields(event)))
+            positions.append(event[2])  # type: ignore[arg-type]
+            decided.append(event[1])  # type: ignore[arg-type]
+            item_events.append(event)  # type: ignore[arg-type]
+        else:
+            others[kind].append(event)
     trace_events = [TraceEvent(e.stage, e.duration_ms, e.items_in)
-                    for e in by_type[StageCompleted] if e.stage is not PipelineStage.SORT]
-    started: RunStarted | None = by_type[RunStarted][-1] if by_type[RunStarted] else None
-    finished = bool(by_type[RunCompleted])
-    failure: RunFailed | None = by_type[RunFailed][-1] if by_type[RunFailed] else None
-    overflow: Overflow | None = by_type[Overflow][-1] if by_type[Overflow] else None
+                    for e in others[StageCompleted] if e.stage is not PipelineStage.SORT]
+    started: RunStarted | None = others[RunStarted][-1] if others[RunStarted] else None
+    finished = bool(others[RunCompleted])
+    failure: RunFailed | None = others[RunFailed][-1] if others[RunFailed] else None
+    overflow: Overflow | None = others[Overflow][-1] if others[Overflow] else None
     shortfalls = [CountRequirementShortfall(ContextKind(e.kind), e.required_count,
                                             e.satisfied_count)
-                  for e in by_type[CountShortfall]]
+                  for e in others[CountShortfall]]
 
     # Placed order by position; excluded by score descending, and Python's
     # sort stays stable with reverse=True, so ties keep their exclusion order.
@@ -311,7 +333,11 @@ def build_report(
 
     overflow_report = None
     if overflow is not None:
-        by_index = {e.candidate_index: e.item for e in (*excluded_events, *included_events)}
+        by_index = {e.candidate_index: e.item for e in item_events}
+        for batch in all_events:
+            if type(batch) is ItemEventBatch:
+                assert isinstance(batch, ItemEventBatch)
+                by_index.update(zip(batch.indices, batch.items, strict=True))
         overflow_report = OverflowReport(
             overflow.tokens_over_budget,
             tuple(by_index[i] for i in overflow.item_indices if i in by_index),

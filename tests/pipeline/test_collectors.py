@@ -44,7 +44,7 @@ ITEMS.append(ContextItem("neg", -1))
 BUDGET = ContextBudget(1000, 60)
 PIPELINE = Pipeline(scorer=RecencyScorer())
 
-EVENT_NAMES = ("RunStarted", "StageCompleted", "ItemExcluded", "ItemIncluded", "Overflow",
+EVENT_NAMES = ("RunStarted", "StageCompleted", "ItemExcluded", "ItemEventBatch", "Overflow",
                "CountShortfall", "RunCompleted", "RunFailed")
 
 
@@ -59,7 +59,7 @@ def _forbid_event_construction(monkeypatch: pytest.MonkeyPatch) -> None:
 
     class TrappedTuple(tuple):  # type: ignore[type-arg]
         def __new__(cls, *args: Any) -> Any:
-            if getattr(cls, "__name__", "") in EVENT_NAMES:
+            if getattr(cls, "__name__", "") in (*EVENT_NAMES, "ItemIncluded"):
                 raise AssertionError("an event object was constructed")
             return real_new(cls, *args)
 
@@ -111,7 +111,7 @@ def test_stage_level_builds_no_item_events(monkeypatch: pytest.MonkeyPatch) -> N
         raise AssertionError("an item event was constructed")
 
     monkeypatch.setattr(pipeline_module, "ItemExcluded", refuse)
-    monkeypatch.setattr(pipeline_module, "ItemIncluded", refuse)
+    monkeypatch.setattr(pipeline_module, "ItemEventBatch", refuse)
     collector = DiagnosticTraceCollector(TraceDetailLevel.STAGE)
     PIPELINE.run(ITEMS, BUDGET, collector)
     assert isinstance(collector.events[0], RunStarted)

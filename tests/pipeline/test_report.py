@@ -9,7 +9,16 @@ from typing import Any
 
 import pytest
 
-from cupellation import ContextBudget, ContextItem, InvalidValueError
+from cupellation import (
+    ContextBudget,
+    ContextItem,
+    DiagnosticTraceCollector,
+    InvalidValueError,
+    ItemEventBatch,
+    Pipeline,
+    RecencyScorer,
+    TraceDetailLevel,
+)
 from cupellation._events import (
     ItemExcluded,
     ItemIncluded,
@@ -153,3 +162,23 @@ def test_report_json_round_trip_is_identity() -> None:
     assert not report.is_complete
     again = SelectionReport.from_json(json.loads(json.dumps(report.to_json())))
     assert again == report
+
+
+def test_item_batches_fold_exactly_like_their_expanded_events() -> None:
+    """A collector keeps a stage's decisions as an ItemEventBatch; folding the
+    batches gives the same report as folding the per-item events they expand
+    to, and the expansion is the typed events themselves."""
+    items = [ContextItem(f"c{k}", 10 * (k % 4), timestamp=datetime(2024, 1, 1 + k, tzinfo=UTC))
+             for k in range(12)]
+    items.append(ContextItem("pin", 15, pinned=True))
+    collector = DiagnosticTraceCollector(TraceDetailLevel.ITEM)
+    Pipeline(RecencyScorer()).run(items, ContextBudget(200, 60), collector)
+    held = collector._events
+    batches = [e for e in held if isinstance(e, ItemEventBatch)]
+    assert [b.excluded for b in batches] == [True, False]
+    expanded = collector.events
+    assert all(isinstance(e, ItemExcluded | ItemIncluded) for b in batches for e in b)
+    assert sum(len(b) for b in batches) == len(items)
+    assert build_report(held) == build_report(expanded)
+    assert list(batches[0])[1] == batches[0][1]
+    assert "exclusions" in repr(batches[0])
