@@ -9,7 +9,7 @@ from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from itertools import accumulate, repeat
+from itertools import accumulate
 from operator import attrgetter
 from types import MappingProxyType
 from typing import Any
@@ -479,11 +479,12 @@ class _Run:
         unchosen = [k for k, flag in enumerate(is_chosen) if not flag]
         left_out = [sorted_items[k] for k in unchosen]
         tokens = [item.tokens for item in left_out]
-        new = tuple.__new__  # a named tuple's own __new__ costs a Python frame per call
-        # Most are plain BudgetExceeded: build them all without a Python loop,
-        # then replace the few that a cap or the pinned items explain.
-        reasons: list[ExclusionReason] = list(
-            map(new, repeat(BudgetExceeded), zip(tokens, repeat(available))))
+        # Most are plain BudgetExceeded(tokens, available), and ``available`` is
+        # the same for the whole stage: one shared (immutable) reason per
+        # distinct token count, looked up without a Python loop. The few that a
+        # cap or the pinned items explain are replaced afterwards.
+        shared = _BudgetExceededByTokens(available)
+        reasons: list[ExclusionReason] = list(map(shared.__getitem__, tokens))
         special: list[int] = []
         if capped:
             special = [j for j, item in enumerate(left_out) if id(item) in capped]
@@ -575,6 +576,21 @@ class _Run:
         self._emit_items(ItemEventBatch(
             self.run_id, None, [merged_idx[k] for k in where], list(placed), scores, reasons,
             positions=range(len(placed))))
+
+
+class _BudgetExceededByTokens(dict[int, ExclusionReason]):
+    """``BudgetExceeded(tokens, available)`` for a fixed ``available``, made once per
+    token count and reused (reasons are immutable values)."""
+
+    __slots__ = ("available",)
+
+    def __init__(self, available: int) -> None:
+        super().__init__()
+        self.available = available
+
+    def __missing__(self, tokens: int) -> ExclusionReason:
+        reason = self[tokens] = BudgetExceeded(tokens, self.available)
+        return reason
 
 
 def _current_span_ids() -> tuple[str | None, str | None]:

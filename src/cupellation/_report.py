@@ -346,6 +346,8 @@ def build_report(
         if len(overflow_report.overflowing_items) != len(overflow.item_indices):
             incomplete.append("some overflowing items have no item event")
 
+    # Summed from the entries themselves, never taken from run_started: a
+    # damaged start event must not make the totals disagree with the lists.
     item_tokens = attrgetter("tokens")
     first = itemgetter(0)
     tokens = (sum(map(item_tokens, map(first, included_items)))
