@@ -62,6 +62,7 @@ from .slicing import CapExclusion, GreedySlice, SliceOutcome, Slicer, slice_with
 __all__ = ["Pipeline"]
 
 _TOKENS = attrgetter("tokens")
+_PINNED = attrgetter("pinned")
 _CLASSIFY = PipelineStage.CLASSIFY
 _SCORE = PipelineStage.SCORE
 _DEDUPLICATE = PipelineStage.DEDUPLICATE
@@ -319,9 +320,8 @@ class _Run:
         sorted_scores: list[float] = scores[order_arr].tolist()
         # Token counts travel beside the items, read once in input order: the
         # later stages then need not chase every item in score order again.
-        sorted_tokens: list[int] = (
-            np.fromiter((item.tokens for item in scoreable), dtype=np.int64, count=count)
-            [order_arr].tolist())
+        scoreable_tokens = list(map(_TOKENS, scoreable))
+        sorted_tokens = [scoreable_tokens[p] for p in order]
         self._stage_done(_SORT, start, len(order), len(order))
 
         # -- 5. Slice ---------------------------------------------------------------
@@ -375,12 +375,12 @@ class _Run:
     def _classify(self) -> tuple[list[ContextItem], list[int], list[ContextItem], list[int]]:
         candidates = self.candidates
         # The common case — only real items, none negative, few pinned — settled
-        # by quick passes instead of one slow branching loop.
-        if (all(type(item) is ContextItem for item in candidates)
-                and all(item.tokens >= 0 for item in candidates)):
-            pinned_at = [k for k, item in enumerate(candidates) if item.pinned]
-            if not pinned_at:
+        # by C-level passes (map, set, min) instead of one branching Python loop.
+        if set(map(type, candidates)) <= {ContextItem} and (
+                not candidates or min(map(_TOKENS, candidates)) >= 0):
+            if not any(map(_PINNED, candidates)):
                 return [], [], list(candidates), list(range(len(candidates)))
+            pinned_at = [k for k, item in enumerate(candidates) if item.pinned]
             is_pinned = set(pinned_at)
             scoreable_at = [k for k in range(len(candidates)) if k not in is_pinned]
             return ([candidates[k] for k in pinned_at], pinned_at,

@@ -41,8 +41,7 @@ def rank_scores(keys: Sequence[Any]) -> list[float]:
         result: list[float] = present_scores.tolist()
         return result
     scores = np.zeros(len(keys), dtype=np.float64)
-    scores[np.fromiter((key is not None for key in keys), dtype=bool, count=len(keys))] = (
-        present_scores)
+    scores[np.array([key is not None for key in keys], dtype=bool)] = present_scores
     result = scores.tolist()
     return result
 
