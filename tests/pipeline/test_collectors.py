@@ -4,6 +4,8 @@ observers see events synchronously and cannot break a run, fan-out feeds many.""
 from __future__ import annotations
 
 import logging
+import os
+import re
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -239,3 +241,26 @@ def test_run_started_carries_the_current_span_ids() -> None:
     first = outside.events[0]
     assert isinstance(first, RunStarted)
     assert (first.trace_id, first.span_id) == (None, None)
+
+
+def test_run_ids_are_unique_hex_and_differ_in_a_forked_child() -> None:
+    """Each run gets its own 32-hex-digit run_id; a forked child process draws
+    from a fresh random prefix, so it never repeats its parent's ids."""
+    def run_id() -> str:
+        collector = DiagnosticTraceCollector()
+        PIPELINE.run([], BUDGET, collector)
+        return collector.events[0].run_id
+
+    first, second = run_id(), run_id()
+    assert first != second
+    assert re.fullmatch(r"[0-9a-f]{32}", first)
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report one id and leave at once
+        os.write(write_end, run_id().encode())
+        os._exit(0)
+    os.close(write_end)
+    child = os.read(read_end, 64).decode()
+    os.waitpid(pid, 0)
+    assert child[:16] != first[:16]
+    assert child != run_id()
