@@ -236,10 +236,10 @@ class Pipeline:
 class _Run:
     """The state of one pipeline run; ``execute`` walks the six stages.
 
-    Items travel as parallel lists (items, scores, candidate indices) rather
-    than as pairs, and item events are built in batches with
-    ``tuple.__new__``: both matter at 100,000 candidates, and the null path
-    builds none of it.
+    Items travel as parallel lists (items, scores, tokens, candidate indices)
+    rather than as pairs, and each stage's item decisions go to the collector
+    as one column-wise :class:`ItemEventBatch`: both matter at 100,000
+    candidates, and the null path builds none of it.
     """
 
     __slots__ = ("budget", "candidates", "collector", "enabled", "items_on", "pipeline",
@@ -338,9 +338,11 @@ class _Run:
         )
         chosen = _positions(outcome.selected, sorted_items, f"slicer {_name(pipeline.slicer)}")
         chosen.sort()  # back to score order, as Place's merge expects
+        sliced_tokens = sum([sorted_tokens[k] for k in chosen])
         if self.enabled:
-            self._report_slice(outcome, sorted_items, sorted_scores, chosen, order,
-                               scoreable_idx, effective, pinned, pinned_tokens)
+            self._report_slice(outcome, sorted_items, sorted_scores, sorted_tokens, chosen,
+                               sliced_tokens, order, scoreable_idx, effective, pinned,
+                               pinned_tokens)
         self._stage_done(_SLICE, start, len(sorted_items), len(chosen))
 
         # -- 6. Place ---------------------------------------------------------------
@@ -349,7 +351,7 @@ class _Run:
         merged_items = pinned + [sorted_items[k] for k in chosen]
         merged_scores = [1.0] * len(pinned) + [sorted_scores[k] for k in chosen]
         merged_in = len(merged_items)
-        merged_tokens = pinned_tokens + sum([sorted_tokens[k] for k in chosen])
+        merged_tokens = pinned_tokens + sliced_tokens
         overflowed = merged_tokens > budget.target_tokens
         merged_idx: list[int] = []
         if self.items_on or (self.enabled and overflowed):
@@ -459,7 +461,8 @@ class _Run:
         return survivors
 
     def _report_slice(self, outcome: SliceOutcome, sorted_items: list[ContextItem],
-                      sorted_scores: list[float], chosen: list[int], order: list[int],
+                      sorted_scores: list[float], sorted_tokens: list[int],
+                      chosen: list[int], selected_tokens: int, order: list[int],
                       scoreable_idx: list[int], effective: ContextBudget,
                       pinned: list[ContextItem], pinned_tokens: int) -> None:
         for shortfall in outcome.shortfalls:
@@ -470,7 +473,6 @@ class _Run:
         if not self.items_on:
             return
         budget = self.budget
-        selected_tokens = sum(sorted_items[k].tokens for k in chosen)
         available = max(0, effective.target_tokens - selected_tokens)
         # What would have been free had no item been pinned: the test for PinnedOverride.
         unpinned_available = (min(budget.target_tokens, budget.max_tokens - budget.output_reserve)
@@ -482,7 +484,7 @@ class _Run:
             is_chosen[k] = 1
         unchosen = [k for k, flag in enumerate(is_chosen) if not flag]
         left_out = [sorted_items[k] for k in unchosen]
-        tokens = [item.tokens for item in left_out]
+        tokens = [sorted_tokens[k] for k in unchosen]
         # Most are plain BudgetExceeded(tokens, available), and ``available`` is
         # the same for the whole stage: one shared (immutable) reason per
         # distinct token count, looked up without a Python loop. The few that a

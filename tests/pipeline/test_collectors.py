@@ -56,7 +56,7 @@ def _forbid_event_construction(monkeypatch: pytest.MonkeyPatch) -> None:
 
     for name in EVENT_NAMES:
         monkeypatch.setattr(pipeline_module, name, refuse)
-    # Hot paths build events with tuple.__new__(EventType, ...): trap that too.
+    # Should a hot path build events with tuple.__new__(EventType, ...), trap that too.
     real_new = tuple.__new__
 
     class TrappedTuple(tuple):  # type: ignore[type-arg]
