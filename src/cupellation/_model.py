@@ -3,7 +3,9 @@ OverflowStrategy and ScoredItem (``spec/src/data-model``)."""
 
 from __future__ import annotations
 
+import difflib
 import enum
+import json
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -136,6 +138,62 @@ def _json_list(data: Mapping[str, Any], key: str) -> tuple[Any, ...]:
     return tuple(value)
 
 
+def _unknown_key_error(owner: str, key: object, value: Any,
+                       known: Sequence[str]) -> DecodeError:
+    """A DecodeError for a key ``owner`` does not have, suggesting the closest one.
+
+    A name equal to a known key ignoring ASCII case (``Pinned``) is suggested
+    first, then one equal ignoring ``_`` and ``-`` as well
+    (``future_relevance_hint``), then difflib's closest match (``tokns``).
+    """
+    name = key if isinstance(key, str) else repr(key)
+    suggestion: str | None = None
+    if isinstance(key, str):
+        folded = {ascii_fold(known_key): known_key for known_key in known}
+        lowered = ascii_fold(key)
+        squashed = lowered.replace("_", "").replace("-", "")
+        suggestion = folded.get(lowered) or folded.get(squashed)
+        if suggestion is None:
+            close = difflib.get_close_matches(squashed, list(folded), n=1, cutoff=0.6)
+            suggestion = folded[close[0]] if close else None
+    if suggestion is not None:
+        problem = f"is not a {owner} field; did you mean `{suggestion}`?"
+    else:
+        problem = f"is not a {owner} field (known: {', '.join(known)})"
+    return DecodeError(name, value, problem)
+
+
+def _check_known_keys(owner: str, data: Mapping[Any, Any], known: Sequence[str]) -> None:
+    known_set = frozenset(known)
+    for key in data:
+        if key not in known_set:
+            raise _unknown_key_error(owner, key, data[key], known)
+
+
+def _loads(text: Any, owner: str) -> Any:
+    """``json.loads`` for ``from_json``: strict JSON (no NaN or Infinity tokens),
+    errors as :class:`DecodeError` with the line number."""
+    if not isinstance(text, str | bytes | bytearray):
+        raise InvalidTypeError(
+            "text", text, f"JSON text (str or bytes); for a mapping use {owner}.from_dict"
+        )
+
+    def reject_constant(name: str) -> Any:
+        raise DecodeError("json", name, "is not valid JSON (write non-finite numbers as text)")
+
+    try:
+        return json.loads(text, parse_constant=reject_constant)
+    except json.JSONDecodeError as exc:
+        raise DecodeError("json", exc.doc[max(0, exc.pos - 20):exc.pos + 20], exc.msg,
+                          line=exc.lineno) from None
+    except UnicodeDecodeError as exc:
+        raise DecodeError("json", text[:40], f"is not UTF-8 ({exc.reason})") from None
+
+
+def _dumps(data: Mapping[str, Any]) -> str:
+    return json.dumps(data, ensure_ascii=False, allow_nan=False)
+
+
 # JSON has no NaN or infinities; a non-finite hint (which ReflexiveScorer
 # defines a score for) is written as the string "NaN", "Infinity" or "-Infinity".
 _NON_FINITE_TO_JSON = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
@@ -176,7 +234,14 @@ def _check_aware(field_name: str, value: Any) -> datetime:
         raise InvalidTypeError(field_name, value, "a timezone-aware datetime or None")
     if value.tzinfo is None or value.utcoffset() is None:
         raise InvalidValueError(field_name, value, "must be timezone-aware (UTC semantics)")
-    return value if value.tzinfo is UTC else value.astimezone(UTC)
+    if value.tzinfo is UTC:
+        return value
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        # datetime(1, 1, 1, tzinfo=+05:00) is before 0001-01-01 in UTC.
+        raise InvalidValueError(field_name, value,
+                                "is outside the datetime range once converted to UTC") from None
 
 
 def format_timestamp(value: datetime) -> str:
@@ -195,7 +260,11 @@ def parse_timestamp(text: str, *, field_name: str = "timestamp") -> datetime:
         raise DecodeError(field_name, text, "is not an ISO 8601 timestamp") from None
     if parsed.tzinfo is None:
         raise DecodeError(field_name, text, "must carry a UTC offset such as 'Z'")
-    return parsed.astimezone(UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:
+        raise DecodeError(field_name, text,
+                          "is outside the datetime range once converted to UTC") from None
 
 
 _EMPTY_METADATA: Mapping[str, Any] = MappingProxyType({})
@@ -203,15 +272,76 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 
 
+def _freeze_json(value: Any, path: str, open_containers: set[int]) -> Any:
+    """``value`` checked to be JSON data and made read-only: mappings become
+    ``MappingProxyType`` over a copy, lists and tuples become tuples.
+
+    Raises :class:`InvalidValueError` naming ``path`` (``metadata['a'][0]``)
+    for anything JSON cannot hold: a set, bytes, any other object, NaN or an
+    infinity, a key that is not a string, or a container that contains itself.
+    """
+    if value is None or isinstance(value, str | int):  # bool is an int
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidValueError(path, value, "must be finite: JSON has no NaN or infinity")
+        return value
+    if isinstance(value, Mapping | list | tuple):
+        if id(value) in open_containers:
+            raise InvalidValueError(path, value, "contains itself: JSON cannot hold a cycle")
+        open_containers.add(id(value))
+        try:
+            if isinstance(value, Mapping):
+                frozen: dict[str, Any] = {}
+                for key, nested in value.items():
+                    if not isinstance(key, str):
+                        raise InvalidValueError(f"{path}[{key!r}]", key,
+                                                "keys must be strings, as JSON object keys are")
+                    frozen[key] = _freeze_json(nested, f"{path}[{key!r}]", open_containers)
+                return MappingProxyType(frozen)
+            return tuple(_freeze_json(nested, f"{path}[{index}]", open_containers)
+                         for index, nested in enumerate(value))
+        finally:
+            open_containers.discard(id(value))
+    raise InvalidValueError(
+        path, value,
+        f"is of type {type(value).__name__}, which JSON cannot hold (use str, int, float, "
+        "bool, None, lists and mappings with string keys)",
+    )
+
+
+def _thaw_json(value: Any) -> Any:
+    """The plain JSON data (dicts and lists) a value of :func:`_freeze_json` stands for."""
+    if isinstance(value, Mapping):
+        return {key: _thaw_json(nested) for key, nested in value.items()}
+    if isinstance(value, tuple):
+        return [_thaw_json(nested) for nested in value]
+    return value
+
+
+#: ContextItem's JSON keys (the seed's camelCase names), in the seed's order.
+_ITEM_KEYS: tuple[str, ...] = (
+    "content", "tokens", "kind", "source", "priority", "tags", "metadata", "timestamp",
+    "futureRelevanceHint", "pinned", "originalTokens",
+)
+
+#: ContextBudget's JSON keys.
+_BUDGET_KEYS: tuple[str, ...] = (
+    "maxTokens", "targetTokens", "outputReserve", "reservedSlots",
+    "estimationSafetyMarginPercent",
+)
 
 
 @dataclass(frozen=True, slots=True, init=False)
 class ContextItem:
     """One piece of context that may go into the window (immutable).
 
-    ``kind`` and ``source`` accept plain strings; ``tags`` is stored as a tuple
-    and ``metadata`` as a read-only mapping holding a copy of what was passed,
-    so neither can be changed through the item. Items compare by value; the
+    ``kind`` and ``source`` accept plain strings; ``tags`` is stored as a tuple.
+    ``metadata`` must be JSON data (strings, finite numbers, bools, ``None``,
+    lists and mappings with string keys, nested freely) and is stored as a
+    deep read-only copy: mappings become read-only mappings and lists become
+    tuples, so nothing reachable from the item can be changed through it
+    (:meth:`to_dict` gives plain dicts and lists back). Items compare by value; the
     pipeline itself tracks them by identity. Invalid values raise
     :class:`~cupellation.exceptions.InvalidValueError` or
     :class:`~cupellation.exceptions.InvalidTypeError` naming the field.
@@ -266,17 +396,12 @@ class ContextItem:
             if not isinstance(tag, str):
                 raise InvalidTypeError("tags", tag, "a string")
         set_(self, "tags", tags)
+        if metadata is not None and not isinstance(metadata, Mapping):
+            raise InvalidTypeError("metadata", metadata, "a mapping of str to JSON data")
         if not metadata:
-            if metadata is not None and not isinstance(metadata, Mapping):
-                raise InvalidTypeError("metadata", metadata, "a mapping of str to any")
             set_(self, "metadata", _EMPTY_METADATA)
         else:
-            if not isinstance(metadata, Mapping):
-                raise InvalidTypeError("metadata", metadata, "a mapping of str to any")
-            for key in metadata:
-                if not isinstance(key, str):
-                    raise InvalidTypeError("metadata key", key, "a string")
-            set_(self, "metadata", MappingProxyType(dict(metadata)))
+            set_(self, "metadata", _freeze_json(metadata, "metadata", set()))
         if timestamp is None:
             set_(self, "timestamp", None)
             set_(self, "_timestamp_us", None)
@@ -302,9 +427,9 @@ class ContextItem:
         set_(self, "original_tokens", original_tokens)
 
     def __reduce__(self) -> tuple[type[ContextItem], tuple[Any, ...]]:
-        # The read-only metadata view cannot be pickled; rebuild from a plain copy.
+        # The read-only metadata views cannot be pickled; rebuild from a plain copy.
         return (type(self), (self.content, self.tokens, self.kind, self.source, self.priority,
-                             self.tags, dict(self.metadata), self.timestamp,
+                             self.tags, _thaw_json(self.metadata), self.timestamp,
                              self.future_relevance_hint, self.pinned, self.original_tokens))
 
     def __hash__(self) -> int:
@@ -316,9 +441,10 @@ class ContextItem:
 
     # -- JSON ---------------------------------------------------------------
 
-    def to_json(self) -> dict[str, Any]:
-        """The seed's JSON shape: ``content``, ``tokens`` and ``kind`` always;
-        every other field only when it differs from its default (never null)."""
+    def to_dict(self) -> dict[str, Any]:
+        """The seed's JSON shape as a plain mapping: ``content``, ``tokens`` and
+        ``kind`` always; every other field only when it differs from its
+        default (never null). Metadata comes back as plain dicts and lists."""
         out: dict[str, Any] = {"content": self.content, "tokens": self.tokens,
                                "kind": self.kind.value}
         if self.source != ContextSource.CHAT or self.source.value != "Chat":
@@ -328,7 +454,7 @@ class ContextItem:
         if self.tags:
             out["tags"] = list(self.tags)
         if self.metadata:
-            out["metadata"] = dict(self.metadata)
+            out["metadata"] = _thaw_json(self.metadata)
         if self.timestamp is not None:
             out["timestamp"] = format_timestamp(self.timestamp)
         if self.future_relevance_hint is not None:
@@ -339,15 +465,22 @@ class ContextItem:
             out["originalTokens"] = self.original_tokens
         return out
 
+    def to_json(self) -> str:
+        """:meth:`to_dict` as JSON text (UTF-8 characters kept, not escaped)."""
+        return _dumps(self.to_dict())
+
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ContextItem:
-        """Build an item from the seed's JSON shape; unknown keys are ignored.
+    def from_dict(cls, data: Mapping[str, Any]) -> ContextItem:
+        """Build an item from the seed's JSON shape (a mapping, as :meth:`to_dict` gives).
 
         Raises :class:`~cupellation.exceptions.DecodeError` naming the field
-        for a missing or mistyped value.
+        for a missing or mistyped value, and for a key that is not one of the
+        seed's eleven, suggesting the closest (``Pinned``: "did you mean
+        `pinned`?"): a misspelt field is never silently dropped.
         """
         if not isinstance(data, Mapping):
             raise DecodeError("item", data, "must be a JSON object")
+        _check_known_keys("ContextItem", data, _ITEM_KEYS)
         if "content" not in data:
             raise DecodeError("content", None, "is required")
         if "tokens" not in data:
@@ -369,6 +502,15 @@ class ContextItem:
             )
         except (InvalidValueError, InvalidTypeError) as exc:
             raise DecodeError(exc.field, exc.value, exc.problem) from exc
+
+    @classmethod
+    def from_json(cls, text: str) -> ContextItem:
+        """Build an item from JSON text; see :meth:`from_dict`.
+
+        Raises :class:`~cupellation.exceptions.DecodeError` for text that is
+        not strict JSON (``NaN`` and ``Infinity`` tokens included) or not an item.
+        """
+        return cls.from_dict(_loads(text, "ContextItem"))
 
 
 def _check_nonneg_int(field_name: str, value: Any) -> None:
@@ -454,16 +596,27 @@ class ContextBudget:
         return self.reserved_slots.get(ContextKind(kind), 0)
 
     def effective(self, pinned_tokens: int) -> ContextBudget:
-        """The slicer's budget, exactly as ``COMPUTE-EFFECTIVE-BUDGET``.
+        """The slicer's budget, exactly as ``COMPUTE-EFFECTIVE-BUDGET``
+        (``spec/src/pipeline/slice.md``)::
 
-        Only ``max_tokens`` and ``target_tokens`` are carried over.
+            effectiveMax    <- max(0, maxTokens - outputReserve - pinnedTokens)
+            effectiveTarget <- max(0, targetTokens - pinnedTokens)
+            effectiveTarget <- min(effectiveTarget, effectiveMax)
+
+        The result is a fresh budget with only ``max_tokens`` and
+        ``target_tokens`` set: as the chapter's conformance notes say,
+        ``output_reserve``, ``reserved_slots`` and
+        ``estimation_safety_margin_percent`` are not forwarded, and the
+        pseudocode subtracts neither of the last two (``reservedSlots`` counts
+        items, for QuotaSlice; the margin is for the caller's own estimates).
         """
         effective_max = max(0, self.max_tokens - self.output_reserve - pinned_tokens)
         effective_target = min(max(0, self.target_tokens - pinned_tokens), effective_max)
         return ContextBudget(max_tokens=effective_max, target_tokens=effective_target)
 
-    def to_json(self) -> dict[str, Any]:
-        """camelCase JSON, as the specification names the fields."""
+    def to_dict(self) -> dict[str, Any]:
+        """camelCase JSON as a plain mapping, as the specification names the
+        fields; defaults are left out."""
         out: dict[str, Any] = {"maxTokens": self.max_tokens, "targetTokens": self.target_tokens}
         if self.output_reserve:
             out["outputReserve"] = self.output_reserve
@@ -473,11 +626,21 @@ class ContextBudget:
             out["estimationSafetyMarginPercent"] = self.estimation_safety_margin_percent
         return out
 
+    def to_json(self) -> str:
+        """:meth:`to_dict` as JSON text."""
+        return _dumps(self.to_dict())
+
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ContextBudget:
-        """Inverse of :meth:`to_json`."""
+    def from_dict(cls, data: Mapping[str, Any]) -> ContextBudget:
+        """Inverse of :meth:`to_dict`.
+
+        Raises :class:`~cupellation.exceptions.DecodeError` naming the field
+        for a missing, mistyped or invalid value, and for an unknown key
+        (with the closest known one as a suggestion).
+        """
         if not isinstance(data, Mapping):
             raise DecodeError("budget", data, "must be a JSON object")
+        _check_known_keys("ContextBudget", data, _BUDGET_KEYS)
         for required in ("maxTokens", "targetTokens"):
             if required not in data:
                 raise DecodeError(required, None, "is required")
@@ -491,6 +654,11 @@ class ContextBudget:
             )
         except (InvalidValueError, InvalidTypeError) as exc:
             raise DecodeError(exc.field, exc.value, exc.problem) from exc
+
+    @classmethod
+    def from_json(cls, text: str) -> ContextBudget:
+        """Build a budget from JSON text; see :meth:`from_dict`."""
+        return cls.from_dict(_loads(text, "ContextBudget"))
 
 
 class OverflowStrategy(enum.Enum):

@@ -97,13 +97,13 @@ def test_json_shape_is_the_seeds() -> None:
     item = ContextItem("a", 5, kind="ToolOutput", source="Tool", priority=2, tags=["x"],
                        metadata={"m": [1, 2]}, timestamp=datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC),
                        future_relevance_hint=0.5, pinned=True, original_tokens=9)
-    wire = item.to_json()
+    wire = item.to_dict()
     assert wire == {"content": "a", "tokens": 5, "kind": "ToolOutput", "source": "Tool",
                     "priority": 2, "tags": ["x"], "metadata": {"m": [1, 2]},
                     "timestamp": "2024-01-02T03:04:05Z", "futureRelevanceHint": 0.5,
                     "pinned": True, "originalTokens": 9}
-    assert ContextItem.from_json(wire) == item
-    assert ContextItem("b", 1).to_json() == {"content": "b", "tokens": 1, "kind": "Message"}
+    assert ContextItem.from_dict(wire) == item
+    assert ContextItem("b", 1).to_dict() == {"content": "b", "tokens": 1, "kind": "Message"}
 
 
 @pytest.mark.parametrize(("wire", "field"), [
@@ -116,7 +116,7 @@ def test_json_shape_is_the_seeds() -> None:
 def test_bad_json_raises_decode_error_naming_field(wire: dict[str, Any], field: str) -> None:
     """Missing or mistyped JSON fields raise DecodeError naming the field."""
     with pytest.raises(DecodeError) as info:
-        ContextItem.from_json(wire)
+        ContextItem.from_dict(wire)
     assert info.value.field == field
 
 
@@ -157,7 +157,7 @@ def test_budget_reserved_slots_are_case_insensitive_and_boundaries_are_valid() -
                            estimation_safety_margin_percent=100)
     assert budget.reserved_for("ToolOutput") == 3
     assert budget.reserved_for("Memory") == 0
-    assert ContextBudget.from_json(budget.to_json()) == budget
+    assert ContextBudget.from_dict(budget.to_dict()) == budget
 
 
 def test_budget_rejects_bool_and_float_counts() -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from cupellation import ConfigurationError, ContextItem, ContextKind
+from cupellation import ConfigurationError, ContextItem, ContextKind, InvalidValueError
 from cupellation.scoring import (
     DEFAULT_KIND_WEIGHTS,
     CompositeScorer,
@@ -426,12 +426,16 @@ def test_metadata_trust_default_is_the_configured_one() -> None:
 
 
 def test_metadata_trust_accepts_numbers_directly() -> None:
-    """A numeric value is used as it is (clamped); a bool or other type is unusable."""
+    """A numeric value is used as it is (clamped); a bool or other type is unusable.
+    A non-finite float cannot reach the scorer as a number (metadata is JSON), only
+    as text, which gives the default."""
     items = [item("a", metadata={"cupel:trust": 0.85}), item("b", metadata={"cupel:trust": 2}),
              item("c", metadata={"cupel:trust": True}),
              item("d", metadata={"cupel:trust": ["0.9"]}),
-             item("e", metadata={"cupel:trust": math.inf})]
+             item("e", metadata={"cupel:trust": "Infinity"})]
     assert scores(MetadataTrustScorer(default_score=0.5), items) == [0.85, 1.0, 0.5, 0.5, 0.5]
+    with pytest.raises(InvalidValueError, match="cupel:trust"):
+        item("f", metadata={"cupel:trust": math.inf})
 
 
 def test_metadata_trust_parses_standard_float_text() -> None:

@@ -181,7 +181,9 @@ def context_items(draw: st.DrawFn) -> ContextItem:
     """A random item exercising every field the scorers read."""
     metadata: dict[str, Any] = {}
     if draw(st.booleans()):
-        metadata["cupel:trust"] = draw(st.one_of(st.sampled_from(TRUST), st.floats()))
+        # Metadata is JSON: a non-finite float cannot be stored (its text can).
+        metadata["cupel:trust"] = draw(st.one_of(
+            st.sampled_from(TRUST), st.floats(allow_nan=False, allow_infinity=False)))
     if draw(st.booleans()):
         metadata["k"] = draw(st.sampled_from(["v", "V", "w", 1]))
     return ContextItem(
