@@ -17,78 +17,20 @@ from __future__ import annotations
 
 import logging as _logging
 
+from . import events, exceptions, reasons
 from ._collectors import (
     NULL_COLLECTOR,
     DiagnosticTraceCollector,
-    EventObserver,
+    EventCollector,
     FanOutCollector,
-    NullTraceCollector,
     TraceCollector,
     TraceDetailLevel,
 )
-from ._events import (
-    EVENT_SCHEMA_VERSION,
-    CountShortfall,
-    ItemEventBatch,
-    ItemExcluded,
-    ItemIncluded,
-    Overflow,
-    PipelineEvent,
-    PipelineStage,
-    RunCompleted,
-    RunFailed,
-    RunStarted,
-    StageCompleted,
-    UnknownEvent,
-    event_from_json,
-    event_to_json,
-)
-from ._model import (
-    ContextBudget,
-    ContextItem,
-    ContextKind,
-    ContextSource,
-    OverflowStrategy,
-    ScoredItem,
-    ScoredItems,
-)
+from ._model import ContextBudget, ContextItem, ContextKind, ContextSource, OverflowStrategy
 from ._pipeline import Pipeline
-from ._reasons import (
-    BudgetExceeded,
-    CountCapExceeded,
-    CountRequireCandidatesExhausted,
-    Deduplicated,
-    ExclusionReason,
-    Filtered,
-    InclusionReason,
-    NegativeTokens,
-    PinnedOverride,
-    QuotaCapExceeded,
-    QuotaRequireDisplaced,
-    ScoredTooLow,
-    UnknownExclusionReason,
-)
-from ._report import (
-    ExcludedItem,
-    IncludedItem,
-    OverflowReport,
-    SelectionReport,
-    TraceEvent,
-    build_report,
-)
-from .exceptions import (
-    BudgetOverflowError,
-    ConfigurationError,
-    CountRequirementError,
-    CupelError,
-    DecodeError,
-    InvalidTypeError,
-    InvalidValueError,
-    PinnedBudgetError,
-    PipelineError,
-    ScorerError,
-)
-from .placing import ChronologicalPlacer, Placer, UShapedPlacer
+from ._report import ReportBuilder, SelectionReport, build_report
+from .exceptions import CupelError
+from .placing import ChronologicalPlacer, UShapedPlacer
 from .scoring import (
     CompositeScorer,
     DecayScorer,
@@ -101,20 +43,14 @@ from .scoring import (
     RecencyScorer,
     ReflexiveScorer,
     ScaledScorer,
-    Scorer,
     TagScorer,
 )
 from .slicing import (
     CountConstrainedKnapsackSlice,
-    CountQuotaEntry,
     CountQuotaSlice,
-    CountRequirementShortfall,
     GreedySlice,
     KnapsackSlice,
-    QuotaEntry,
     QuotaSlice,
-    ScarcityBehavior,
-    Slicer,
 )
 
 __version__ = "0.1.0"
@@ -123,91 +59,49 @@ __version__ = "0.1.0"
 # until the application does.
 _logging.getLogger("cupellation").addHandler(_logging.NullHandler())
 
+# The top level holds what most programs import; the rest lives in its module:
+# events and their flat form in ``cupellation.events``, reasons in
+# ``cupellation.reasons``, strategy protocols and helper types in
+# ``cupellation.scoring`` / ``slicing`` / ``placing``, every exception in
+# ``cupellation.exceptions``.
 __all__ = [
-    "EVENT_SCHEMA_VERSION",
     "NULL_COLLECTOR",
-    "BudgetExceeded",
-    "BudgetOverflowError",
     "ChronologicalPlacer",
     "CompositeScorer",
-    "ConfigurationError",
     "ContextBudget",
     "ContextItem",
     "ContextKind",
     "ContextSource",
-    "CountCapExceeded",
     "CountConstrainedKnapsackSlice",
-    "CountQuotaEntry",
     "CountQuotaSlice",
-    "CountRequireCandidatesExhausted",
-    "CountRequirementError",
-    "CountRequirementShortfall",
-    "CountShortfall",
     "CupelError",
     "DecayScorer",
-    "DecodeError",
-    "Deduplicated",
     "DiagnosticTraceCollector",
-    "EventObserver",
-    "ExcludedItem",
-    "ExclusionReason",
+    "EventCollector",
     "FanOutCollector",
-    "Filtered",
     "FrequencyScorer",
     "FunctionScorer",
     "GreedySlice",
-    "IncludedItem",
-    "InclusionReason",
-    "InvalidTypeError",
-    "InvalidValueError",
-    "ItemEventBatch",
-    "ItemExcluded",
-    "ItemIncluded",
     "KindScorer",
     "KnapsackSlice",
     "MetadataKeyScorer",
     "MetadataTrustScorer",
-    "NegativeTokens",
-    "NullTraceCollector",
-    "Overflow",
-    "OverflowReport",
     "OverflowStrategy",
-    "PinnedBudgetError",
-    "PinnedOverride",
     "Pipeline",
-    "PipelineError",
-    "PipelineEvent",
-    "PipelineStage",
-    "Placer",
     "PriorityScorer",
-    "QuotaCapExceeded",
-    "QuotaEntry",
-    "QuotaRequireDisplaced",
     "QuotaSlice",
     "RecencyScorer",
     "ReflexiveScorer",
-    "RunCompleted",
-    "RunFailed",
-    "RunStarted",
+    "ReportBuilder",
     "ScaledScorer",
-    "ScarcityBehavior",
-    "ScoredItem",
-    "ScoredItems",
-    "ScoredTooLow",
-    "Scorer",
-    "ScorerError",
     "SelectionReport",
-    "Slicer",
-    "StageCompleted",
     "TagScorer",
     "TraceCollector",
     "TraceDetailLevel",
-    "TraceEvent",
     "UShapedPlacer",
-    "UnknownEvent",
-    "UnknownExclusionReason",
     "__version__",
     "build_report",
-    "event_from_json",
-    "event_to_json",
+    "events",
+    "exceptions",
+    "reasons",
 ]

@@ -1,31 +1,42 @@
 """Trace collectors (``spec/src/diagnostics/trace-collector.md``), extended for
 the event stream.
 
-The pipeline asks a collector two questions before building anything —
-``is_enabled`` and ``detail_level`` — so that with :data:`NULL_COLLECTOR` no
-event object is ever constructed, and at ``Stage`` level no item event is.
+There is one way for a collector to receive events: ``record(events)``. The
+pipeline calls it, in order, with either a one-event tuple (a run- or
+stage-level event) or an :class:`~cupellation.events.ItemEventBatch` holding
+one stage's item decisions. A collector that wants events one by one
+subclasses :class:`EventCollector` and implements ``on_event``.
+
+Before building anything the pipeline asks ``is_enabled`` and
+``detail_level``: with :data:`NULL_COLLECTOR` no event object is built, and
+below ``FULL`` no inclusion (below ``STAGE_AND_EXCLUSIONS`` no exclusion) is.
+Every call into a collector is guarded by the pipeline; see
+:meth:`~cupellation.Pipeline.run`.
 """
 
 from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
-from ._events import ItemEventBatch, PipelineEvent
-from ._report import SelectionReport, build_report
+import msgspec
+
+from ._report import ReportBuilder, SelectionReport
+from .events import ItemEventBatch, PipelineEvent, RunStarted
 from .exceptions import InvalidTypeError, InvalidValueError
 
 __all__ = [
     "NULL_COLLECTOR",
-    "check_collector",
     "DiagnosticTraceCollector",
+    "EventCollector",
     "EventObserver",
     "FanOutCollector",
     "NullTraceCollector",
     "TraceCollector",
     "TraceDetailLevel",
+    "check_collector",
 ]
 
 _logger = logging.getLogger("cupellation")
@@ -35,26 +46,61 @@ EventObserver = Callable[[PipelineEvent], object]
 
 
 class TraceDetailLevel(enum.IntEnum):
-    """How much a collector records: ``STAGE`` (run- and stage-level events) or
-    ``ITEM`` (those plus one event per candidate decision)."""
+    """How much a collector records, matching the OpenTelemetry chapter's tiers.
 
+    ``STAGE_ONLY`` (run and stage events), ``STAGE_AND_EXCLUSIONS`` (those plus
+    one event per excluded candidate) and ``FULL`` (plus one per included
+    candidate: everything). ``STAGE`` and ``ITEM`` are the names of the first
+    and last level from before the middle tier existed.
+    """
+
+    STAGE_ONLY = 0
+    STAGE_AND_EXCLUSIONS = 1
+    FULL = 2
     STAGE = 0
-    ITEM = 1
+    ITEM = 2
+
+    @property
+    def tier(self) -> str:
+        """The tier's name in the OpenTelemetry chapter (``"StageAndExclusions"``)."""
+        return _TIERS[self]
+
+    @classmethod
+    def parse(cls, value: TraceDetailLevel | str | int) -> TraceDetailLevel:
+        """A member, its value, its name, or the chapter's tier name (any case)."""
+        if isinstance(value, bool):
+            raise InvalidValueError("detail_level", value, "must be a TraceDetailLevel")
+        if isinstance(value, int):
+            try:
+                return cls(value)
+            except ValueError:
+                pass
+        elif isinstance(value, str):
+            wanted = value.replace("_", "").replace("-", "").lower()
+            for member_name, member in cls.__members__.items():
+                if wanted in (member_name.replace("_", "").lower(), member.tier.lower()):
+                    return member
+        raise InvalidValueError("detail_level", value,
+                                "must be StageOnly, StageAndExclusions or Full")
+
+
+_TIERS = {TraceDetailLevel.STAGE_ONLY: "StageOnly",
+          TraceDetailLevel.STAGE_AND_EXCLUSIONS: "StageAndExclusions",
+          TraceDetailLevel.FULL: "Full"}
 
 
 @runtime_checkable
 class TraceCollector(Protocol):
     """What the pipeline calls while it runs.
 
-    ``record_stage_event`` receives run- and stage-level events (run started,
-    stage completed, overflow, shortfall, run completed or failed);
-    ``record_item_event`` receives per-candidate decisions and is only called
-    when ``detail_level`` is ``ITEM``. Neither may raise into the pipeline:
-    the built-in collectors catch and log what their observers raise.
-
-    A collector may also define ``record_item_events(events)``: the pipeline
-    then hands it each stage's item events in one call (in order, before that
-    stage's ``StageCompleted``) instead of one call per event.
+    ``record`` receives the run's events in order, each call a sequence: a
+    one-event tuple for run- and stage-level events, or an
+    :class:`~cupellation.events.ItemEventBatch` with one stage's item
+    decisions (delivered before that stage's ``stage_completed``). It is
+    called only when ``is_enabled``; item batches only as ``detail_level``
+    asks. If it raises, the pipeline logs the failure once on the
+    ``cupellation`` logger and sends that collector nothing more from the run;
+    the run's own result or exception is unchanged.
     """
 
     @property
@@ -63,9 +109,40 @@ class TraceCollector(Protocol):
     @property
     def detail_level(self) -> TraceDetailLevel: ...
 
-    def record_stage_event(self, event: PipelineEvent, /) -> None: ...
+    def record(self, events: Sequence[PipelineEvent], /) -> None: ...
 
-    def record_item_event(self, event: PipelineEvent, /) -> None: ...
+
+class EventCollector:
+    """A base for collectors that take events one at a time.
+
+    Subclasses implement :meth:`on_event`; ``record`` expands item batches
+    into single events for them::
+
+        class PrintingCollector(EventCollector):
+            def on_event(self, event):
+                print(event.type, event.seq)
+    """
+
+    def __init__(self, detail_level: TraceDetailLevel | str | int = TraceDetailLevel.FULL
+                 ) -> None:
+        self._detail_level = TraceDetailLevel.parse(detail_level)
+
+    @property
+    def is_enabled(self) -> bool:
+        return True
+
+    @property
+    def detail_level(self) -> TraceDetailLevel:
+        return self._detail_level
+
+    def record(self, events: Sequence[PipelineEvent], /) -> None:
+        """Pass each event to :meth:`on_event`, in order."""
+        for event in events:
+            self.on_event(event)
+
+    def on_event(self, event: PipelineEvent, /) -> None:
+        """Handle one event."""
+        raise NotImplementedError
 
 
 class NullTraceCollector:
@@ -79,12 +156,9 @@ class NullTraceCollector:
 
     @property
     def detail_level(self) -> TraceDetailLevel:
-        return TraceDetailLevel.STAGE
+        return TraceDetailLevel.STAGE_ONLY
 
-    def record_stage_event(self, event: PipelineEvent, /) -> None:
-        """Does nothing."""
-
-    def record_item_event(self, event: PipelineEvent, /) -> None:
+    def record(self, events: Sequence[PipelineEvent], /) -> None:
         """Does nothing."""
 
     def __repr__(self) -> str:
@@ -95,45 +169,29 @@ class NullTraceCollector:
 NULL_COLLECTOR = NullTraceCollector()
 
 
-def _notify(observer: EventObserver, event: PipelineEvent) -> None:
-    try:
-        observer(event)
-    except Exception:
-        # Diagnostics must never break the run they observe.
-        _logger.exception(
-            "cupellation: event observer %r raised on a %s event; the run continues",
-            observer, event.type,
-        )
-
-
 class DiagnosticTraceCollector:
-    """Buffers events in order; ``build_report()`` folds them into a SelectionReport.
+    """Buffers a run's events; ``build_report()`` folds them into its SelectionReport.
 
-    ``observer``, when given, is called synchronously with each recorded
-    event; if it raises, the failure is logged on the ``cupellation`` logger
-    and the run carries on. One collector serves one run: use a fresh one per
-    ``Pipeline.run`` call.
+    ``observer``, when given, is called synchronously with each event; if it
+    raises, the failure is logged once on the ``cupellation`` logger and the
+    observer is told nothing more, while the collector goes on recording. One
+    collector serves one run: use a fresh one per ``Pipeline.run`` call.
     """
 
-    __slots__ = ("_detail_level", "_events", "_items", "_observer")
+    __slots__ = ("_detail_level", "_entries", "_observer")
 
     def __init__(
         self,
-        detail_level: TraceDetailLevel = TraceDetailLevel.STAGE,
+        detail_level: TraceDetailLevel | str | int = TraceDetailLevel.STAGE_ONLY,
         *,
         observer: EventObserver | None = None,
     ) -> None:
-        if isinstance(detail_level, bool) or detail_level not in (
-                TraceDetailLevel.STAGE, TraceDetailLevel.ITEM):
-            raise InvalidValueError("detail_level", detail_level,
-                                    "must be TraceDetailLevel.STAGE or TraceDetailLevel.ITEM")
         if observer is not None and not callable(observer):
             raise InvalidTypeError("observer", observer, "a callable taking one event, or None")
-        self._detail_level = TraceDetailLevel(detail_level)
-        self._items = self._detail_level >= TraceDetailLevel.ITEM
-        # Events, and whole stages of item events kept as ItemEventBatch columns
-        # (expanded only when read): a report needs no per-item event object.
-        self._events: list[PipelineEvent | ItemEventBatch] = []
+        self._detail_level = TraceDetailLevel.parse(detail_level)
+        # Run and stage events, and whole stages of item events kept as
+        # ItemEventBatch columns (expanded only when read).
+        self._entries: list[PipelineEvent | ItemEventBatch] = []
         self._observer = observer
 
     @property
@@ -146,68 +204,62 @@ class DiagnosticTraceCollector:
 
     @property
     def events(self) -> tuple[PipelineEvent, ...]:
-        """Every recorded event, in insertion order."""
+        """Every recorded event, in order."""
         flat: list[PipelineEvent] = []
-        for entry in self._events:
-            if type(entry) is ItemEventBatch:
+        for entry in self._entries:
+            if isinstance(entry, ItemEventBatch):
                 flat.extend(entry)
             else:
-                flat.append(entry)  # type: ignore[arg-type]
+                flat.append(entry)
         return tuple(flat)
 
-    def record_stage_event(self, event: PipelineEvent, /) -> None:
-        self._events.append(event)
-        if self._observer is not None:
-            _notify(self._observer, event)
-
-    def record_item_event(self, event: PipelineEvent, /) -> None:
-        if not self._items:
-            return
-        self._events.append(event)
-        if self._observer is not None:
-            _notify(self._observer, event)
-
-    def record_item_events(self, events: Sequence[PipelineEvent], /) -> None:
-        """Record a batch of item events (one stage's), in order."""
-        if not self._items:
-            return
-        if type(events) is ItemEventBatch:
-            self._events.append(events)
+    def record(self, events: Sequence[PipelineEvent], /) -> None:
+        if isinstance(events, ItemEventBatch):
+            self._entries.append(events)
         else:
-            self._events.extend(events)
+            self._entries.extend(events)
         if self._observer is not None:
             for event in events:
-                _notify(self._observer, event)
+                try:
+                    self._observer(event)
+                except Exception:
+                    _logger.exception(
+                        "cupellation: event observer %r raised on a %s event; it is told "
+                        "nothing more", self._observer, event.type)
+                    self._observer = None
+                    break
 
     def build_report(self) -> SelectionReport:
         """The SelectionReport folded from the recorded events."""
-        return build_report(self._events)  # the fold reads batches column-wise
+        builder = ReportBuilder()
+        for entry in self._entries:
+            builder.add(entry)
+        return builder.result()
 
     def __repr__(self) -> str:
         return (f"DiagnosticTraceCollector(detail_level={self._detail_level.name}, "
-                f"events={len(self._events)})")
+                f"entries={len(self._entries)})")
 
 
 class FanOutCollector:
     """Feeds one run's events to several collectors (a report, spans and logs at once).
 
     Enabled when any child is; its detail level is the highest of the enabled
-    children, and item events reach only the children that want them. A child
-    that raises is logged and skipped for that event; the others still get it.
+    children's, and each child gets only what its own level asks for (its
+    ``run_started`` says its own level). A child that raises is logged once
+    and gets nothing more from that run; the others carry on.
     """
 
-    __slots__ = ("_children", "_item_children", "_level")
+    __slots__ = ("_active", "_children", "_level")
 
     def __init__(self, *collectors: TraceCollector) -> None:
         for position, collector in enumerate(collectors):
             check_collector(f"collectors[{position}]", collector)
-        enabled = [c for c in collectors if c.is_enabled]
-        self._children: tuple[TraceCollector, ...] = tuple(enabled)
-        self._item_children = tuple(
-            c for c in enabled if c.detail_level >= TraceDetailLevel.ITEM
-        )
-        self._level = (TraceDetailLevel.ITEM if self._item_children
-                       else TraceDetailLevel.STAGE)
+        self._children: tuple[TraceCollector, ...] = tuple(
+            c for c in collectors if c.is_enabled)
+        self._level = max((c.detail_level for c in self._children),
+                          default=TraceDetailLevel.STAGE_ONLY)
+        self._active: list[TraceCollector] = list(self._children)
 
     @property
     def collectors(self) -> tuple[TraceCollector, ...]:
@@ -222,27 +274,33 @@ class FanOutCollector:
     def detail_level(self) -> TraceDetailLevel:
         return self._level
 
-    def record_stage_event(self, event: PipelineEvent, /) -> None:
-        _forward(self._children, "record_stage_event", event)
+    def record(self, events: Sequence[PipelineEvent], /) -> None:
+        if isinstance(events, ItemEventBatch):
+            needed = (TraceDetailLevel.STAGE_AND_EXCLUSIONS if events.excluded
+                      else TraceDetailLevel.FULL)
+            for child in tuple(self._active):
+                if child.detail_level >= needed:
+                    self._send(child, events)
+            return
+        first = events[0] if len(events) == 1 else None
+        if isinstance(first, RunStarted):
+            self._active = list(self._children)  # a new run: every child again
+            for child in tuple(self._active):
+                self._send(child, (msgspec.structs.replace(
+                    first, detail_level=child.detail_level.tier),))
+            return
+        for child in tuple(self._active):
+            self._send(child, events)
 
-    def record_item_event(self, event: PipelineEvent, /) -> None:
-        _forward(self._item_children, "record_item_event", event)
-
-    def record_item_events(self, events: Sequence[PipelineEvent], /) -> None:
-        """Forward a batch, in one call to each child that accepts batches."""
-        for child in self._item_children:
-            many = getattr(child, "record_item_events", None)
-            if many is None:
-                for event in events:
-                    _forward((child,), "record_item_event", event)
-                continue
-            try:
-                many(events)
-            except Exception:
-                _logger.exception(
-                    "cupellation: collector %r raised on a batch of %d item events; "
-                    "the run continues", child, len(events),
-                )
+    def _send(self, child: TraceCollector, events: Sequence[PipelineEvent]) -> None:
+        try:
+            child.record(events)
+        except Exception:
+            _logger.exception(
+                "cupellation: collector %r raised on %s; it gets nothing more from run %s",
+                child, events[0].type if events else "an empty batch",
+                events[0].run_id if events else "?")
+            self._active.remove(child)
 
     def __repr__(self) -> str:
         return f"FanOutCollector({', '.join(map(repr, self._children))})"
@@ -251,18 +309,7 @@ class FanOutCollector:
 def check_collector(field: str, collector: object) -> None:
     """Raise unless ``collector`` has the TraceCollector members."""
     if isinstance(collector, type) or not all(
-            hasattr(collector, name) for name in
-            ("is_enabled", "detail_level", "record_stage_event", "record_item_event")):
-        hint = f" (pass an instance: {collector.__name__}())" if isinstance(collector, type) else ""
+            hasattr(collector, name) for name in ("is_enabled", "detail_level", "record")):
+        hint = (f" (pass an instance: {collector.__name__}())" if isinstance(collector, type)
+                else " (is_enabled, detail_level and record(events))")
         raise InvalidTypeError(field, collector, "a TraceCollector" + hint)
-
-
-def _forward(children: Iterable[TraceCollector], method: str, event: PipelineEvent) -> None:
-    for child in children:
-        try:
-            getattr(child, method)(event)
-        except Exception:
-            _logger.exception(
-                "cupellation: collector %r raised on a %s event; the run continues",
-                child, event.type,
-            )

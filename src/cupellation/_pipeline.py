@@ -4,9 +4,11 @@ Deduplicate, Sort, Slice, Place — emitting the event stream as it runs."""
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import time
 from bisect import bisect_right
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -25,10 +27,11 @@ from ._collectors import (
     TraceDetailLevel,
     check_collector,
 )
-from ._events import (
+from ._model import ContextBudget, ContextItem, ContextKind, OverflowStrategy, ScoredItems
+from ._report import SelectionReport
+from .events import (
     CountShortfall,
     ItemEventBatch,
-    ItemExcluded,
     Overflow,
     PipelineEvent,
     PipelineStage,
@@ -36,18 +39,8 @@ from ._events import (
     RunFailed,
     RunStarted,
     StageCompleted,
+    StageStarted,
 )
-from ._model import ContextBudget, ContextItem, OverflowStrategy, ScoredItems
-from ._reasons import (
-    BudgetExceeded,
-    CountCapExceeded,
-    Deduplicated,
-    ExclusionReason,
-    InclusionReason,
-    NegativeTokens,
-    PinnedOverride,
-)
-from ._report import SelectionReport
 from .exceptions import (
     BudgetOverflowError,
     ConfigurationError,
@@ -57,10 +50,21 @@ from .exceptions import (
     ScorerError,
 )
 from .placing import ChronologicalPlacer, Placer
+from .reasons import (
+    BudgetExceeded,
+    CountCapExceeded,
+    Deduplicated,
+    ExclusionReason,
+    InclusionReason,
+    NegativeTokens,
+    PinnedOverride,
+)
 from .scoring import Scorer
-from .slicing import CapExclusion, GreedySlice, SliceOutcome, Slicer, slice_with_details
+from .slicing import GreedySlice, SliceOutcome, Slicer, slice_with_details
 
 __all__ = ["Pipeline"]
+
+_logger = logging.getLogger("cupellation")
 
 _TOKENS = attrgetter("tokens")
 _PINNED = attrgetter("pinned")
@@ -207,7 +211,10 @@ class Pipeline:
         strategy, :class:`~cupellation.exceptions.ScorerError` for NaN or
         infinite scores and :class:`~cupellation.exceptions.InvalidTypeError`
         for a candidate that is not a ContextItem. A failed run still emits
-        ``run_failed``.
+        ``run_failed`` (carrying the exception object) and then re-raises its
+        own exception. A collector that raises never changes the outcome: the
+        failure is logged once on the ``cupellation`` logger and that collector
+        gets nothing more from the run.
         """
         resolved = budget if budget is not None else self.budget
         if resolved is None:
@@ -227,10 +234,12 @@ class Pipeline:
         try:
             return run.execute()
         except BaseException as exc:
-            collector.record_stage_event(RunFailed(
-                run_id, run.stage, type(exc).__name__, str(exc), _ms(start)
-            ))
-            raise
+            if run.enabled:
+                run.deliver((RunFailed(
+                    run_id=run_id, seq=run.next_seq(), stage=run.stage,
+                    error_type=type(exc).__name__, error_text=str(exc),
+                    duration_ms=_ms(start), exception=exc),))
+            raise  # the run's own exception, whatever the collector did
 
 
 class _Run:
@@ -240,10 +249,15 @@ class _Run:
     rather than as pairs, and each stage's item decisions go to the collector
     as one column-wise :class:`ItemEventBatch`: both matter at 100,000
     candidates, and the null path builds none of it.
+
+    Every call into the collector goes through :meth:`deliver`, which numbers
+    nothing and decides nothing: it only guards. A collector that raises is
+    logged once and dropped for the rest of the run (``enabled`` turns off, so
+    no further event is even built); the run itself never sees the error.
     """
 
-    __slots__ = ("budget", "candidates", "collector", "enabled", "items_on", "pipeline",
-                 "record_items", "run_id", "stage")
+    __slots__ = ("budget", "candidates", "collector", "enabled", "exclusions_on", "items_on",
+                 "pipeline", "run_id", "seq", "stage")
 
     def __init__(self, pipeline: Pipeline, candidates: Sequence[ContextItem],
                  budget: ContextBudget, collector: TraceCollector, run_id: str) -> None:
@@ -253,66 +267,95 @@ class _Run:
         self.collector = collector
         self.run_id = run_id
         self.enabled = collector.is_enabled
-        self.items_on = self.enabled and collector.detail_level >= TraceDetailLevel.ITEM
-        self.record_items = getattr(collector, "record_item_events", None)
+        level = collector.detail_level if self.enabled else TraceDetailLevel.STAGE_ONLY
+        self.exclusions_on = self.enabled and level >= TraceDetailLevel.STAGE_AND_EXCLUSIONS
+        self.items_on = self.enabled and level >= TraceDetailLevel.FULL
+        self.seq = 0
         self.stage: PipelineStage | None = None
+
+    # -- delivery -----------------------------------------------------------------------
+
+    def deliver(self, events: Sequence[PipelineEvent]) -> None:
+        """Hand ``events`` to the collector; a collector that raises is dropped."""
+        try:
+            self.collector.record(events)
+        except Exception:
+            _logger.exception(
+                "cupellation: collector %r raised on %s of run %s; it gets nothing more "
+                "from this run, which carries on", self.collector,
+                events[0].type if events else "an empty batch", self.run_id)
+            self.enabled = self.exclusions_on = self.items_on = False
+
+    def next_seq(self) -> int:
+        seq = self.seq
+        self.seq = seq + 1
+        return seq
+
+    def _batch(self, stage: PipelineStage | None, indices: Iterable[int],
+               items: Iterable[ContextItem], scores: Iterable[float],
+               reasons: Iterable[ExclusionReason] | Iterable[InclusionReason],
+               positions: Iterable[int] | None = None) -> None:
+        batch = ItemEventBatch(run_id=self.run_id, first_seq=self.seq, stage=stage,
+                               candidate_indices=indices, items=items, scores=scores,
+                               reasons=reasons, positions=positions)
+        if batch:
+            self.seq += len(batch)
+            self.deliver(batch)
+
+    def _stage_start(self, stage: PipelineStage, items_in: int) -> float:
+        self.stage = stage
+        if self.enabled:
+            self.deliver((StageStarted(run_id=self.run_id, seq=self.next_seq(), stage=stage,
+                                       items_in=items_in),))
+        return time.perf_counter()
 
     def _stage_done(self, stage: PipelineStage, start: float, items_in: int,
                     items_out: int) -> None:
         if self.enabled:
-            self.collector.record_stage_event(
-                StageCompleted(self.run_id, stage, _ms(start), items_in, items_out)
-            )
+            self.deliver((StageCompleted(run_id=self.run_id, seq=self.next_seq(), stage=stage,
+                                         duration_ms=_ms(start), items_in=items_in,
+                                         items_out=items_out),))
 
-    def _emit_items(self, batch: Sequence[PipelineEvent]) -> None:
-        """Hand a stage's item events to the collector, in one call when it can take them."""
-        if not batch:
-            return
-        if self.record_items is not None:
-            self.record_items(batch)
-        else:
-            record = self.collector.record_item_event
-            for event in batch:
-                record(event)
+    # -- the stages ---------------------------------------------------------------------
 
     def execute(self) -> list[ContextItem]:
         pipeline, budget, candidates = self.pipeline, self.budget, self.candidates
         run_start = time.perf_counter()
         if self.enabled:
             trace_id, span_id = _current_span_ids()
-            self.collector.record_stage_event(RunStarted(
-                self.run_id, datetime.now(UTC), budget, pipeline.describe(),
-                len(candidates), _candidate_tokens(candidates), trace_id, span_id,
-            ))
+            self.deliver((RunStarted(
+                run_id=self.run_id, seq=self.next_seq(), started_at=datetime.now(UTC),
+                budget=budget, pipeline=pipeline.describe(), candidate_count=len(candidates),
+                candidate_tokens=_candidate_tokens(candidates),
+                detail_level=self.collector.detail_level.tier, trace_id=trace_id,
+                span_id=span_id),))
 
         # -- 1. Classify ------------------------------------------------------------
-        self.stage = _CLASSIFY
-        start = time.perf_counter()
+        start = self._stage_start(_CLASSIFY, len(candidates))
         pinned, pinned_idx, scoreable, scoreable_idx = self._classify()
         pinned_tokens = sum(item.tokens for item in pinned)
+        # The specification compares pinned tokens with maxTokens - outputReserve
+        # only; reserved slots belong to the Slice stage's effective budget.
         available_for_pinned = budget.max_tokens - budget.output_reserve
         if pinned_tokens > available_for_pinned:
             raise PinnedBudgetError(pinned_tokens, available_for_pinned)
         self._stage_done(_CLASSIFY, start, len(candidates), len(pinned) + len(scoreable))
 
         # -- 2. Score ---------------------------------------------------------------
-        self.stage = _SCORE
-        start = time.perf_counter()
         count = len(scoreable)
+        start = self._stage_start(_SCORE, count)
         scores = self._score(scoreable, scoreable_idx)
         score_list: list[float] = scores.tolist()
         self._stage_done(_SCORE, start, count, count)
 
         # -- 3. Deduplicate ---------------------------------------------------------
-        self.stage = _DEDUPLICATE
-        start = time.perf_counter()
+        start = self._stage_start(_DEDUPLICATE, count)
         survivors = self._deduplicate(scoreable, scoreable_idx, score_list)
         self._stage_done(_DEDUPLICATE, start, count,
                          count if survivors is None else len(survivors))
 
         # -- 4. Sort ----------------------------------------------------------------
-        self.stage = _SORT
-        start = time.perf_counter()
+        start = self._stage_start(_SORT, count if survivors is None else len(survivors))
         # A stable sort of the negated scores is (score desc, index asc), P1.
         if survivors is None:
             order_arr = np.argsort(-scores, kind="stable")
@@ -329,8 +372,7 @@ class _Run:
         self._stage_done(_SORT, start, len(order), len(order))
 
         # -- 5. Slice ---------------------------------------------------------------
-        self.stage = _SLICE
-        start = time.perf_counter()
+        start = self._stage_start(_SLICE, len(sorted_items))
         effective = budget.effective(pinned_tokens)
         outcome = slice_with_details(
             pipeline.slicer, ScoredItems._trusted(sorted_items, sorted_scores, sorted_tokens),
@@ -342,23 +384,22 @@ class _Run:
         if self.enabled:
             self._report_slice(outcome, sorted_items, sorted_scores, sorted_tokens, chosen,
                                sliced_tokens, order, scoreable_idx, effective, pinned,
-                               pinned_tokens)
+                               pinned_idx)
         self._stage_done(_SLICE, start, len(sorted_items), len(chosen))
 
         # -- 6. Place ---------------------------------------------------------------
-        self.stage = _PLACE
-        start = time.perf_counter()
+        merged_in = len(pinned) + len(chosen)
+        start = self._stage_start(_PLACE, merged_in)
         merged_items = pinned + [sorted_items[k] for k in chosen]
         merged_scores = [1.0] * len(pinned) + [sorted_scores[k] for k in chosen]
-        merged_in = len(merged_items)
         merged_tokens = pinned_tokens + sliced_tokens
         overflowed = merged_tokens > budget.target_tokens
         merged_idx: list[int] = []
-        if self.items_on or (self.enabled and overflowed):
+        if self.exclusions_on or (self.enabled and overflowed):
             merged_idx = pinned_idx + [scoreable_idx[order[k]] for k in chosen]
         if overflowed:
             merged_items, merged_scores, merged_idx = self._overflow(
-                merged_items, merged_scores, merged_idx, merged_tokens, pinned)
+                merged_items, merged_scores, merged_idx, merged_tokens, pinned, pinned_idx)
         placed = pipeline.placer.place(ScoredItems._trusted(merged_items, merged_scores))
         if len(placed) != len(merged_items):
             raise PipelineError(
@@ -370,10 +411,10 @@ class _Run:
         self._stage_done(_PLACE, start, merged_in, len(placed))
         self.stage = None
         if self.enabled:
-            self.collector.record_stage_event(RunCompleted(
-                self.run_id, _ms(run_start), len(placed), sum(item.tokens for item in placed),
-                len(candidates) - len(placed),
-            ))
+            self.deliver((RunCompleted(
+                run_id=self.run_id, seq=self.next_seq(), duration_ms=_ms(run_start),
+                included_count=len(placed), included_tokens=sum(map(_TOKENS, placed)),
+                excluded_count=len(candidates) - len(placed)),))
         return list(placed)
 
     # -- stage helpers ------------------------------------------------------------------
@@ -395,21 +436,22 @@ class _Run:
         pinned_idx: list[int] = []
         scoreable: list[ContextItem] = []
         scoreable_idx: list[int] = []
-        batch: list[PipelineEvent] = []
+        negative: list[int] = []
         for index, item in enumerate(self.candidates):
             if type(item) is not ContextItem and not isinstance(item, ContextItem):
                 raise InvalidTypeError(f"candidates[{index}]", item, "a ContextItem")
             if item.tokens < 0:
-                if self.items_on:
-                    batch.append(ItemExcluded(self.run_id, _CLASSIFY, index, item, 0.0,
-                                              NegativeTokens(item.tokens)))
+                negative.append(index)
             elif item.pinned:
                 pinned.append(item)
                 pinned_idx.append(index)
             else:
                 scoreable.append(item)
                 scoreable_idx.append(index)
-        self._emit_items(batch)
+        if self.exclusions_on and negative:
+            items = [candidates[k] for k in negative]
+            self._batch(_CLASSIFY, negative, items, [0.0] * len(items),
+                        [NegativeTokens(tokens=item.tokens) for item in items])
         return pinned, pinned_idx, scoreable, scoreable_idx
 
     def _score(self, scoreable: list[ContextItem], scoreable_idx: list[int]
@@ -417,10 +459,16 @@ class _Run:
         scorer = self.pipeline.scorer
         if not scoreable:
             return np.zeros(0, dtype=np.float64)
-        raw = scorer.score_all(scoreable)
         try:
+            raw = scorer.score_all(scoreable)
             scores = np.asarray(raw, dtype=np.float64)
+        except OverflowError as exc:
+            # A Python int beyond float64's range: the score cannot be represented.
+            raise ScorerError(_name(scorer), None,
+                              f"returned a number outside float64's range ({exc})") from exc
         except (TypeError, ValueError) as exc:
+            if isinstance(exc, ScorerError):
+                raise
             raise ScorerError(_name(scorer), None, f"returned non-numeric scores ({exc})") from exc
         if scores.shape != (len(scoreable),):
             raise ScorerError(
@@ -452,33 +500,31 @@ class _Run:
         if len(best) == len(scoreable):
             return None
         survivors = [p for p, item in enumerate(scoreable) if best[item.content] == p]
-        if self.items_on:
-            self._emit_items([
-                ItemExcluded(self.run_id, _DEDUPLICATE, scoreable_idx[p], item, score_list[p],
-                             Deduplicated(item.content))
-                for p, item in enumerate(scoreable) if best[item.content] != p
-            ])
+        if self.exclusions_on:
+            dropped = [p for p, item in enumerate(scoreable) if best[item.content] != p]
+            self._batch(_DEDUPLICATE, [scoreable_idx[p] for p in dropped],
+                        [scoreable[p] for p in dropped], [score_list[p] for p in dropped],
+                        [Deduplicated(deduplicated_against=scoreable_idx[
+                            best[scoreable[p].content]]) for p in dropped])
         return survivors
 
     def _report_slice(self, outcome: SliceOutcome, sorted_items: list[ContextItem],
                       sorted_scores: list[float], sorted_tokens: list[int],
                       chosen: list[int], selected_tokens: int, order: list[int],
                       scoreable_idx: list[int], effective: ContextBudget,
-                      pinned: list[ContextItem], pinned_tokens: int) -> None:
+                      pinned: list[ContextItem], pinned_idx: list[int]) -> None:
         for shortfall in outcome.shortfalls:
-            self.collector.record_stage_event(CountShortfall(
-                self.run_id, str(shortfall.kind), shortfall.required_count,
-                shortfall.satisfied_count,
-            ))
-        if not self.items_on:
+            self.deliver((CountShortfall(
+                run_id=self.run_id, seq=self.next_seq(), kind=str(shortfall.kind),
+                required_count=shortfall.required_count,
+                satisfied_count=shortfall.satisfied_count),))
+        if not self.exclusions_on:
             return
-        budget = self.budget
-        available = max(0, effective.target_tokens - selected_tokens)
-        # What would have been free had no item been pinned: the test for PinnedOverride.
-        unpinned_available = (min(budget.target_tokens, budget.max_tokens - budget.output_reserve)
-                              - selected_tokens)
-        pinned_prefix = list(accumulate(item.tokens for item in pinned))
-        capped = {id(c.item): c for c in outcome.cap_exclusions}
+        target = effective.target_tokens
+        available = max(0, target - selected_tokens)
+        # PinnedOverride (pipeline/diag-pinned-override.toml): the item is over the
+        # effective target, and not over the effective target with nothing pinned.
+        unpinned_target = self.budget.effective(0).target_tokens
         is_chosen = bytearray(len(sorted_items))
         for k in chosen:
             is_chosen[k] = 1
@@ -488,39 +534,37 @@ class _Run:
         # Most are plain BudgetExceeded(tokens, available), and ``available`` is
         # the same for the whole stage: one shared (immutable) reason per
         # distinct token count, looked up without a Python loop. The few that a
-        # cap or the pinned items explain are replaced afterwards.
+        # count cap or the pinned items explain are replaced afterwards.
         shared = _BudgetExceededByTokens(available)
         reasons: list[ExclusionReason] = list(map(shared.__getitem__, tokens))
-        special: list[int] = []
-        if capped:
-            special = [j for j, item in enumerate(left_out) if id(item) in capped]
-        if pinned_tokens > 0 and tokens:
+        special: set[int] = set()
+        caps = {c.kind: c.cap for c in outcome.cap_exclusions}
+        selected_by_kind: Counter[ContextKind] = Counter()
+        if caps:
+            selected_by_kind.update(sorted_items[k].kind for k in chosen)
+            special.update(j for j, item in enumerate(left_out) if item.kind in caps)
+        if pinned and tokens:
             window = np.asarray(tokens, dtype=np.int64)
-            special.extend(np.flatnonzero(
-                (window > available) & (window <= unpinned_available)).tolist())
-        for j in special:
-            reasons[j] = self._slice_reason(left_out[j], capped, available, unpinned_available,
-                                            pinned, pinned_prefix, pinned_tokens)
-        self._emit_items(ItemEventBatch(
-            self.run_id, _SLICE, [scoreable_idx[order[k]] for k in unchosen], left_out,
-            [sorted_scores[k] for k in unchosen], reasons))
-
-    @staticmethod
-    def _slice_reason(item: ContextItem, capped: dict[int, CapExclusion], available: int,
-                      unpinned_available: int, pinned: list[ContextItem],
-                      pinned_prefix: list[int], pinned_tokens: int) -> ExclusionReason:
-        tokens = item.tokens
-        cap = capped.get(id(item))
-        if cap is not None:
-            return CountCapExceeded(str(cap.kind), cap.cap, cap.count)
-        if pinned_tokens > 0 and available < tokens <= unpinned_available:
-            # It did not fit what was left, and would have had no item been
-            # pinned: the pins displaced it.
-            return PinnedOverride(_displacer(pinned, pinned_prefix, unpinned_available - tokens))
-        return BudgetExceeded(tokens, available)
+            special.update(np.flatnonzero(
+                (window > target) & (window <= unpinned_target)).tolist())
+        pinned_prefix = list(accumulate(item.tokens for item in pinned))
+        for j in sorted(special):
+            item, item_tokens = left_out[j], tokens[j]
+            cap = caps.get(item.kind)
+            if (cap is not None and selected_by_kind[item.kind] >= cap
+                    and item_tokens <= target):
+                # Both reference implementations' rule: the kind is at its cap and
+                # the item would otherwise fit.
+                reasons[j] = CountCapExceeded(kind=item.kind.value, cap=cap,
+                                              count=selected_by_kind[item.kind])
+            elif pinned and target < item_tokens <= unpinned_target:
+                reasons[j] = PinnedOverride(displaced_by=pinned_idx[_displacer(
+                    pinned_prefix, unpinned_target - item_tokens)])
+        self._batch(_SLICE, [scoreable_idx[order[k]] for k in unchosen], left_out,
+                    [sorted_scores[k] for k in unchosen], reasons)
 
     def _overflow(self, items: list[ContextItem], scores: list[float], indices: list[int],
-                  merged_tokens: int, pinned: list[ContextItem]
+                  merged_tokens: int, pinned: list[ContextItem], pinned_idx: list[int]
                   ) -> tuple[list[ContextItem], list[float], list[int]]:
         budget = self.budget
         strategy = self.pipeline.overflow_strategy
@@ -529,9 +573,10 @@ class _Run:
             raise BudgetOverflowError(merged_tokens, target)
         if strategy is OverflowStrategy.PROCEED:
             if self.enabled:
-                self.collector.record_stage_event(Overflow(
-                    self.run_id, merged_tokens - target, tuple(indices), budget,
-                ))
+                self.deliver((Overflow(
+                    run_id=self.run_id, seq=self.next_seq(),
+                    tokens_over_budget=merged_tokens - target, item_indices=tuple(indices),
+                    budget=budget),))
             return items, scores, indices
         # Truncate: keep pinned items always, others while they fit, in merged order.
         kept: list[int] = []
@@ -547,25 +592,22 @@ class _Run:
                 continue
             kept.append(position)
             current += tokens
-        if self.items_on:
+        if self.exclusions_on and removed:
             # Decided against the final state, so each reason reads the same
             # numbers as the report's totals.
             sliced_kept = current - pinned_kept
             pinned_prefix = list(accumulate(item.tokens for item in pinned))
-            batch: list[PipelineEvent] = []
+            reasons: list[ExclusionReason] = []
             for position in removed:
-                item = items[position]
-                tokens = item.tokens
-                reason: ExclusionReason
+                tokens = items[position].tokens
                 if pinned_kept > 0 and sliced_kept + tokens <= target:
-                    reason = PinnedOverride(
-                        _displacer(pinned, pinned_prefix, target - sliced_kept - tokens)
-                    )
+                    reasons.append(PinnedOverride(displaced_by=pinned_idx[_displacer(
+                        pinned_prefix, target - sliced_kept - tokens)]))
                 else:
-                    reason = BudgetExceeded(tokens, max(0, target - current))
-                batch.append(ItemExcluded(self.run_id, _PLACE, indices[position], item,
-                                          scores[position], reason))
-            self._emit_items(batch)
+                    reasons.append(BudgetExceeded(item_tokens=tokens,
+                                                  available_tokens=max(0, target - current)))
+            self._batch(_PLACE, [indices[p] for p in removed], [items[p] for p in removed],
+                        [scores[p] for p in removed], reasons)
         return ([items[k] for k in kept], [scores[k] for k in kept],
                 [indices[k] for k in kept] if indices else [])
 
@@ -579,9 +621,8 @@ class _Run:
         # The seeds: zero-token items are reported with score 0.0.
         scores = [0.0 if reason is zero_reason else merged_scores[k]
                   for reason, k in zip(reasons, where, strict=True)]
-        self._emit_items(ItemEventBatch(
-            self.run_id, None, [merged_idx[k] for k in where], list(placed), scores, reasons,
-            positions=range(len(placed))))
+        self._batch(None, [merged_idx[k] for k in where], placed, scores, reasons,
+                    positions=range(len(placed)))
 
 
 class _BudgetExceededByTokens(dict[int, ExclusionReason]):
@@ -595,7 +636,8 @@ class _BudgetExceededByTokens(dict[int, ExclusionReason]):
         self.available = available
 
     def __missing__(self, tokens: int) -> ExclusionReason:
-        reason = self[tokens] = BudgetExceeded(tokens, self.available)
+        reason = self[tokens] = BudgetExceeded(item_tokens=tokens,
+                                                    available_tokens=self.available)
         return reason
 
 
@@ -668,8 +710,7 @@ def _positions(selected: Sequence[ContextItem], pool: list[ContextItem], who: st
     return positions
 
 
-def _displacer(pinned: list[ContextItem], prefix: list[int], room: int) -> str:
-    """Content of the pinned item whose tokens, added in order, first left less
-    than the item needed (``room`` is what the item could have spared)."""
-    k = bisect_right(prefix, room)
-    return pinned[min(k, len(pinned) - 1)].content
+def _displacer(prefix: list[int], room: int) -> int:
+    """Position (among the pinned items) of the one whose tokens, added in order,
+    first left less than the item needed; ``room`` is what the item could spare."""
+    return min(bisect_right(prefix, room), len(prefix) - 1)

@@ -1,26 +1,37 @@
-"""The SelectionReport and the one function that makes it: ``build_report(events)``.
+"""The SelectionReport and the one fold that makes it: :class:`ReportBuilder`.
 
 The report is a pure fold of a run's events (``spec/src/diagnostics/selection-report.md``
 and the seeds): it is never assembled from side data, so a report rebuilt from
 a log file or from spans is the same value as the one folded in process.
+:func:`build_report` is a loop over a :class:`ReportBuilder`; a log reader keeps
+one builder per run id and so folds interleaved runs with bounded memory.
+
+**Never silently wrong.** The fold checks what it is given — sequence gaps,
+duplicates and reordering; stage and run counts against the item events; a
+candidate decided twice, or never, or out of range; repeated start or end
+events; unknown event types; content that was hashed or dropped — and lists
+every problem in ``incomplete``. A report with an empty ``incomplete`` is the
+whole truth of a finished run.
 
 JSON is the seeds' shape to the letter: ``events``, ``included``, ``excluded``,
 ``total_candidates``, ``total_tokens_considered``. Three optional members are
 cupellation's own and appear only when they carry something:
-``count_requirement_shortfalls``, ``overflow`` and ``incomplete`` (the reasons a
-report rebuilt from lossy telemetry cannot be trusted to be whole).
+``count_requirement_shortfalls``, ``overflow`` and ``incomplete``.
 """
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from itertools import repeat
-from operator import attrgetter, itemgetter
-from typing import Any, NamedTuple
+from itertools import pairwise
+from operator import attrgetter
+from typing import Any
 
-from ._events import (
+import msgspec
+
+from ._model import ContextBudget, ContextItem, ContextKind
+from .events import (
     CountShortfall,
     ItemEventBatch,
     ItemExcluded,
@@ -33,29 +44,33 @@ from ._events import (
     RunStarted,
     StageCompleted,
     StageName,
-)
-from ._model import ContextBudget, ContextItem, ContextKind
-from ._reasons import (
-    ExclusionReason,
-    InclusionReason,
-    exclusion_reason_from_json,
-    exclusion_reason_to_json,
-    inclusion_reason_from_json,
+    StageStarted,
+    UnknownEvent,
 )
 from .exceptions import DecodeError, InvalidValueError
+from .reasons import (
+    Deduplicated,
+    ExclusionReason,
+    InclusionReason,
+    PinnedOverride,
+    exclusion_reason_from_dict,
+    inclusion_reason_from_dict,
+    reason_to_dict,
+)
 from .slicing import CountRequirementShortfall
 
 __all__ = [
     "ExcludedItem",
     "IncludedItem",
     "OverflowReport",
+    "ReportBuilder",
     "SelectionReport",
     "TraceEvent",
     "build_report",
 ]
 
 
-class TraceEvent(NamedTuple):
+class TraceEvent(msgspec.Struct, frozen=True, gc=False):
     """The specification's TraceEvent: one per stage in a report's ``events``."""
 
     stage: StageName
@@ -63,7 +78,8 @@ class TraceEvent(NamedTuple):
     item_count: int
     message: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
+        """The seeds' JSON object (``message`` only when set)."""
         stage = self.stage.value if isinstance(self.stage, PipelineStage) else self.stage
         out: dict[str, Any] = {"stage": stage, "duration_ms": self.duration_ms,
                                "item_count": self.item_count}
@@ -72,55 +88,62 @@ class TraceEvent(NamedTuple):
         return out
 
 
-class IncludedItem(NamedTuple):
+class IncludedItem(msgspec.Struct, frozen=True, gc=False):
     """A selected item with its score at inclusion and why it was included."""
 
     item: ContextItem
     score: float
     reason: InclusionReason
 
-    def to_json(self) -> dict[str, Any]:
-        return {"item": self.item.to_json(), "score": self.score,
-                "reason": self.reason.to_json()}
+    def to_dict(self) -> dict[str, Any]:
+        """The seeds' JSON object."""
+        return {"item": self.item.to_dict(), "score": self.score,
+                "reason": reason_to_dict(self.reason)}
 
 
-class ExcludedItem(NamedTuple):
-    """A candidate left out, with its score when excluded and the reason."""
+class ExcludedItem(msgspec.Struct, frozen=True, gc=False):
+    """A candidate left out, with its score when excluded and the reason.
+
+    A reason that points at another candidate holds that candidate's content
+    here (the seeds' wire form), not its index.
+    """
 
     item: ContextItem
     score: float
     reason: ExclusionReason
 
-    def to_json(self) -> dict[str, Any]:
-        return {"item": self.item.to_json(), "score": self.score,
-                "reason": exclusion_reason_to_json(self.reason)}
+    def to_dict(self) -> dict[str, Any]:
+        """The seeds' JSON object."""
+        return {"item": self.item.to_dict(), "score": self.score,
+                "reason": reason_to_dict(self.reason)}
 
 
-def _shortfall_to_json(shortfall: CountRequirementShortfall) -> dict[str, Any]:
-    return {"kind": shortfall.kind.value, "required_count": shortfall.required_count,
-            "satisfied_count": shortfall.satisfied_count}
-
-
-class OverflowReport(NamedTuple):
+class OverflowReport(msgspec.Struct, frozen=True, gc=False):
     """The specification's OverflowEvent, as a report carries it (Proceed only)."""
 
     tokens_over_budget: int
     overflowing_items: tuple[ContextItem, ...]
     budget: ContextBudget
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of the report's ``overflow`` member."""
         return {"tokens_over_budget": self.tokens_over_budget,
-                "overflowing_items": [i.to_json() for i in self.overflowing_items],
-                "budget": self.budget.to_json()}
+                "overflowing_items": [i.to_dict() for i in self.overflowing_items],
+                "budget": self.budget.to_dict()}
 
 
-@dataclass(frozen=True, slots=True)
+def _shortfall_to_dict(shortfall: CountRequirementShortfall) -> dict[str, Any]:
+    return {"kind": shortfall.kind.value, "required_count": shortfall.required_count,
+            "satisfied_count": shortfall.satisfied_count}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SelectionReport:
     """Why every candidate was or was not selected in one run.
 
     ``included`` is in final placed order; ``excluded`` is sorted by score
     descending, ties in exclusion order. ``incomplete`` lists what the events
-    lacked (empty for a report folded from a whole Item-level run).
+    lacked or got wrong (empty for a report folded from a whole Full-level run).
     """
 
     events: tuple[TraceEvent, ...]
@@ -137,27 +160,43 @@ class SelectionReport:
         """True when the events accounted for every candidate of a finished run."""
         return not self.incomplete
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         """The seeds' JSON shape (plus the optional members, only when non-empty)."""
         out: dict[str, Any] = {
-            "events": [e.to_json() for e in self.events],
-            "included": [i.to_json() for i in self.included],
-            "excluded": [e.to_json() for e in self.excluded],
+            "events": [e.to_dict() for e in self.events],
+            "included": [i.to_dict() for i in self.included],
+            "excluded": [e.to_dict() for e in self.excluded],
             "total_candidates": self.total_candidates,
             "total_tokens_considered": self.total_tokens_considered,
         }
         if self.count_requirement_shortfalls:
             out["count_requirement_shortfalls"] = [
-                _shortfall_to_json(s) for s in self.count_requirement_shortfalls
+                _shortfall_to_dict(s) for s in self.count_requirement_shortfalls
             ]
         if self.overflow is not None:
-            out["overflow"] = self.overflow.to_json()
+            out["overflow"] = self.overflow.to_dict()
         if self.incomplete:
             out["incomplete"] = list(self.incomplete)
         return out
 
+    def to_json(self, *, indent: int | None = None) -> str:
+        """The report as JSON text (:meth:`to_dict`'s shape)."""
+        data = msgspec.json.encode(self.to_dict())
+        if indent is not None:
+            data = msgspec.json.format(data, indent=indent)
+        return data.decode("utf-8")
+
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> SelectionReport:
+    def from_json(cls, text: str | bytes) -> SelectionReport:
+        """Decode JSON text written by :meth:`to_json`."""
+        try:
+            data = msgspec.json.decode(text)
+        except msgspec.DecodeError as exc:
+            raise DecodeError("report", str(exc), "is not valid JSON") from None
+        return cls.from_dict(data)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SelectionReport:
         """Decode the JSON shape; unknown reason variants and stages are kept."""
         if not isinstance(data, Mapping):
             raise DecodeError("report", data, "must be a JSON object")
@@ -173,20 +212,22 @@ class SelectionReport:
             raise DecodeError("incomplete", incomplete, "must be a JSON array of strings")
         where = "report"
         try:
-            where = "events"
-            events = tuple(_trace_event_from_json(e) for e in data["events"])
-            where = "included"
-            included = tuple(
-                IncludedItem(ContextItem.from_json(i["item"]), _number(i["score"]),
-                             inclusion_reason_from_json(i["reason"]))
-                for i in data["included"]
-            )
-            where = "excluded"
-            excluded = tuple(
-                ExcludedItem(ContextItem.from_json(e["item"]), _number(e["score"]),
-                             exclusion_reason_from_json(e["reason"]))
-                for e in data["excluded"]
-            )
+            events = []
+            for k, entry in enumerate(data["events"]):
+                where = f"events[{k}]"
+                events.append(_trace_event_from_dict(entry))
+            included = []
+            for k, entry in enumerate(data["included"]):
+                where = f"included[{k}]"
+                included.append(IncludedItem(ContextItem.from_dict(entry["item"]),
+                                             _number(entry["score"]),
+                                             inclusion_reason_from_dict(entry["reason"])))
+            excluded = []
+            for k, entry in enumerate(data["excluded"]):
+                where = f"excluded[{k}]"
+                excluded.append(ExcludedItem(ContextItem.from_dict(entry["item"]),
+                                             _number(entry["score"]),
+                                             exclusion_reason_from_dict(entry["reason"])))
             where = "count_requirement_shortfalls"
             shortfalls = tuple(
                 CountRequirementShortfall(ContextKind(s["kind"]), s["required_count"],
@@ -197,15 +238,15 @@ class SelectionReport:
             overflow_data = data.get("overflow")
             overflow = None if overflow_data is None else OverflowReport(
                 overflow_data["tokens_over_budget"],
-                tuple(ContextItem.from_json(i) for i in overflow_data["overflowing_items"]),
-                ContextBudget.from_json(overflow_data["budget"]),
+                tuple(ContextItem.from_dict(i) for i in overflow_data["overflowing_items"]),
+                ContextBudget.from_dict(overflow_data["budget"]),
             )
         except DecodeError as exc:
             raise DecodeError(f"{where}.{exc.field}", exc.value, exc.problem) from exc
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise DecodeError(where, str(exc), "has a missing or mistyped member") from exc
         return cls(
-            events=events, included=included, excluded=excluded,
+            events=tuple(events), included=tuple(included), excluded=tuple(excluded),
             total_candidates=data["total_candidates"],
             total_tokens_considered=data["total_tokens_considered"],
             count_requirement_shortfalls=shortfalls, overflow=overflow,
@@ -219,11 +260,11 @@ def _number(value: Any, field: str = "score") -> float:
     return float(value)
 
 
-def _trace_event_from_json(data: Mapping[str, Any]) -> TraceEvent:
+def _trace_event_from_dict(data: Mapping[str, Any]) -> TraceEvent:
     stage_name = data["stage"]
-    stage: StageName = next(
-        (s for s in PipelineStage if s.value == stage_name), stage_name
-    )
+    if not isinstance(stage_name, str):
+        raise DecodeError("stage", stage_name, "must be a stage name")
+    stage: StageName = next((s for s in PipelineStage if s.value == stage_name), stage_name)
     item_count = data["item_count"]
     if not isinstance(item_count, int) or isinstance(item_count, bool):
         raise DecodeError("item_count", item_count, "must be an integer")
@@ -233,132 +274,365 @@ def _trace_event_from_json(data: Mapping[str, Any]) -> TraceEvent:
     return TraceEvent(stage, _number(data["duration_ms"], "duration_ms"), item_count, message)
 
 
-def _run_id_of(entry: PipelineEvent | ItemEventBatch) -> str:
-    return entry.run_id
+_REFERENCE_REASONS = (Deduplicated, PinnedOverride)
+_SCORE = attrgetter("score")
+_TOKENS = attrgetter("tokens")
+#: How many seq numbers or indices a problem line lists before it says "...".
+_LISTED = 10
 
 
-def _single_run_id(events: Sequence[PipelineEvent | ItemEventBatch],
-                   run_id: str | None) -> str | None:
-    if run_id is not None:
-        return run_id
-    run_ids = set(map(_run_id_of, events))
-    if len(run_ids) > 1:
-        raise InvalidValueError(
-            "run_id", sorted(run_ids), "events come from several runs; pass run_id="
-        )
-    return next(iter(run_ids), None)
+def _listed(values: Iterable[int]) -> str:
+    ordered = sorted(values)
+    shown = ", ".join(map(str, ordered[:_LISTED]))
+    return shown + (f", ... ({len(ordered)} in all)" if len(ordered) > _LISTED else "")
 
 
-def build_report(
-    events: Iterable[PipelineEvent | ItemEventBatch], *, run_id: str | None = None
-) -> SelectionReport:
-    """Fold one run's events into its SelectionReport (a pure function).
+class ReportBuilder:
+    """The incremental fold of one run's events into its SelectionReport.
 
-    ``events`` may hold several runs only if ``run_id`` picks one; it may mix
-    single events with :class:`~cupellation.ItemEventBatch` columns, as a
-    collector holds them. What the events do not show — a missing start or
-    end, candidates with no item event (Stage detail level, dropped span
-    events, a truncated log) — is listed in ``incomplete`` rather than guessed at.
+    Feed it the run's events in order with :meth:`add` — single events or
+    whole :class:`~cupellation.events.ItemEventBatch` objects — then call
+    :meth:`result`. It holds one entry per decided candidate and a few
+    counters, nothing else, so a reader can keep one builder per run id and
+    drop it once the report is out::
+
+        builder = ReportBuilder()
+        for event in events:
+            builder.add(event)
+        report = builder.result()
+
+    ``run_id`` pins the builder to one run (the first event's run otherwise);
+    an event of another run raises :class:`~cupellation.exceptions.InvalidValueError`.
     """
-    all_events = events if isinstance(events, Sequence) else list(events)
-    wanted = _single_run_id(all_events, run_id)
-    if run_id is not None:
-        all_events = [event for event in all_events if _run_id_of(event) == wanted]
-    new = tuple.__new__  # a named tuple's own __new__ costs a Python frame per call
-    entry_fields = itemgetter(slice(3, None))  # both item events end in (item, score, reason)
-    excluded: list[ExcludedItem] = []
-    included: list[IncludedItem] = []
-    positions: list[int] = []
-    decided: list[int] = []
-    item_events: list[ItemExcluded | ItemIncluded] = []
-    others: dict[type, list[Any]] = defaultdict(list)
-    # One ordered pass: exclusion order is the tie-break of the excluded sort.
-    for event in all_events:
+
+    __slots__ = (
+        "_completed", "_duplicates", "_ends", "_ex_indices", "_ex_items", "_ex_reasons",
+        "_ex_refs", "_ex_scores", "_excluded_at", "_failed", "_in_indices", "_in_items",
+        "_in_positions", "_in_reasons", "_in_scores", "_late", "_missing", "_next_seq",
+        "_overflow", "_run_id", "_shortfalls", "_stage_done", "_stage_started", "_started",
+        "_starts", "_unknown",
+    )
+
+    def __init__(self, run_id: str | None = None) -> None:
+        self._run_id = run_id
+        self._started: RunStarted | None = None
+        self._starts = 0
+        self._completed: RunCompleted | None = None
+        self._ends = 0
+        self._failed: RunFailed | None = None
+        self._overflow: Overflow | None = None
+        self._shortfalls: list[CountShortfall] = []
+        self._stage_started: dict[StageName, int] = {}
+        self._stage_done: list[StageCompleted] = []
+        self._unknown: Counter[str] = Counter()
+        # Sequence bookkeeping: the next expected seq, the seqs skipped so far
+        # (a gap, unless they arrive late), and what arrived late or twice.
+        self._next_seq = 0
+        self._missing: set[int] = set()
+        self._late: list[int] = []
+        self._duplicates: list[int] = []
+        # The decisions, column by column, in the order they were made.
+        self._ex_indices: list[int] = []
+        self._ex_items: list[ContextItem] = []
+        self._ex_scores: list[float] = []
+        self._ex_reasons: list[ExclusionReason] = []
+        self._ex_refs: list[int] = []  # positions in the _ex_ columns of reasons by index
+        self._excluded_at: Counter[StageName] = Counter()
+        self._in_indices: list[int] = []
+        self._in_items: list[ContextItem] = []
+        self._in_scores: list[float] = []
+        self._in_reasons: list[InclusionReason] = []
+        self._in_positions: list[int] = []
+
+    @property
+    def run_id(self) -> str | None:
+        """The run this builder folds (None until the first event names it)."""
+        return self._run_id
+
+    @property
+    def finished(self) -> bool:
+        """True once the run's ``run_completed`` or ``run_failed`` was added."""
+        return self._ends > 0
+
+    def _accept(self, first: int, count: int) -> bool:
+        """Record seqs ``first .. first+count-1``; False for a repeat (to be ignored)."""
+        if first == self._next_seq:
+            self._next_seq += count
+            return True
+        seqs = range(first, first + count)
+        if first > self._next_seq:
+            self._missing.update(range(self._next_seq, first))
+            self._next_seq = first + count
+            return True
+        if all(s in self._missing for s in seqs if s < self._next_seq):
+            self._missing.difference_update(seqs)
+            self._late.append(first)
+            self._next_seq = max(self._next_seq, first + count)
+            return True
+        self._duplicates.append(first)
+        return False
+
+    def add(self, event: PipelineEvent | ItemEventBatch) -> None:
+        """Fold one event (or one batch of item events) into the report."""
+        if self._run_id is None:
+            self._run_id = event.run_id
+        elif event.run_id != self._run_id:
+            raise InvalidValueError("run_id", event.run_id,
+                                    f"belongs to another run than this builder's "
+                                    f"({self._run_id})")
         kind = type(event)
         if kind is ItemEventBatch:
             assert isinstance(event, ItemEventBatch)
-            decided.extend(event.indices)
-            columns = zip(event.items, event.scores, event.reasons, strict=True)
-            if event.positions is None:
-                excluded.extend(map(new, repeat(ExcludedItem), columns))
+            if not event.items or not self._accept(event.first_seq, len(event.items)):
+                return
+            if event.stage is not None:
+                self._add_exclusions(event.stage, event.candidate_indices, event.items,
+                                     event.scores, event.reasons)  # type: ignore[arg-type]
             else:
-                included.extend(map(new, repeat(IncludedItem), columns))
-                positions.extend(event.positions)
-        elif kind is ItemExcluded:
-            excluded.append(new(ExcludedItem, entry_fields(event)))
-            decided.append(event[2])  # type: ignore[arg-type]
-            item_events.append(event)  # type: ignore[arg-type]
+                assert event.positions is not None
+                self._in_indices.extend(event.candidate_indices)
+                self._in_items.extend(event.items)
+                self._in_scores.extend(event.scores)
+                self._in_reasons.extend(event.reasons)  # type: ignore[arg-type]
+                self._in_positions.extend(event.positions)
+            return
+        assert not isinstance(event, ItemEventBatch)
+        if not self._accept(event.seq, 1):
+            return
+        if kind is ItemExcluded:
+            assert isinstance(event, ItemExcluded)
+            self._add_exclusions(event.stage, (event.candidate_index,), (event.item,),
+                                 (event.score,), (event.reason,))
         elif kind is ItemIncluded:
-            included.append(new(IncludedItem, entry_fields(event)))
-            positions.append(event[2])  # type: ignore[arg-type]
-            decided.append(event[1])  # type: ignore[arg-type]
-            item_events.append(event)  # type: ignore[arg-type]
+            assert isinstance(event, ItemIncluded)
+            self._in_indices.append(event.candidate_index)
+            self._in_items.append(event.item)
+            self._in_scores.append(event.score)
+            self._in_reasons.append(event.reason)
+            self._in_positions.append(event.position)
+        elif kind is StageStarted:
+            assert isinstance(event, StageStarted)
+            self._stage_started[event.stage] = self._stage_started.get(event.stage, 0) + 1
+        elif kind is StageCompleted:
+            assert isinstance(event, StageCompleted)
+            self._stage_done.append(event)
+        elif kind is RunStarted:
+            assert isinstance(event, RunStarted)
+            self._starts += 1
+            if self._started is None:
+                self._started = event
+        elif kind is RunCompleted:
+            assert isinstance(event, RunCompleted)
+            self._ends += 1
+            self._completed = event
+        elif kind is RunFailed:
+            assert isinstance(event, RunFailed)
+            self._ends += 1
+            self._failed = event
+        elif kind is Overflow:
+            assert isinstance(event, Overflow)
+            self._overflow = event
+        elif kind is CountShortfall:
+            assert isinstance(event, CountShortfall)
+            self._shortfalls.append(event)
         else:
-            others[kind].append(event)
-    trace_events = [TraceEvent(e.stage, e.duration_ms, e.items_in)
-                    for e in others[StageCompleted] if e.stage is not PipelineStage.SORT]
-    started: RunStarted | None = others[RunStarted][-1] if others[RunStarted] else None
-    finished = bool(others[RunCompleted])
-    failure: RunFailed | None = others[RunFailed][-1] if others[RunFailed] else None
-    overflow: Overflow | None = others[Overflow][-1] if others[Overflow] else None
-    shortfalls = [CountRequirementShortfall(ContextKind(e.kind), e.required_count,
-                                            e.satisfied_count)
-                  for e in others[CountShortfall]]
+            assert isinstance(event, UnknownEvent)
+            self._unknown[event.event_type] += 1
 
-    # Placed order by position; excluded by score descending, and Python's
-    # sort stays stable with reverse=True, so ties keep their exclusion order.
-    if positions != sorted(positions):
-        included = [entry for _, entry in sorted(zip(positions, included, strict=True),
-                                                 key=itemgetter(0))]
-    excluded.sort(key=itemgetter(1), reverse=True)
-    included_items = tuple(included)
+    def _add_exclusions(self, stage: StageName, indices: Iterable[int],
+                        items: Iterable[ContextItem], scores: Iterable[float],
+                        reasons: tuple[ExclusionReason, ...]) -> None:
+        at = len(self._ex_reasons)
+        self._ex_indices.extend(indices)
+        self._ex_items.extend(items)
+        self._ex_scores.extend(scores)
+        self._ex_reasons.extend(reasons)
+        self._excluded_at[stage] += len(reasons)
+        # Most batches hold no reason that points at another candidate: one
+        # C-level pass over the reason types settles that.
+        if not set(map(type, reasons)).isdisjoint(_REFERENCE_REASONS):
+            self._ex_refs.extend(at + k for k, reason in enumerate(reasons)
+                                 if isinstance(reason, _REFERENCE_REASONS))
 
-    incomplete: list[str] = []
-    if started is None:
-        incomplete.append("no run_started event: the candidate count is unknown")
-    if failure is not None:
-        incomplete.append(f"the run failed: {failure.error_type}: {failure.message}")
-    elif not finished:
-        incomplete.append("no run_completed event: the run's end was not recorded")
-    distinct = set(decided)
-    if started is not None and len(distinct) != started.candidate_count:
-        missing = started.candidate_count - len(distinct)
-        incomplete.append(
-            f"{missing} of {started.candidate_count} candidates have no item event "
-            "(Stage detail level, or telemetry lost on the way)"
+    # -- the result ---------------------------------------------------------------
+
+    def result(self) -> SelectionReport:
+        """The report of everything added so far, with ``incomplete`` saying what is
+        missing or wrong. Calling it again after more events gives the newer report."""
+        problems: list[str] = []
+        started = self._started
+        level = started.detail_level if started is not None else None
+        self._check_run(problems, started)
+        self._check_stages(problems, level)
+        self._check_sequence(problems)
+
+        excluded_reasons = list(self._ex_reasons)
+        if self._ex_refs or self._overflow is not None:
+            by_index = dict(zip(self._ex_indices, self._ex_items, strict=True))
+            by_index.update(zip(self._in_indices, self._in_items, strict=True))
+            self._resolve_references(problems, excluded_reasons, by_index)
+        excluded = list(map(ExcludedItem, self._ex_items, self._ex_scores, excluded_reasons))
+        # Python's sort stays stable with reverse=True: ties keep exclusion order.
+        excluded.sort(key=_SCORE, reverse=True)
+        included = list(map(IncludedItem, self._in_items, self._in_scores, self._in_reasons))
+        positions = self._in_positions
+        if any(a > b for a, b in pairwise(positions)):
+            order = sorted(range(len(included)), key=positions.__getitem__)
+            included = [included[k] for k in order]
+        self._check_decisions(problems, started, level)
+
+        overflow_report = None
+        if self._overflow is not None:
+            overflow = self._overflow
+            overflowing = tuple(by_index[i] for i in overflow.item_indices if i in by_index)
+            if len(overflowing) != len(overflow.item_indices):
+                problems.append("some overflowing items have no item event")
+            overflow_report = OverflowReport(overflow.tokens_over_budget, overflowing,
+                                             overflow.budget)
+        # Summed from the entries themselves, never taken from run_started: a
+        # damaged start event must not make the totals disagree with the lists.
+        tokens = sum(map(_TOKENS, self._in_items)) + sum(map(_TOKENS, self._ex_items))
+        return SelectionReport(
+            events=tuple(TraceEvent(e.stage, e.duration_ms, e.items_in)
+                         for e in self._stage_done if e.stage is not PipelineStage.SORT),
+            included=tuple(included),
+            excluded=tuple(excluded),
+            total_candidates=len(included) + len(excluded),
+            total_tokens_considered=tokens,
+            count_requirement_shortfalls=tuple(
+                CountRequirementShortfall(ContextKind(e.kind), e.required_count,
+                                          e.satisfied_count) for e in self._shortfalls),
+            overflow=overflow_report,
+            incomplete=tuple(problems),
         )
-    if len(distinct) != len(decided):
-        repeated = sorted(i for i, n in Counter(decided).items() if n > 1)
-        incomplete.append(f"candidate indices decided more than once: {repeated}")
 
-    overflow_report = None
-    if overflow is not None:
-        by_index = {e.candidate_index: e.item for e in item_events}
-        for batch in all_events:
-            if type(batch) is ItemEventBatch:
-                assert isinstance(batch, ItemEventBatch)
-                by_index.update(zip(batch.indices, batch.items, strict=True))
-        overflow_report = OverflowReport(
-            overflow.tokens_over_budget,
-            tuple(by_index[i] for i in overflow.item_indices if i in by_index),
-            overflow.budget,
-        )
-        if len(overflow_report.overflowing_items) != len(overflow.item_indices):
-            incomplete.append("some overflowing items have no item event")
+    def _check_run(self, problems: list[str], started: RunStarted | None) -> None:
+        if started is None:
+            problems.append("no run_started event: the candidate count is unknown")
+        elif self._starts > 1:
+            problems.append(f"run_started appears {self._starts} times")
+        if self._failed is not None:
+            problems.append(f"the run failed: {self._failed.error_type}: "
+                            f"{self._failed.error_text}")
+        elif self._completed is None:
+            problems.append("no run_completed event: the run's end was not recorded")
+        if self._ends > 1:
+            problems.append(f"the run's end (run_completed/run_failed) appears "
+                            f"{self._ends} times")
+        if started is not None and started.content_capture != "full":
+            problems.append(f"item content was captured as {started.content_capture!r}: "
+                            "contents and metadata are not the originals")
+        for name, count in sorted(self._unknown.items()):
+            problems.append(f"{count} event(s) of unknown type {name!r} were not understood")
 
-    # Summed from the entries themselves, never taken from run_started: a
-    # damaged start event must not make the totals disagree with the lists.
-    item_tokens = attrgetter("tokens")
-    first = itemgetter(0)
-    tokens = (sum(map(item_tokens, map(first, included_items)))
-              + sum(map(item_tokens, map(first, excluded))))
-    return SelectionReport(
-        events=tuple(trace_events),
-        included=included_items,
-        excluded=tuple(excluded),
-        total_candidates=len(included_items) + len(excluded),
-        total_tokens_considered=tokens,
-        count_requirement_shortfalls=tuple(shortfalls),
-        overflow=overflow_report,
-        incomplete=tuple(incomplete),
-    )
+    def _check_sequence(self, problems: list[str]) -> None:
+        if self._missing:
+            problems.append(f"events missing from the sequence: seq {_listed(self._missing)}")
+        if self._late:
+            problems.append(f"events arrived out of order: seq {_listed(self._late)}")
+        if self._duplicates:
+            problems.append(f"events repeated (ignored): seq {_listed(self._duplicates)}")
+
+    def _check_stages(self, problems: list[str], level: str | None) -> None:
+        completed = Counter(e.stage for e in self._stage_done)
+        for stage in sorted({*completed, *self._stage_started}, key=str):
+            begun, done = self._stage_started.get(stage, 0), completed.get(stage, 0)
+            if done > 1 or begun > 1:
+                problems.append(f"stage {stage} was recorded more than once")
+            elif begun and not done and self._failed is None:
+                problems.append(f"stage {stage} started but its completion is missing")
+            elif done and not begun:
+                problems.append(f"stage {stage} completed but its start is missing")
+        if level not in ("StageAndExclusions", "Full"):
+            return
+        for event in self._stage_done:
+            expected = event.items_in - event.items_out
+            found = self._excluded_at.get(event.stage, 0)
+            if found != expected:
+                problems.append(f"stage {event.stage} removed {expected} items but "
+                                f"{found} exclusion events were recorded")
+            if (level == "Full" and event.stage is PipelineStage.PLACE
+                    and event.items_out != len(self._in_items)):
+                problems.append(f"stage Place kept {event.items_out} items but "
+                                f"{len(self._in_items)} inclusion events were recorded")
+        completed_run = self._completed
+        if completed_run is not None:
+            if completed_run.excluded_count != len(self._ex_items):
+                problems.append(f"run_completed counts {completed_run.excluded_count} "
+                                f"exclusions but {len(self._ex_items)} were recorded")
+            if level == "Full" and (
+                    completed_run.included_count != len(self._in_items)
+                    or completed_run.included_tokens != sum(map(_TOKENS, self._in_items))):
+                problems.append(
+                    f"run_completed counts {completed_run.included_count} included items "
+                    f"({completed_run.included_tokens} tokens) but the inclusion events "
+                    f"hold {len(self._in_items)} ({sum(map(_TOKENS, self._in_items))} tokens)")
+
+    def _check_decisions(self, problems: list[str], started: RunStarted | None,
+                         level: str | None) -> None:
+        excluded, included = set(self._ex_indices), set(self._in_indices)
+        decided = excluded | included
+        if len(excluded) != len(self._ex_indices) or len(included) != len(self._in_indices):
+            repeated = [i for i, n in Counter(self._ex_indices + self._in_indices).items()
+                        if n > 1 and not (i in excluded and i in included)]
+            if repeated:
+                problems.append(f"candidates decided more than once: {_listed(repeated)}")
+        both = excluded & included
+        if both:
+            problems.append(f"candidates both included and excluded: {_listed(both)}")
+        if started is None:
+            return
+        count = started.candidate_count
+        out_of_range = [i for i in decided if not 0 <= i < count] if decided and (
+            min(decided) < 0 or max(decided) >= count) else []
+        if out_of_range:
+            problems.append(f"candidate indices out of range (0..{count - 1}): "
+                            f"{_listed(out_of_range)}")
+        undecided = count - (len(decided) - len(out_of_range))
+        if undecided > 0:
+            why = {"StageOnly": " (detail level StageOnly records no item decisions)",
+                   "StageAndExclusions": " (detail level StageAndExclusions records no "
+                                         "inclusions)"}.get(level or "", "")
+            problems.append(f"{undecided} of {count} candidates have no decision{why}")
+
+    def _resolve_references(self, problems: list[str], reasons: list[ExclusionReason],
+                            by_index: dict[int, ContextItem]) -> None:
+        """Turn the candidate indices in Deduplicated/PinnedOverride into content."""
+        for at in self._ex_refs:
+            reason = reasons[at]
+            if isinstance(reason, Deduplicated):
+                target = reason.deduplicated_against
+            else:
+                assert isinstance(reason, PinnedOverride)
+                target = reason.displaced_by
+            if isinstance(target, str):
+                continue  # already content (an event built by hand)
+            item = by_index.get(target)
+            if item is None:
+                problems.append(f"a {reason.name} reason refers to candidate {target}, "
+                                "which has no item event")
+                content = f"<candidate {target}>"
+            else:
+                content = item.content
+            reasons[at] = (Deduplicated(deduplicated_against=content)
+                           if isinstance(reason, Deduplicated)
+                           else PinnedOverride(displaced_by=content))
+
+
+def build_report(events: Iterable[PipelineEvent | ItemEventBatch], *,
+                 run_id: str | None = None) -> SelectionReport:
+    """Fold one run's events into its SelectionReport (a loop over :class:`ReportBuilder`).
+
+    ``events`` may hold several runs only if ``run_id`` picks one; otherwise
+    events of a second run raise :class:`~cupellation.exceptions.InvalidValueError`.
+    """
+    builder = ReportBuilder(run_id)
+    add = builder.add
+    if run_id is None:
+        for event in events:
+            add(event)
+    else:
+        for event in events:
+            if event.run_id == run_id:
+                add(event)
+    return builder.result()

@@ -16,8 +16,8 @@ import math
 from typing import Any
 
 from ._collectors import DiagnosticTraceCollector, TraceDetailLevel
-from ._reasons import exclusion_reason_to_json
 from ._report import ExcludedItem, IncludedItem, SelectionReport
+from .reasons import reason_to_dict
 
 __all__ = [
     "assert_excluded",
@@ -59,7 +59,7 @@ def assert_excluded(report: SelectionReport, content: str, *, reason: str | None
     with the given reason fields (``item_tokens=400``); returns its entry."""
     for entry in report.excluded:
         if entry.item.content == content:
-            wire = exclusion_reason_to_json(entry.reason)
+            wire = reason_to_dict(entry.reason)
             if reason is not None and wire["reason"] != reason:
                 raise AssertionError(f"{content!r} was excluded as {wire['reason']}, not {reason}")
             for key, value in fields.items():

@@ -13,15 +13,15 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .._collectors import DiagnosticTraceCollector, TraceDetailLevel
-from .._events import event_to_json
 from .._model import ContextBudget, ContextItem
 from .._pipeline import Pipeline
-from .._reasons import exclusion_reason_to_json
 from .._report import SelectionReport
 from ..conformance._placing import build_placer
 from ..conformance._scoring import build_scorer
 from ..conformance._slicing import build_slicer
+from ..events import event_to_json
 from ..exceptions import CupelError, DecodeError
+from ..reasons import reason_to_dict
 from ..scoring import CompositeScorer, Scorer
 
 __all__ = ["add_demo_parser", "add_parser", "load_candidates", "run", "run_demo"]
@@ -98,7 +98,7 @@ def _parse_candidates(text: str, where: str) -> list[ContextItem]:
         items = []
         for index, row in enumerate(rows):
             try:
-                items.append(ContextItem.from_json(row))
+                items.append(ContextItem.from_dict(row))
             except DecodeError as exc:
                 raise DecodeError(f"[{index}].{exc.field}", exc.value, exc.problem) from None
         return items
@@ -107,7 +107,7 @@ def _parse_candidates(text: str, where: str) -> list[ContextItem]:
         if not line.strip():
             continue
         try:
-            items.append(ContextItem.from_json(json.loads(line)))
+            items.append(ContextItem.from_dict(json.loads(line)))
         except json.JSONDecodeError as exc:
             raise DecodeError(where, line[:60], f"is not valid JSON ({exc.msg})",
                               line=number) from None
@@ -154,7 +154,7 @@ def print_summary(report: SelectionReport, budget: ContextBudget, stream: TextIO
                      f"{included.item.tokens:>5} tok  {_clip(included.item.content)}\n")
     stream.write("\nExcluded, highest score first:\n")
     for excluded in report.excluded:
-        wire = exclusion_reason_to_json(excluded.reason)
+        wire = reason_to_dict(excluded.reason)
         stream.write(f"  [{wire['reason']}] score {excluded.score:5.3f} "
                      f"{excluded.item.tokens:>5} tok  {_clip(excluded.item.content)}\n"
                      f"      {_reason_detail(wire)}\n")
@@ -185,10 +185,10 @@ def _execute(args: argparse.Namespace, candidates: list[ContextItem],
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "report.json").write_text(
-            json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+            report.to_json(indent=2) + "\n", encoding="utf-8")
         with (args.out / "events.jsonl").open("w", encoding="utf-8") as handle:
             for event in collector.events:
-                handle.write(json.dumps(event_to_json(event), ensure_ascii=False) + "\n")
+                handle.write(event_to_json(event) + "\n")
         if not args.quiet:
             print(f"\nWrote {args.out / 'report.json'} and {args.out / 'events.jsonl'} "
                   f"({len(collector.events)} events)")

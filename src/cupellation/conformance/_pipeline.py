@@ -9,7 +9,7 @@ from typing import Any
 from .._collectors import DiagnosticTraceCollector, TraceDetailLevel
 from .._model import ContextBudget
 from .._pipeline import Pipeline
-from .._reasons import exclusion_reason_to_json
+from ..reasons import reason_to_dict as exclusion_reason_to_json
 from .._report import SelectionReport
 from ..scoring import CompositeScorer, Scorer
 from ._errors import VectorFailure
