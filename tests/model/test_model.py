@@ -9,16 +9,8 @@ from typing import Any
 
 import pytest
 
-from cupellation import (
-    ContextBudget,
-    ContextItem,
-    ContextKind,
-    ContextSource,
-    DecodeError,
-    InvalidTypeError,
-    InvalidValueError,
-    OverflowStrategy,
-)
+from cupellation import ContextBudget, ContextItem, ContextKind, ContextSource, OverflowStrategy
+from cupellation.exceptions import DecodeError, InvalidTypeError, InvalidValueError
 
 
 def test_defaults_match_the_specification() -> None:

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 import cupellation.scoring as scoring_module
-from cupellation import (
+from cupellation import ContextItem
+from cupellation.exceptions import (
     ConfigurationError,
-    ContextItem,
     InvalidTypeError,
     InvalidValueError,
     ScorerError,

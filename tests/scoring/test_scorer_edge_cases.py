@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from cupellation import ConfigurationError, ContextItem, ContextKind, InvalidValueError
+from cupellation import ContextItem, ContextKind
+from cupellation.exceptions import ConfigurationError, InvalidValueError
 from cupellation.scoring import (
     DEFAULT_KIND_WEIGHTS,
     CompositeScorer,

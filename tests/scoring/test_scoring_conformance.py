@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import tomli
 
-from cupellation import ConfigurationError, ContextItem, ContextKind
+from cupellation import ContextItem, ContextKind
 from cupellation.conformance import VectorFailure, run_vector_file
 from cupellation.conformance._scoring import (
     SCORER_TYPES,
@@ -20,6 +20,7 @@ from cupellation.conformance._scoring import (
     item_from_vector,
     run_scoring_vector,
 )
+from cupellation.exceptions import ConfigurationError
 from cupellation.scoring import (
     CompositeScorer,
     DecayScorer,

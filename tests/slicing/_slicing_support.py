@@ -9,8 +9,8 @@ from pathlib import Path
 
 from hypothesis import strategies as st
 
-from cupellation import ContextBudget, ContextItem, ScoredItem
-from cupellation.slicing import CapExclusion, CountQuotaEntry
+from cupellation import ContextBudget, ContextItem
+from cupellation.slicing import CapExclusion, CountQuotaEntry, ScoredItem
 
 #: The shared conformance folder beside the repository root.
 SHARED = Path(__file__).resolve().parents[3] / "shared"

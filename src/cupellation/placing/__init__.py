@@ -3,13 +3,15 @@
 - :class:`ChronologicalPlacer` — oldest first by timestamp, untimestamped last.
 - :class:`UShapedPlacer` — highest scores at both edges, lowest in the middle.
 
-Any object with a ``place(items, /)`` method satisfies :class:`Placer`.
+Any object with a ``place(items, /)`` method satisfies :class:`Placer`; its
+input is a sequence of :class:`ScoredItem` (an item and its score).
 """
 
 from __future__ import annotations
 
+from .._model import ScoredItem
 from ._chronological import ChronologicalPlacer
 from ._protocol import Placer
 from ._u_shaped import UShapedPlacer
 
-__all__ = ["ChronologicalPlacer", "Placer", "UShapedPlacer"]
+__all__ = ["ChronologicalPlacer", "Placer", "ScoredItem", "UShapedPlacer"]

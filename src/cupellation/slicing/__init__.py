@@ -10,11 +10,14 @@
 
 Any object with a ``slice(scored, budget, /)`` method satisfies
 :class:`Slicer`; :func:`slice_with_details` also returns the cap exclusions
-and count shortfalls of slicers that record them.
+and count shortfalls of slicers that record them. A slicer's input is a
+sequence of :class:`ScoredItem` (an item and its score), as the Sort stage
+hands it; :class:`ScoredItems` is the pipeline's column-wise form of it.
 """
 
 from __future__ import annotations
 
+from .._model import ScoredItem, ScoredItems
 from ._count_quota import CountConstrainedKnapsackSlice, CountQuotaEntry, CountQuotaSlice
 from ._greedy import GreedySlice
 from ._knapsack import KnapsackSlice
@@ -41,6 +44,8 @@ __all__ = [
     "QuotaEntry",
     "QuotaSlice",
     "ScarcityBehavior",
+    "ScoredItem",
+    "ScoredItems",
     "SliceOutcome",
     "Slicer",
     "slice_with_details",
