@@ -20,8 +20,11 @@ The hierarchy::
     │   ├── BudgetOverflowError(PipelineError)
     │   │       the Throw overflow strategy found the merged selection
     │   │       over ``targetTokens``
-    │   └── ScorerError(PipelineError, ValueError)
-    │           a scorer returned NaN or infinity, or the wrong number of scores
+    │   ├── ScorerError(PipelineError, ValueError)
+    │   │       a scorer returned NaN or infinity, or the wrong number of scores
+    │   └── TableTooLargeError(PipelineError)
+    │           a knapsack's DP table would exceed 50,000,000 cells (the
+    │           specification's TableTooLarge); raised before allocating
     └── DecodeError(CupelError, ValueError)
             JSON (an event, a report, an item) could not be decoded; names the
             field and value, and the line number where there is one
@@ -45,6 +48,7 @@ __all__ = [
     "PinnedBudgetError",
     "PipelineError",
     "ScorerError",
+    "TableTooLargeError",
 ]
 
 
@@ -146,6 +150,31 @@ class ScorerError(PipelineError, ValueError):
         super().__init__(f"scorer {scorer} {detail}{where}")
         self.scorer = scorer
         self.index = index
+
+
+class TableTooLargeError(PipelineError):
+    """A knapsack's dynamic-programming table would exceed the cell limit.
+
+    The specification's ``TableTooLarge``: raised by KnapsackSlice (and by
+    CountConstrainedKnapsackSlice, whose phase 2 is a knapsack) before the
+    table is allocated, when ``candidates * (capacity + 1)`` is above
+    ``limit`` (50,000,000). ``candidates`` counts the items with a positive
+    token count and ``capacity`` is ``floor(target_tokens / bucket_size)``.
+    A larger ``bucket_size`` or a smaller target makes the table smaller.
+    """
+
+    def __init__(self, slicer: str, candidates: int, capacity: int, limit: int) -> None:
+        cells = candidates * (capacity + 1)
+        super().__init__(
+            f"{slicer}: the DP table would need {cells:,} cells ({candidates:,} candidates "
+            f"x {capacity + 1:,} capacity columns), more than the limit of {limit:,}; "
+            f"use a larger bucket_size or a smaller target"
+        )
+        self.slicer = slicer
+        self.candidates = candidates
+        self.capacity = capacity
+        self.cells = cells
+        self.limit = limit
 
 
 class DecodeError(CupelError, ValueError):

@@ -20,12 +20,13 @@ from _slicing_support import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cupellation import ContextBudget, ContextItem, ContextKind, ScoredItem
+from cupellation import ContextBudget, ContextItem, ContextKind
 from cupellation.exceptions import (
     ConfigurationError,
     CountRequirementError,
     InvalidTypeError,
     InvalidValueError,
+    TableTooLargeError,
 )
 from cupellation.slicing import (
     CapExclusion,
@@ -38,6 +39,7 @@ from cupellation.slicing import (
     KnapsackSlice,
     QuotaSlice,
     ScarcityBehavior,
+    ScoredItem,
     SliceOutcome,
     Slicer,
     slice_with_details,
@@ -400,6 +402,29 @@ def test_huge_score_in_the_knapsack_phase_names_the_input_index() -> None:
         ccks(CountQuotaEntry("tool", 1, cap_count=1), bucket_size=1).slice(items, budget(100))
     assert caught.value.field == "CountConstrainedKnapsackSlice scored[1].score"
     assert caught.value.value == 1e305
+
+
+def test_count_constrained_knapsack_phase_two_table_too_large() -> None:
+    """The chapter's OOM guard: TableTooLarge propagates from the phase-2 knapsack
+    when its table (residual candidates x (residual target // bucket + 1)) exceeds
+    50,000,000 cells, named after CountConstrainedKnapsackSlice."""
+    items = scored(("t", 10, 0.9, "tool"), ("m", 10, 0.8), ("n", 10, 0.5))
+    slicer = ccks(CountQuotaEntry("tool", 1, cap_count=1), bucket_size=1)
+    with pytest.raises(TableTooLargeError) as caught:
+        slicer.slice(items, budget(30_000_000))
+    error = caught.value
+    assert error.slicer == "CountConstrainedKnapsackSlice"
+    # Phase 1 committed "t" (10 tokens): 2 residual candidates, 29,999,990 columns + 1.
+    assert (error.candidates, error.capacity) == (2, 29_999_990)
+    assert error.cells == 2 * 29_999_991
+
+
+def test_count_constrained_knapsack_within_the_table_limit_selects() -> None:
+    """The residual budget decides the table: once phase 1 has taken enough of the
+    target, the same large budget fits (2 x 24,999,991 cells) and slices normally."""
+    items = scored(("t", 10, 0.9, "tool"), ("m", 10, 0.8), ("n", 10, 0.5))
+    slicer = ccks(CountQuotaEntry("tool", 1, cap_count=1), bucket_size=1)
+    assert sorted(contents(slicer.slice(items, budget(25_000_000)))) == ["m", "n", "t"]
 
 
 def _greedy_indices(tokens: Sequence[int], scores: Sequence[float], target: int) -> list[int]:

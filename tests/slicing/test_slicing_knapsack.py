@@ -10,10 +10,16 @@ from _slicing_support import budget, contents, reference_knapsack, scored, score
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cupellation import ContextItem, ScoredItem
-from cupellation.exceptions import ConfigurationError, InvalidTypeError, InvalidValueError
-from cupellation.slicing import KnapsackSlice, Slicer
-from cupellation.slicing._knapsack import knapsack_select
+from cupellation import ContextItem
+from cupellation.exceptions import (
+    ConfigurationError,
+    InvalidTypeError,
+    InvalidValueError,
+    PipelineError,
+    TableTooLargeError,
+)
+from cupellation.slicing import KnapsackSlice, ScoredItem, Slicer
+from cupellation.slicing._knapsack import MAX_TABLE_CELLS, knapsack_select
 
 KNAPSACK = KnapsackSlice()
 
@@ -197,9 +203,56 @@ def test_large_scores_use_exact_integer_arithmetic(
         tokens, scores, target, 7)
 
 
-def test_huge_budget_is_clamped_to_the_candidates_total_weight() -> None:
-    """A target of 10**15 tokens at bucket size 1 is solved instantly and exactly
-    (the capacity is clamped to the sum of the candidates' weights)."""
-    items = scored(("a", 30, 0.5), ("b", 20, 0.4), ("tiny", 5, 0.00001), ("z", 0, 0.3))
-    result = KnapsackSlice(1).slice(items, budget(10**15))
+def test_table_at_the_limit_is_clamped_to_the_candidates_total_weight() -> None:
+    """A table of exactly 50,000,000 cells (2 candidates x 25,000,000 columns at bucket
+    size 1) is allowed, and solved instantly and exactly (the capacity is clamped to the
+    sum of the candidates' weights)."""
+    items = scored(("a", 30, 0.5), ("b", 20, 0.4), ("z", 0, 0.3))
+    assert MAX_TABLE_CELLS == 2 * (24_999_999 + 1)
+    result = KnapsackSlice(1).slice(items, budget(24_999_999))
     assert contents(result) == ["z", "b", "a"]
+
+
+@pytest.mark.parametrize(("candidates", "target", "bucket"), [
+    (2, 25_000_000, 1),           # 2 x 25,000,001 = 50,000,002 cells
+    (1, 50_000_000, 1),           # 1 x 50,000,001
+    (3, 10**15, 1),
+    (100_000, 100_000, 100),      # 100,000 x 1,001 = 100,100,000
+])
+def test_table_over_fifty_million_cells_is_table_too_large(
+        candidates: int, target: int, bucket: int) -> None:
+    """The specification's TableTooLarge: n x (floor(target / bucket) + 1) > 50,000,000
+    raises TableTooLargeError before the table is allocated, even where the
+    implementation's own reductions would have made the table small."""
+    items = [ScoredItem(ContextItem(f"c{i}", 1 + i % 7), 0.5) for i in range(candidates)]
+    with pytest.raises(TableTooLargeError) as info:
+        KnapsackSlice(bucket).slice(items, budget(target))
+    capacity = target // bucket
+    error = info.value
+    assert (error.slicer, error.candidates, error.capacity) == ("KnapsackSlice", candidates,
+                                                               capacity)
+    assert error.cells == candidates * (capacity + 1)
+    assert error.limit == MAX_TABLE_CELLS == 50_000_000
+    assert isinstance(error, PipelineError)
+    assert "KnapsackSlice" in str(error)
+    assert "50,000,000" in str(error)
+
+
+def test_table_cells_count_only_positive_token_candidates() -> None:
+    """Zero-token (and negative-token) items are not rows of the table: with one
+    candidate, 25,000,001 columns fit however many zero-token items come along."""
+    items = scored(("a", 10, 0.5), *((f"z{i}", 0, 0.1) for i in range(5)), ("neg", -3, 0.9))
+    result = KnapsackSlice(1).slice(items, budget(25_000_000))
+    assert contents(result) == ["z0", "z1", "z2", "z3", "z4", "a"]
+
+
+@pytest.mark.parametrize(("items", "target"), [
+    (scored(("z", 0, 0.4)), 10**12),                 # no candidate: no table
+    (scored(("a", 10, 0.5), ("b", 10, 0.5)), 99),    # capacity 0: no table
+])
+def test_no_table_no_table_too_large(items: list[ScoredItem], target: int) -> None:
+    """KNAPSACK-SLICE returns before allocating when there is no candidate or the
+    capacity is 0, so neither can raise TableTooLarge."""
+    bucket = 1 if target > 99 else 100
+    result = KnapsackSlice(bucket).slice(items, budget(target))
+    assert contents(result) == [entry.item.content for entry in items if entry.item.tokens == 0]

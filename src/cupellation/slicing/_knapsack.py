@@ -14,6 +14,11 @@ Two transformations keep it exact while making it cheaper:
   are constant, and the reconstruction from ``capacity`` stays in that region
   exactly when the one from ``S`` does, so both pick the same items.
 
+A table the specification's would make larger than :data:`MAX_TABLE_CELLS`
+(``n x (capacity + 1)`` cells, ``n`` the positive-token candidates) raises
+:class:`~cupellation.exceptions.TableTooLargeError` before anything is
+allocated, even when the two transformations would have shrunk it.
+
 The keep table is ``n x (capacity + 1)`` booleans. When that exceeds
 ``max_keep_cells`` the items are processed in chunks: ``dp`` is saved at each
 chunk start and a chunk's keep rows are recomputed from its checkpoint during
@@ -31,13 +36,17 @@ import numpy as np
 import numpy.typing as npt
 
 from .._model import ContextBudget, ContextItem, ScoredItem
-from ..exceptions import InvalidValueError
+from ..exceptions import InvalidValueError, TableTooLargeError
 from ._common import check_budget, check_count, unpack
 
-__all__ = ["DEFAULT_MAX_KEEP_CELLS", "KnapsackSlice", "knapsack_select"]
+__all__ = ["DEFAULT_MAX_KEEP_CELLS", "MAX_TABLE_CELLS", "KnapsackSlice", "knapsack_select"]
 
 #: Score scaling factor of the specification (4 decimal digits).
 SCORE_SCALE = 10000.0
+
+#: The specification's limit on the DP table (``TableTooLarge``): a table of
+#: more than 50 million cells is refused before it is allocated.
+MAX_TABLE_CELLS = 50_000_000
 
 #: Keep-table cells (one byte each) held at once before chunking kicks in:
 #: 32 MiB, i.e. 32,000 items at the default capacity of 1,000 buckets.
@@ -59,6 +68,10 @@ class KnapsackSlice:
     original budget but may under-fill it. Zero-token items are always
     selected and come first in the result, followed by the DP selection in
     reconstruction order (last candidate first).
+
+    Raises :class:`~cupellation.exceptions.TableTooLargeError` when the
+    table (items with positive tokens x ``floor(target / bucket_size) + 1``)
+    would exceed :data:`MAX_TABLE_CELLS` cells.
     """
 
     bucket_size: int = 100
@@ -90,6 +103,10 @@ def knapsack_select(
     (input order), then the DP selection in reconstruction order.
 
     ``scores`` must be finite; ``target_tokens`` and ``bucket_size`` positive.
+    Raises :class:`~cupellation.exceptions.TableTooLargeError` naming
+    ``label`` when ``n * (capacity + 1) > MAX_TABLE_CELLS``, with ``n`` the
+    entries of positive ``tokens`` and ``capacity = target_tokens //
+    bucket_size`` (the table KNAPSACK-SLICE allocates), before any work.
     A score whose scaled value ``score * 10000`` overflows a double raises
     :class:`~cupellation.exceptions.InvalidValueError` naming
     ``"<label> scored[<i>].score"``, where ``i`` is ``positions[index]`` (the
@@ -99,6 +116,14 @@ def knapsack_select(
     capacity = target_tokens // bucket_size
     if capacity == 0:
         return zero_token
+    # TableTooLarge: the specification's keep table is n x (capacity + 1)
+    # booleans, n the positive-token candidates (KNAPSACK-SLICE allocates it
+    # only when n > 0 and capacity > 0). Counting n is skipped when even
+    # every entry being a candidate would stay within the limit.
+    if len(tokens) * (capacity + 1) > MAX_TABLE_CELLS:
+        candidates = sum(1 for t in tokens if t > 0)
+        if candidates * (capacity + 1) > MAX_TABLE_CELLS:
+            raise TableTooLargeError(label, candidates, capacity, MAX_TABLE_CELLS)
     # An item fits the capacity exactly when ceil(t / b) <= C, i.e. t <= C * b.
     limit = capacity * bucket_size
     floor = math.floor
