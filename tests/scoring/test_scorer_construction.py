@@ -371,6 +371,44 @@ def test_score_rejects_an_item_not_in_all_items() -> None:
         FunctionScorer(lambda entry, entries: 1.0).score(item("z"), items)
 
 
+def _absolute_scorers() -> list[ScorerBase]:
+    """One of each scorer spec/src/scorers.md lists as absolute."""
+    now = datetime(2025, 1, 1, tzinfo=UTC)
+    return [KindScorer(), TagScorer({"web": 1.0, "db": 3.0}), ReflexiveScorer(),
+            MetadataTrustScorer(), MetadataKeyScorer("k", "v", 2.0),
+            DecayScorer(ExponentialCurve(timedelta(hours=1)), clock=lambda: now)]
+
+
+@pytest.mark.parametrize("scorer", _absolute_scorers(), ids=lambda s: type(s).__name__)
+def test_absolute_scorers_ignore_all_items(scorer: ScorerBase) -> None:
+    """spec/src/scorers.md: for an absolute scorer "the allItems parameter is ignored":
+    score(item, all_items) is the same with all_items empty, without the item, or with
+    other items around it, and never raises for an item it was not given."""
+    subject = item("s", kind="ToolOutput", tags=("web", "db"), future_relevance_hint=0.7,
+                   metadata={"cupel:trust": "0.9", "k": "v"},
+                   timestamp=datetime(2024, 12, 31, 23, tzinfo=UTC))
+    others = [item("o1", kind="Memory", priority=3), item("o2", tags=("web",))]
+    alone = scorer.score(subject, [subject])
+    assert scorer.score(subject, []) == alone
+    assert scorer.score(subject, others) == alone
+    assert scorer.score(subject, [*others, subject]) == alone
+    assert scorer.score(subject, (item("s"),)) == alone   # an equal item, not this one
+
+
+def test_exactly_the_specifications_absolute_scorers_are_absolute() -> None:
+    """The six built-ins the chapter lists as absolute say so; the relative and
+    composite ones (Recency, Priority, Frequency, Composite, Scaled, Function) do not."""
+    absolute = {type(scorer).__name__ for scorer in _absolute_scorers() if scorer.absolute}
+    assert absolute == {"KindScorer", "TagScorer", "ReflexiveScorer", "MetadataTrustScorer",
+                        "MetadataKeyScorer", "DecayScorer"}
+    relative: list[ScorerBase] = [
+        RecencyScorer(), PriorityScorer(), FrequencyScorer(),
+        CompositeScorer([(KindScorer(), 1.0)]), ScaledScorer(KindScorer()),
+        FunctionScorer(lambda entry, entries: 1.0),
+    ]
+    assert [scorer.absolute for scorer in relative] == [False] * len(relative)
+
+
 def test_function_scorer_calls_fn_with_item_and_all_items() -> None:
     """FunctionScorer passes each item and the whole list, in order."""
     calls: list[tuple[str, int]] = []

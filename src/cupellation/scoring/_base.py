@@ -42,8 +42,10 @@ class ScorerBase(ABC):
 
     __slots__ = ()
 
-    #: True for absolute scorers, whose score of an item ignores the other
-    #: items: :meth:`score` then scores the item alone.
+    #: True for the specification's absolute scorers (KindScorer, TagScorer,
+    #: ReflexiveScorer, MetadataTrustScorer, DecayScorer, MetadataKeyScorer),
+    #: whose score of an item depends on that item alone: :meth:`score` then
+    #: ignores ``all_items`` entirely, as ``spec/src/scorers.md`` says.
     absolute: ClassVar[bool] = False
 
     @abstractmethod
@@ -53,13 +55,15 @@ class ScorerBase(ABC):
     def score(self, item: ContextItem, all_items: Sequence[ContextItem]) -> float:
         """``Score(item, allItems)``: the score of ``item`` among ``all_items``.
 
-        ``item`` is found in ``all_items`` by identity; raises
-        :class:`~cupellation.exceptions.InvalidValueError` when it is not there.
+        An absolute scorer ignores ``all_items`` (it may be empty, or not hold
+        ``item``). A relative scorer finds ``item`` in ``all_items`` by
+        identity and raises :class:`~cupellation.exceptions.InvalidValueError`
+        when it is not there.
         """
+        if self.absolute:
+            return float(self.score_all((item,))[0])
         for index, candidate in enumerate(all_items):
             if candidate is item:
-                if self.absolute:
-                    return float(self.score_all((item,))[0])
                 return float(self.score_all(all_items)[index])
         raise InvalidValueError("item", item, "is not in all_items (compared by identity)")
 
