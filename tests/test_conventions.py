@@ -49,3 +49,33 @@ def test_library_code_never_configures_global_telemetry_or_logging() -> None:
                  for path in sorted((ROOT / "src").rglob("*.py"))
                  for needle in forbidden if needle in path.read_text(encoding="utf-8")]
     assert offenders == []
+
+
+def test_the_top_level_stays_small_and_the_spine_modules_are_public() -> None:
+    """About 35 names at the top level; events and reasons have public modules whose
+    JSON helpers take and give text."""
+    import cupellation.events as events
+    import cupellation.reasons as reasons
+
+    assert len(cupellation.__all__) <= 40
+    for name in ("Pipeline", "ContextItem", "ContextBudget", "DiagnosticTraceCollector",
+                 "TraceDetailLevel", "FanOutCollector", "build_report", "ReportBuilder"):
+        assert name in cupellation.__all__
+    assert "ItemExcluded" in events.__all__
+    assert "BudgetExceeded" in reasons.__all__
+    from cupellation.scoring import DecayScorer, ExponentialCurve, StepCurve, WindowCurve
+    from cupellation.scoring import utc_now as clock
+
+    assert all((DecayScorer, ExponentialCurve, StepCurve, WindowCurve, clock))
+
+
+def test_names_follow_one_convention_for_mappings_and_json_text() -> None:
+    """to_dict/from_dict give and take mappings, to_json/from_json text, throughout."""
+    item = cupellation.ContextItem(content="x", tokens=1)
+    assert isinstance(item.to_dict(), dict)
+    assert isinstance(item.to_json(), str)
+    assert cupellation.ContextItem.from_json(item.to_json()) == item
+    report = cupellation.Pipeline(scorer=cupellation.RecencyScorer()).dry_run(
+        [item], cupellation.ContextBudget(max_tokens=5, target_tokens=5))
+    assert isinstance(report.to_dict(), dict)
+    assert cupellation.SelectionReport.from_json(report.to_json()) == report

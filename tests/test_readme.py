@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
@@ -28,3 +30,14 @@ def test_the_two_commands_exist_and_ci_runs_the_test_command() -> None:
     for command in commands:
         assert (ROOT / command).is_file()
     assert "bash scripts/test.sh" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def test_python_example_prints_the_report_as_json(capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's ``print(report.to_json())`` prints JSON text in the seeds' shape."""
+    import json
+
+    blocks = re.findall(r"```python\n(.*?)```", README, re.S)
+    exec(compile(blocks[0], "README.md", "exec"), {})
+    printed = capsys.readouterr().out.strip().splitlines()[-1]
+    assert set(json.loads(printed)) >= {"events", "included", "excluded",
+                                        "total_candidates", "total_tokens_considered"}
