@@ -8,6 +8,9 @@ import pkgutil
 from pathlib import Path
 
 import cupellation
+from cupellation import events, reasons
+from cupellation.scoring import DecayScorer, ExponentialCurve, StepCurve, WindowCurve
+from cupellation.scoring import utc_now as clock
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -54,18 +57,12 @@ def test_library_code_never_configures_global_telemetry_or_logging() -> None:
 def test_the_top_level_stays_small_and_the_spine_modules_are_public() -> None:
     """About 35 names at the top level; events and reasons have public modules whose
     JSON helpers take and give text."""
-    import cupellation.events as events
-    import cupellation.reasons as reasons
-
     assert len(cupellation.__all__) <= 40
     for name in ("Pipeline", "ContextItem", "ContextBudget", "DiagnosticTraceCollector",
                  "TraceDetailLevel", "FanOutCollector", "build_report", "ReportBuilder"):
         assert name in cupellation.__all__
     assert "ItemExcluded" in events.__all__
     assert "BudgetExceeded" in reasons.__all__
-    from cupellation.scoring import DecayScorer, ExponentialCurve, StepCurve, WindowCurve
-    from cupellation.scoring import utc_now as clock
-
     assert all((DecayScorer, ExponentialCurve, StepCurve, WindowCurve, clock))
 
 

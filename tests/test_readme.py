@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -34,8 +35,6 @@ def test_the_two_commands_exist_and_ci_runs_the_test_command() -> None:
 
 def test_python_example_prints_the_report_as_json(capsys: pytest.CaptureFixture[str]) -> None:
     """The README's ``print(report.to_json())`` prints JSON text in the seeds' shape."""
-    import json
-
     blocks = re.findall(r"```python\n(.*?)```", README, re.S)
     exec(compile(blocks[0], "README.md", "exec"), {})
     printed = capsys.readouterr().out.strip().splitlines()[-1]
