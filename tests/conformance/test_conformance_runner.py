@@ -330,3 +330,53 @@ def test_missing_tomli_raises_install_hint(
         run_vector_file(path)
     with pytest.raises(ModuleNotFoundError, match="tomli"):
         run_paths([tmp_path])
+
+
+# -- pipeline [config] and [budget] keys ---------------------------------------
+
+PIPELINE_DIR = REQUIRED_DIR / "pipeline"
+
+
+def _pipeline_variant(tmp_path: Path, name: str, old: str, new: str) -> Path:
+    """greedy-chronological.toml with ``old`` replaced by ``new``, written to tmp_path."""
+    text = (PIPELINE_DIR / "greedy-chronological.toml").read_text(encoding="utf-8")
+    assert old in text
+    return write(tmp_path, name, text.replace(old, new, 1))
+
+
+def test_pipeline_unknown_config_key_fails_with_a_suggestion(tmp_path: Path) -> None:
+    """A misspelt pipeline setting is not handed to the slicer and dropped: the
+    vector fails naming the key, and the pipeline's own keys are suggested."""
+    path = _pipeline_variant(tmp_path, "dedup.toml", "deduplication = true",
+                             "deduplication = true\ndeduplicaton = false")
+    result = run_vector_file(path)
+    assert_failed(result, path, "UnsupportedConfigError", "config.deduplicaton",
+                  "did you mean 'deduplication'")
+
+
+def test_pipeline_unknown_scorer_entry_key_fails(tmp_path: Path) -> None:
+    """An unknown key in a [[config.scorers]] entry fails the vector, naming its path."""
+    path = _pipeline_variant(tmp_path, "scorer.toml", "weight = 1.0",
+                             "weight = 1.0\nhalf_life = 3")
+    result = run_vector_file(path)
+    assert_failed(result, path, "config.scorers[0].half_life")
+
+
+def test_pipeline_unknown_budget_key_fails(tmp_path: Path) -> None:
+    """[budget] keys the runner does not apply (reserved_slots) fail the vector."""
+    path = _pipeline_variant(tmp_path, "budget.toml", "output_reserve = 0",
+                             "output_reserve = 0\nreserved_slots = 2")
+    result = run_vector_file(path)
+    assert_failed(result, path, "budget.reserved_slots")
+
+
+def test_pipeline_scorer_entries_read_nested_composite_children(tmp_path: Path) -> None:
+    """A [[config.scorers]] entry that is itself a composite has its children under
+    ``children``; they are built (a lone nested recency child scores as recency,
+    so the vector's expectations still hold)."""
+    path = _pipeline_variant(
+        tmp_path, "nested.toml", 'type = "recency"\nweight = 1.0',
+        'type = "composite"\nweight = 1.0\n\n[[config.scorers.children]]\n'
+        'type = "recency"\nweight = 1.0')
+    result = run_vector_file(path)
+    assert result.passed, result.reason

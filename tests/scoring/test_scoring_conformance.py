@@ -13,7 +13,7 @@ import pytest
 import tomli
 
 from cupellation import ContextItem, ContextKind
-from cupellation.conformance import VectorFailure, run_vector_file
+from cupellation.conformance import UnsupportedConfigError, VectorFailure, run_vector_file
 from cupellation.conformance._scoring import (
     SCORER_TYPES,
     build_scorer,
@@ -26,6 +26,7 @@ from cupellation.scoring import (
     DecayScorer,
     ExponentialCurve,
     KindScorer,
+    PriorityScorer,
     RecencyScorer,
     ScaledScorer,
     Scorer,
@@ -117,15 +118,160 @@ def test_expected_content_not_among_items_is_a_failure() -> None:
         run_scoring_vector(doc)
 
 
-def test_unknown_fields_are_ignored() -> None:
-    """Unknown keys at every level are ignored (forward compatibility)."""
+def test_unknown_fields_outside_config_are_ignored() -> None:
+    """Unknown keys outside [config] are ignored (the format chapter's forward
+    compatibility): a new table, [test] flag, item field or expectation note."""
     doc = copy.deepcopy(load("tag-basic.toml"))
     doc["future_table"] = {"x": 1}
     doc["test"]["new_flag"] = True
-    doc["config"]["new_option"] = "whatever"
     doc["items"][0]["new_field"] = [1, 2]
     doc["expected"][0]["note"] = "ignored"
     run_scoring_vector(doc)
+
+
+NESTED_COMPOSITE = """\
+[test]
+name = "CompositeScorer: nested composite containing composite"
+stage = "scoring"
+scorer = "composite"
+
+[[config.scorers]]
+type = "composite"
+weight = 1.0
+
+[[config.scorers.children]]
+type = "recency"
+weight = 1.0
+
+[[config.scorers.children]]
+type = "priority"
+weight = 1.0
+
+[[config.scorers]]
+type = "reflexive"
+weight = 1.0
+
+[[items]]
+content = "a"
+tokens = 100
+timestamp = 2024-01-01T00:00:00Z
+priority = 1
+futureRelevanceHint = 0.8
+
+[[items]]
+content = "b"
+tokens = 100
+timestamp = 2024-12-01T00:00:00Z
+priority = 5
+futureRelevanceHint = 0.2
+
+[[expected]]
+content = "a"
+score_approx = 0.4
+
+[[expected]]
+content = "b"
+score_approx = 0.6
+"""
+
+
+def test_nested_composite_children_are_read() -> None:
+    """A composite entry's own children are written under ``children`` (the optional
+    vector composite-nested.toml): they are built, not dropped, and the vector's
+    0.4 / 0.6 scores come out."""
+    doc = tomli.loads(NESTED_COMPOSITE)
+    run_scoring_vector(doc)
+    scorer = build_scorer("composite", doc["config"])
+    assert isinstance(scorer, CompositeScorer)
+    inner = scorer.scorers[0]
+    assert isinstance(inner, CompositeScorer)
+    assert [type(child) for child in inner.scorers] == [RecencyScorer, PriorityScorer]
+
+
+def test_nested_composite_children_in_a_config_table() -> None:
+    """A child's settings may also sit in a nested [config] table, children included."""
+    scorer = build_scorer("composite", {"scorers": [
+        {"type": "composite", "weight": 2.0,
+         "config": {"children": [{"type": "tag", "tag_weights": {"x": 1.0}}]}},
+        {"type": "kind"},
+    ]})
+    assert isinstance(scorer, CompositeScorer)
+    assert scorer.weights == (2 / 3, 1 / 3)
+    nested = scorer.scorers[0]
+    assert isinstance(nested, CompositeScorer)
+    assert isinstance(nested.scorers[0], TagScorer)
+
+
+@pytest.mark.parametrize(("scorer_type", "config", "path"), [
+    ("recency", {"half_life": 3}, "config.half_life"),
+    ("tag", {"tag_weights": {"a": 1.0}, "case_insensitive": True}, "config.case_insensitive"),
+    ("tag", {"tag_weights": [{"tag": "a", "weight": 1.0, "boost": 2}]},
+     "config.tag_weights[0].boost"),
+    ("kind", {"weights": [{"kind": "Memory", "wieght": 1.0}]}, "config.weights[0].wieght"),
+    ("composite", {"scorers": [{"type": "recency", "wieght": 2.0}]}, "config.scorers[0].wieght"),
+    ("composite", {"scorers": [{"type": "composite", "children": [
+        {"type": "priority", "weight": 1.0, "extra": 1}]}]},
+     "config.scorers[0].children[0].extra"),
+    ("composite", {"scorers": [{"type": "kind", "config": {}, "use_default_weights": True}]},
+     "config.scorers[0].use_default_weights"),
+    ("scaled", {"inner_scorer": "kind", "inner_config": {"weigths": {}}},
+     "config.inner_config.weigths"),
+    ("scaled", {"inner_scorer": {"type": "reflexive", "clamp": False}},
+     "config.inner_scorer.clamp"),
+    ("decay", {"reference_time": "2025-01-01T00:00:00Z",
+               "curve": {"type": "window", "max_age_secs": 60, "half_life_secs": 5}},
+     "config.curve.half_life_secs"),
+    ("decay", {"reference_time": "2025-01-01T00:00:00Z",
+               "curve": {"type": "step", "windows": [{"max_age_secs": 60, "score": 0.5,
+                                                      "label": "x"}]}},
+     "config.curve.windows[0].label"),
+    ("metadata_key", {"key": "k", "value": "v", "boost": 1.5, "case_sensitive": True},
+     "config.case_sensitive"),
+])
+def test_unknown_config_keys_are_refused_naming_their_path(
+        scorer_type: str, config: dict[str, Any], path: str) -> None:
+    """A [config] key the scorer (or an entry, curve or window) does not take raises
+    UnsupportedConfigError naming its full path; it is never silently dropped."""
+    with pytest.raises(UnsupportedConfigError) as caught:
+        build_scorer(scorer_type, config)
+    assert caught.value.path == path
+    assert str(caught.value).startswith(f"{path}:")
+
+
+def test_unknown_config_key_suggests_the_setting_meant() -> None:
+    """The error suggests the closest known key and lists them all."""
+    with pytest.raises(UnsupportedConfigError, match="did you mean 'default_score'") as caught:
+        build_scorer("metadata_trust", {"default_scor": 0.5})
+    assert caught.value.known == ("default_score",)
+
+
+def test_conflicting_config_keys_are_refused() -> None:
+    """Settings that cannot all be honoured (custom weights with use_default_weights,
+    scorers with children) are refused rather than one being dropped."""
+    with pytest.raises(UnsupportedConfigError, match="use_default_weights"):
+        build_scorer("kind", {"use_default_weights": True, "weights": {"Memory": 1.0}})
+    with pytest.raises(UnsupportedConfigError, match="scorers"):
+        build_scorer("composite", {"scorers": [{"type": "kind"}], "children": []})
+
+
+def test_unknown_config_key_cannot_satisfy_an_expected_construction_error() -> None:
+    """A vector expecting a construction error does not pass because of an unknown
+    key: the error is not a ConfigurationError and the vector fails."""
+    doc = copy.deepcopy(load("metadata-key-zero-boost-construction-error.toml"))
+    doc["config"]["boots"] = 2.0
+    with pytest.raises(UnsupportedConfigError, match=r"config\.boots"):
+        run_scoring_vector(doc)
+
+
+def test_unknown_config_key_fails_the_vector_through_the_runner(tmp_path: Path) -> None:
+    """Through run_vector_file the vector fails, the reason naming the key's path."""
+    text = (VECTORS / "tag-basic.toml").read_text(encoding="utf-8")
+    path = tmp_path / "tag-extra.toml"
+    path.write_text(text + "\n[config.extra]\nx = 1\n", encoding="utf-8")
+    result = run_vector_file(path)
+    assert not result.passed
+    assert result.reason is not None
+    assert "UnsupportedConfigError: config.extra" in result.reason
 
 
 # -- build_scorer ---------------------------------------------------------------

@@ -4,13 +4,17 @@ Each vector is a TOML 1.1 file with a ``[test]`` table naming its ``stage``
 (``scoring``, ``slicing``, ``placing`` or ``pipeline``). Reading them needs
 ``tomli`` (``pip install 'cupellation[cli]'``).
 
+A key in a vector's ``[config]`` or ``[budget]`` that the runner does not
+know fails that vector with :class:`UnsupportedConfigError` naming the key's
+path, rather than being dropped (unknown keys elsewhere are ignored).
+
 >>> summary = run_paths(["conformance/required"])      # doctest: +SKIP
 >>> print(f"{summary.passed} passed, {summary.failed} failed")  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
-from ._errors import VectorFailure
+from ._errors import UnsupportedConfigError, VectorFailure
 from ._runner import (
     ConformanceSummary,
     VectorResult,
@@ -21,6 +25,7 @@ from ._runner import (
 
 __all__ = [
     "ConformanceSummary",
+    "UnsupportedConfigError",
     "VectorFailure",
     "VectorResult",
     "collect_vector_files",

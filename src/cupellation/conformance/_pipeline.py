@@ -9,32 +9,42 @@ from typing import Any
 from .._collectors import DiagnosticTraceCollector, TraceDetailLevel
 from .._model import ContextBudget
 from .._pipeline import Pipeline
-from ..reasons import reason_to_dict as exclusion_reason_to_json
 from .._report import SelectionReport
+from ..reasons import reason_to_dict as exclusion_reason_to_json
 from ..scoring import CompositeScorer, Scorer
-from ._errors import VectorFailure
+from ._errors import VectorFailure, check_keys
 from ._placing import build_placer
-from ._scoring import build_scorer
+from ._scoring import scorer_from_entry
 from ._slicing import build_slicer
 from ._vectors import item_from_vector
 
 __all__ = ["build_pipeline", "run_pipeline_vector"]
 
-_PIPELINE_KEYS = frozenset({"slicer", "placer", "deduplication", "overflow_strategy", "scorers"})
+_PIPELINE_KEYS = ("slicer", "placer", "deduplication", "overflow_strategy", "scorers")
+_BUDGET_KEYS = ("max_tokens", "target_tokens", "output_reserve")
 _DEFAULT_EPSILON = 1e-9
 
 
 def build_pipeline(config: Mapping[str, Any]) -> Pipeline:
-    """The pipeline a vector's ``[config]`` table describes."""
-    entries: Sequence[Mapping[str, Any]] = config.get("scorers", ())
+    """The pipeline a vector's ``[config]`` table describes.
+
+    ``[[config.scorers]]`` entries are read as a composite's (a single entry is
+    used alone); every other key besides ``slicer``, ``placer``,
+    ``deduplication`` and ``overflow_strategy`` must be a setting of the
+    slicer (``bucket_size`` ...), or
+    :class:`~cupellation.conformance.UnsupportedConfigError` is raised.
+    """
+    entries: Sequence[Any] = config.get("scorers", ())
     if not entries:
         raise VectorFailure("[config] has no [[config.scorers]] entry")
-    scorers = [(build_scorer(e["type"], e), float(e.get("weight", 1.0))) for e in entries]
+    scorers = [scorer_from_entry(entry, f"config.scorers[{index}]")
+               for index, entry in enumerate(entries)]
     scorer: Scorer = scorers[0][0] if len(scorers) == 1 else CompositeScorer(scorers)
     slicer_config = {k: v for k, v in config.items() if k not in _PIPELINE_KEYS}
     return Pipeline(
         scorer=scorer,
-        slicer=build_slicer(config.get("slicer", "greedy"), slicer_config),
+        slicer=build_slicer(config.get("slicer", "greedy"), slicer_config,
+                            also_known=_PIPELINE_KEYS),
         placer=build_placer(config.get("placer", "chronological")),
         deduplication=bool(config.get("deduplication", True)),
         overflow_strategy=config.get("overflow_strategy", "throw"),
@@ -44,6 +54,7 @@ def build_pipeline(config: Mapping[str, Any]) -> Pipeline:
 def run_pipeline_vector(doc: Mapping[str, Any]) -> None:
     """Run one parsed pipeline vector; raise :class:`VectorFailure` on any mismatch."""
     budget_table = doc["budget"]
+    check_keys(budget_table, _BUDGET_KEYS, "budget", "a pipeline vector's budget")
     budget = ContextBudget(
         max_tokens=budget_table["max_tokens"],
         target_tokens=budget_table["target_tokens"],
@@ -51,7 +62,7 @@ def run_pipeline_vector(doc: Mapping[str, Any]) -> None:
     )
     pipeline = build_pipeline(doc.get("config", {}))
     items = [item_from_vector(table) for table in doc.get("items", ())]
-    collector = DiagnosticTraceCollector(TraceDetailLevel.ITEM)
+    collector = DiagnosticTraceCollector(TraceDetailLevel.FULL)
     output = pipeline.run(items, budget, collector)
     expected = [entry["content"] for entry in doc.get("expected_output", ())]
     actual = [item.content for item in output]

@@ -5,7 +5,11 @@ A scoring vector names its scorer in ``[test].scorer``, configures it in
 ``[config]``, lists ``[[items]]`` and the ``[[expected]]`` score of each item
 (by ``content``) within ``[tolerance].score_epsilon``. A vector with
 ``expect_construction_error = true`` passes when building the scorer raises
-:class:`~cupellation.exceptions.ConfigurationError`. Unknown keys are ignored.
+:class:`~cupellation.exceptions.ConfigurationError`. An unknown key in
+``[config]`` (at any depth) is refused with
+:class:`~cupellation.conformance.UnsupportedConfigError`; unknown keys
+elsewhere (``[test]``, ``[[items]]``, ``[[expected]]``) are ignored, as the
+format chapter asks.
 """
 
 from __future__ import annotations
@@ -34,10 +38,16 @@ from ..scoring import (
     TagScorer,
     WindowCurve,
 )
-from ._errors import VectorFailure
+from ._errors import UnsupportedConfigError, VectorFailure, check_keys
 from ._vectors import item_from_vector, vector_timestamp
 
-__all__ = ["SCORER_TYPES", "build_scorer", "item_from_vector", "run_scoring_vector"]
+__all__ = [
+    "SCORER_TYPES",
+    "build_scorer",
+    "item_from_vector",
+    "run_scoring_vector",
+    "scorer_from_entry",
+]
 
 #: The default ``[tolerance].score_epsilon`` (the specification's 1e-9).
 DEFAULT_EPSILON = 1e-9
@@ -55,7 +65,13 @@ def _table(value: Any, field: str) -> Mapping[str, Any]:
     return value
 
 
-def _pairs(value: Any, field: str, key_name: str) -> dict[str, Any]:
+def _array(value: Any, field: str) -> Sequence[Any]:
+    if not isinstance(value, Sequence) or isinstance(value, str):
+        raise InvalidTypeError(field, value, "an array of tables")
+    return value
+
+
+def _pairs(value: Any, field: str, key_name: str, path: str) -> dict[str, Any]:
     """A weight map given as a table ``{name = weight}`` or as an array of
     tables ``[{<key_name> = name, weight = w}]`` (the vectors' form)."""
     if isinstance(value, Mapping):
@@ -64,6 +80,7 @@ def _pairs(value: Any, field: str, key_name: str) -> dict[str, Any]:
         pairs: dict[str, Any] = {}
         for index, raw in enumerate(value):
             entry = _table(raw, f"{field}[{index}]")
+            check_keys(entry, (key_name, "weight"), f"{path}[{index}]", f"a {field} entry")
             pairs[_require(entry, key_name, field)] = _require(entry, "weight", field)
         return pairs
     raise InvalidTypeError(field, value, "a table or an array of tables")
@@ -78,21 +95,31 @@ def _seconds(config: Mapping[str, Any], key: str) -> timedelta:
     return timedelta(seconds=value)
 
 
-def _curve(config: Mapping[str, Any]) -> DecayCurve:
+#: Each curve type's keys besides ``type``.
+_CURVE_KEYS: dict[str, tuple[str, ...]] = {
+    "exponential": ("half_life_secs",),
+    "window": ("max_age_secs",),
+    "step": ("windows",),
+}
+
+
+def _curve(config: Mapping[str, Any], path: str) -> DecayCurve:
     curve_type = str(config.get("type", "")).lower()
+    if curve_type not in _CURVE_KEYS:
+        raise ConfigurationError(
+            "curve.type", config.get("type"), "must be 'exponential', 'step' or 'window'"
+        )
+    check_keys(config, ("type", *_CURVE_KEYS[curve_type]), path, f"a {curve_type!r} curve")
     if curve_type == "exponential":
         return ExponentialCurve(half_life=_seconds(config, "half_life_secs"))
     if curve_type == "window":
         return WindowCurve(max_age=_seconds(config, "max_age_secs"))
-    if curve_type == "step":
-        windows = [
-            (_seconds(window, "max_age_secs"), _require(window, "score", "step window"))
-            for window in (_table(w, "windows[]") for w in config.get("windows", []))
-        ]
-        return StepCurve(windows=windows)
-    raise ConfigurationError(
-        "curve.type", config.get("type"), "must be 'exponential', 'step' or 'window'"
-    )
+    windows = []
+    for index, raw in enumerate(_array(config.get("windows", []), "windows")):
+        window = _table(raw, "windows[]")
+        check_keys(window, ("max_age_secs", "score"), f"{path}.windows[{index}]", "a step window")
+        windows.append((_seconds(window, "max_age_secs"), _require(window, "score", "step window")))
+    return StepCurve(windows=windows)
 
 
 def _fixed_clock(moment: datetime) -> Callable[[], datetime]:
@@ -103,42 +130,75 @@ def _fixed_clock(moment: datetime) -> Callable[[], datetime]:
     return clock
 
 
-def _build_kind(config: Mapping[str, Any]) -> Scorer:
-    if "weights" in config and not config.get("use_default_weights", False):
-        return KindScorer(_pairs(config["weights"], "weights", "kind"))
+def _build_kind(config: Mapping[str, Any], path: str) -> Scorer:
+    if config.get("use_default_weights", False):
+        if "weights" in config:
+            raise UnsupportedConfigError(
+                f"{path}.weights", "a 'kind' scorer", _KEYS["kind"],
+                "cannot be honoured together with use_default_weights = true",
+            )
+        return KindScorer()
+    if "weights" in config:
+        return KindScorer(_pairs(config["weights"], "weights", "kind", f"{path}.weights"))
     return KindScorer()
 
 
-def _build_tag(config: Mapping[str, Any]) -> Scorer:
-    weights = _pairs(config.get("tag_weights", {}), "tag_weights", "tag")
+def _build_tag(config: Mapping[str, Any], path: str) -> Scorer:
+    weights = _pairs(config.get("tag_weights", {}), "tag_weights", "tag", f"{path}.tag_weights")
     return TagScorer(weights, case_sensitive=bool(config.get("case_sensitive", False)))
 
 
-def _build_composite(config: Mapping[str, Any]) -> Scorer:
-    entries = config.get("scorers", [])
-    if not isinstance(entries, Sequence) or isinstance(entries, str):
-        raise InvalidTypeError("scorers", entries, "an array of tables")
-    children: list[tuple[Scorer, float]] = []
-    for index, raw in enumerate(entries):
-        entry = _table(raw, f"scorers[{index}]")
-        child_type = _require(entry, "type", "composite child")
-        # A child's own settings sit beside its type and weight (or in a
-        # nested [config] table).
-        child_config = entry.get("config", entry)
-        children.append((build_scorer(child_type, child_config), entry.get("weight", 1.0)))
+def scorer_from_entry(raw: Any, path: str) -> tuple[Scorer, float]:
+    """The scorer and weight of one entry of a scorer list: a ``[[config.scorers]]``
+    table of a pipeline or composite vector, or a composite's ``children`` entry.
+
+    An entry names its ``type`` and ``weight`` (default 1.0); its scorer's
+    settings sit beside them (``children`` for a nested composite,
+    ``tag_weights`` for a tag scorer ...) or in a nested ``config`` table, not both.
+    """
+    entry = _table(raw, path)
+    scorer_type = _require(entry, "type", "composite child")
+    if "config" in entry:
+        check_keys(entry, ("type", "weight", "config"), path,
+                   "an entry whose settings are in its [config] table")
+        config, config_path = _table(entry["config"], f"{path}.config"), f"{path}.config"
+    else:
+        config = {key: value for key, value in entry.items() if key not in ("type", "weight")}
+        config_path = path
+    return build_scorer(scorer_type, config, path=config_path), entry.get("weight", 1.0)
+
+
+def _build_composite(config: Mapping[str, Any], path: str) -> Scorer:
+    # A top-level composite lists its children under "scorers"; a composite
+    # nested in another one under "children" (the vectors' spelling).
+    if "scorers" in config and "children" in config:
+        raise UnsupportedConfigError(
+            f"{path}.children", "a 'composite' scorer", _KEYS["composite"],
+            "cannot be honoured together with 'scorers' (name the children once)",
+        )
+    key = "children" if "children" in config else "scorers"
+    entries = _array(config.get(key, []), key)
+    children = [scorer_from_entry(raw, f"{path}.{key}[{index}]")
+                for index, raw in enumerate(entries)]
     return CompositeScorer(children)
 
 
-def _build_scaled(config: Mapping[str, Any]) -> Scorer:
+def _build_scaled(config: Mapping[str, Any], path: str) -> Scorer:
     inner = _require(config, "inner_scorer", "scaled")
     if isinstance(inner, Mapping):
-        inner_type = _require(inner, "type", "scaled inner")
-        return ScaledScorer(build_scorer(inner_type, inner.get("config", inner)))
-    return ScaledScorer(build_scorer(inner, config.get("inner_config", {})))
+        if "inner_config" in config:
+            raise UnsupportedConfigError(
+                f"{path}.inner_config", "a 'scaled' scorer", _KEYS["scaled"],
+                "cannot be honoured when inner_scorer is a table (put the settings there)",
+            )
+        scorer, _weight = scorer_from_entry(inner, f"{path}.inner_scorer")
+        return ScaledScorer(scorer)
+    inner_config = _table(config.get("inner_config", {}), "inner_config")
+    return ScaledScorer(build_scorer(inner, inner_config, path=f"{path}.inner_config"))
 
 
-def _build_decay(config: Mapping[str, Any]) -> Scorer:
-    curve = _curve(_table(_require(config, "curve", "decay"), "curve"))
+def _build_decay(config: Mapping[str, Any], path: str) -> Scorer:
+    curve = _curve(_table(_require(config, "curve", "decay"), "curve"), f"{path}.curve")
     # DecayScorer has no default clock (D042): a vector must fix its instant.
     moment = vector_timestamp(_require(config, "reference_time", "decay"), "reference_time")
     options: dict[str, Any] = {}
@@ -147,13 +207,13 @@ def _build_decay(config: Mapping[str, Any]) -> Scorer:
     return DecayScorer(curve, clock=_fixed_clock(moment), **options)
 
 
-def _build_metadata_trust(config: Mapping[str, Any]) -> Scorer:
+def _build_metadata_trust(config: Mapping[str, Any], path: str) -> Scorer:
     if "default_score" in config:
         return MetadataTrustScorer(default_score=config["default_score"])
     return MetadataTrustScorer()
 
 
-def _build_metadata_key(config: Mapping[str, Any]) -> Scorer:
+def _build_metadata_key(config: Mapping[str, Any], path: str) -> Scorer:
     return MetadataKeyScorer(
         key=_require(config, "key", "metadata_key"),
         value=_require(config, "value", "metadata_key"),
@@ -161,13 +221,13 @@ def _build_metadata_key(config: Mapping[str, Any]) -> Scorer:
     )
 
 
-_BUILDERS: dict[str, Callable[[Mapping[str, Any]], Scorer]] = {
-    "recency": lambda _config: RecencyScorer(),
-    "priority": lambda _config: PriorityScorer(),
+_BUILDERS: dict[str, Callable[[Mapping[str, Any], str], Scorer]] = {
+    "recency": lambda _config, _path: RecencyScorer(),
+    "priority": lambda _config, _path: PriorityScorer(),
     "kind": _build_kind,
     "tag": _build_tag,
-    "frequency": lambda _config: FrequencyScorer(),
-    "reflexive": lambda _config: ReflexiveScorer(),
+    "frequency": lambda _config, _path: FrequencyScorer(),
+    "reflexive": lambda _config, _path: ReflexiveScorer(),
     "composite": _build_composite,
     "scaled": _build_scaled,
     "decay": _build_decay,
@@ -175,26 +235,47 @@ _BUILDERS: dict[str, Callable[[Mapping[str, Any]], Scorer]] = {
     "metadata_key": _build_metadata_key,
 }
 
+#: The settings each scorer type takes; any other key is refused.
+_KEYS: dict[str, tuple[str, ...]] = {
+    "recency": (),
+    "priority": (),
+    "kind": ("use_default_weights", "weights"),
+    "tag": ("tag_weights", "case_sensitive"),
+    "frequency": (),
+    "reflexive": (),
+    "composite": ("scorers", "children"),
+    "scaled": ("inner_scorer", "inner_config"),
+    "decay": ("curve", "reference_time", "null_timestamp_score"),
+    "metadata_trust": ("default_score",),
+    "metadata_key": ("key", "value", "boost"),
+}
+
 #: The scorer type names vectors use.
 SCORER_TYPES: tuple[str, ...] = tuple(_BUILDERS)
 
 
-def build_scorer(type_name: str, config: Mapping[str, Any]) -> Scorer:
+def build_scorer(type_name: str, config: Mapping[str, Any], *, path: str = "config") -> Scorer:
     """The scorer a vector describes: its type name (``"recency"``,
     ``"metadata_key"`` ...) and its ``[config]`` table.
 
-    Types without settings accept any table (``{}`` included). Raises
-    :class:`~cupellation.exceptions.ConfigurationError` for an unknown type, a
-    missing required setting, or an invalid one.
+    Every key of ``config`` (and of the tables nested in it) must be a setting
+    of that type: any other raises
+    :class:`~cupellation.conformance.UnsupportedConfigError` naming its path
+    (``path`` is where ``config`` sits in the vector) rather than being
+    dropped. Raises :class:`~cupellation.exceptions.ConfigurationError` for
+    an unknown type, a missing required setting, or an invalid one.
     """
     if not isinstance(type_name, str):
         raise InvalidTypeError("type", type_name, "a scorer type name")
-    builder = _BUILDERS.get(type_name.lower())
+    scorer_type = type_name.lower()
+    builder = _BUILDERS.get(scorer_type)
     if builder is None:
         raise ConfigurationError(
             "type", type_name, f"is not a scorer type (expected one of {', '.join(SCORER_TYPES)})"
         )
-    return builder(_table(config, "config"))
+    table = _table(config, "config")
+    check_keys(table, _KEYS[scorer_type], path, f"a {scorer_type!r} scorer")
+    return builder(table, path)
 
 
 def _epsilon(doc: Mapping[str, Any]) -> float:
