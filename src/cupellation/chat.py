@@ -1,0 +1,759 @@
+"""Chat transcripts as context items: OpenAI-style and Anthropic-style message lists.
+
+    from cupellation.chat import chat_to_items, load_chat
+
+    items = chat_to_items([
+        {"role": "system", "content": "You are terse."},
+        {"role": "user", "content": "Weather in Oslo?"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function",
+            "function": {"name": "weather", "arguments": "{\\"city\\": \\"Oslo\\"}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "4°C, rain"},
+    ])
+
+**Formats.** OpenAI style is a list of ``{"role", "content", "tool_calls",
+"tool_call_id", "name"}`` messages (or an object with such a ``"messages"``
+list), content being a string or a list of parts (``{"type": "text", "text"}``,
+``{"type": "refusal", "refusal"}``, images, audio and files). Anthropic style is
+``{"system": ..., "messages": [...]}`` with user and assistant messages whose
+content is a string or a list of blocks (``text``, ``tool_use``,
+``tool_result``, images, documents, thinking). :func:`detect_chat_format`
+tells them apart by their features (a top-level ``system``, ``tool_use`` /
+``tool_result`` blocks; ``system`` / ``tool`` roles, ``tool_calls``,
+``tool_call_id``); a transcript of plain user and assistant text reads the
+same either way. Pass ``format=`` to skip detection.
+
+**Kinds.** System and developer messages become ``SystemPrompt``; user and
+assistant text becomes ``Message``; each tool call (an OpenAI ``tool_calls``
+entry or ``function_call``, an Anthropic ``tool_use`` block) becomes its own
+item of kind ``ToolCall`` (:data:`TOOL_CALL`, not one of the specification's
+well-known kinds: give it a weight in ``KindScorer`` if it matters), written as
+``name(arguments)``; each tool result (an OpenAI ``tool`` or ``function``
+message, an Anthropic ``tool_result`` block) becomes ``ToolOutput``. Tool
+calls and results have source ``Tool``, the rest ``Chat``. ``kinds=`` maps the
+roles ``system``, ``user``, ``assistant``, ``tool_call`` and ``tool_result`` to
+other kinds. Text parts of one message are joined with newlines; parts that
+are not text (images, audio, files, documents, thinking) are left out and
+listed in metadata ``chat.omitted_parts`` (a message with nothing else
+becomes a placeholder such as ``[image]``). Empty messages make no item.
+
+**Pinning.** The first system message (OpenAI ``system`` or ``developer``; the
+Anthropic top-level ``system``) is pinned unless ``pin_system=False``; a
+message's own ``"pinned": true`` pins it too.
+
+**Order.** Every item carries ``chat.position`` (its 0-based place in the
+conversation) and ``chat.message_index`` (the index of its message; absent for
+the Anthropic top-level system). Because the pipeline hands the placer its
+selection in slicer order, order is also kept in timestamps, so that
+:class:`~cupellation.ChronologicalPlacer` restores the conversation:
+
+- a message's own ``"timestamp"`` (ISO 8601 with an offset) or ``"created_at"``
+  (the same, or Unix seconds) is kept exactly on its first item; its further
+  items (a tool call after the text) follow 1 µs apart;
+- items of messages without one are spaced 1 µs after the previous timed item
+  (or before the first one); when no message has a timestamp, the last item
+  gets ``now`` (or ``end=``) and each earlier one 1 µs less, so
+  :class:`~cupellation.RecencyScorer` ranks later turns higher while a
+  :class:`~cupellation.DecayScorer` sees every turn as current.
+
+``chat.timestamp`` says ``"message"`` or ``"synthesized"``. With
+``synthesize_timestamps=False`` only messages' own timestamps are used.
+Messages may also carry ``"priority"`` (an integer) and ``"tags"`` (strings).
+
+**Tokens.** ``token_counter(text) -> int`` counts when given (``chat.tokens``:
+``"counter"``). Otherwise ``tiktoken`` is used when it is installed *and* its
+encoding (``tiktoken_encoding``, default ``o200k_base``) can be loaded
+(``"tiktoken:o200k_base"``): tiktoken downloads encodings on first use, so
+offline without a cached copy it falls back, logging one warning. The fallback
+is the estimate ``ceil(characters / 4)`` (at least 1), marked
+``chat.tokens = "estimate"``: a rough average for English text with BPE
+tokenizers, not a count.
+
+Bad input raises :class:`~cupellation.exceptions.DecodeError` naming the
+message and field (``messages[3].tool_calls[0].function.name``), the value,
+and for JSON Lines files the line.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import json
+import logging
+import math
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, Literal
+
+from ._model import ContextItem, ContextKind, ContextSource, parse_timestamp
+from .exceptions import DecodeError, InvalidTypeError, InvalidValueError
+
+__all__ = [
+    "MESSAGE_INDEX_KEY",
+    "POSITION_KEY",
+    "TOKENS_KEY",
+    "TOOL_CALL",
+    "ChatFormat",
+    "TokenCounter",
+    "chat_to_items",
+    "detect_chat_format",
+    "estimate_tokens",
+    "load_chat",
+]
+
+_LOG = logging.getLogger("cupellation.chat")
+
+#: A chat transcript's format.
+ChatFormat = Literal["openai", "anthropic"]
+#: Counts the tokens of a text.
+TokenCounter = Callable[[str], int]
+
+#: The kind of a tool call item (an extension of the well-known kinds).
+TOOL_CALL = ContextKind("ToolCall")
+
+#: Metadata key: the item's 0-based position in the conversation.
+POSITION_KEY = "chat.position"
+#: Metadata key: the index of the message the item came from.
+MESSAGE_INDEX_KEY = "chat.message_index"
+#: Metadata key: how ``tokens`` was obtained (``counter``, ``tiktoken:<name>``, ``estimate``).
+TOKENS_KEY = "chat.tokens"
+
+_ROLE_KEY = "chat.role"
+_FORMAT_KEY = "chat.format"
+_TIMESTAMP_KEY = "chat.timestamp"
+_TOOL_CALL_ID_KEY = "chat.tool_call_id"
+_TOOL_NAME_KEY = "chat.tool_name"
+_NAME_KEY = "chat.name"
+_ERROR_KEY = "chat.is_error"
+_OMITTED_KEY = "chat.omitted_parts"
+
+_DEFAULT_KINDS: Mapping[str, ContextKind] = {
+    "system": ContextKind.SYSTEM_PROMPT,
+    "user": ContextKind.MESSAGE,
+    "assistant": ContextKind.MESSAGE,
+    "tool_call": TOOL_CALL,
+    "tool_result": ContextKind.TOOL_OUTPUT,
+}
+_OPENAI_ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+_ANTHROPIC_ROLES = ("user", "assistant")
+_OPENAI_PART_TYPES = frozenset({"image_url", "input_audio", "refusal", "file", "input_image",
+                                "input_file", "audio"})
+_ANTHROPIC_BLOCK_TYPES = frozenset({"tool_use", "tool_result", "thinking",
+                                    "redacted_thinking", "document", "server_tool_use",
+                                    "web_search_tool_result", "search_result"})
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def estimate_tokens(text: str) -> int:
+    """``ceil(len(text) / 4)``, at least 1: the documented estimate used when
+    no counter is given and tiktoken is unavailable."""
+    return max(1, math.ceil(len(text) / 4))
+
+
+@functools.lru_cache(maxsize=8)
+def _tiktoken_counter(encoding: str) -> TokenCounter | None:
+    """tiktoken's counter for ``encoding``, or ``None`` when it cannot be had.
+
+    Looked up once per encoding and process: offline, loading an encoding that
+    is not cached fails (tiktoken downloads it), and trying again per call
+    would be slow for nothing.
+    """
+    try:
+        tiktoken = importlib.import_module("tiktoken")
+    except ImportError:
+        return None
+    try:
+        encoder = tiktoken.get_encoding(encoding)
+    except Exception as exc:  # network, cache or name errors all mean "not available"
+        _LOG.warning("tiktoken encoding %r is unavailable (%s: %s); token counts are "
+                     "estimated as ceil(characters / 4)", encoding, type(exc).__name__, exc)
+        return None
+
+    def count(text: str) -> int:
+        return len(encoder.encode(text, disallowed_special=()))
+
+    return count
+
+
+def _resolve_counter(counter: TokenCounter | None, use_tiktoken: bool,
+                     encoding: str) -> tuple[TokenCounter, str]:
+    if counter is not None:
+        if not callable(counter):
+            raise InvalidTypeError("token_counter", counter, "a callable text -> int, or None")
+        return counter, "counter"
+    if use_tiktoken:
+        found = _tiktoken_counter(encoding)
+        if found is not None:
+            return found, f"tiktoken:{encoding}"
+    return estimate_tokens, "estimate"
+
+
+# -- detection ------------------------------------------------------------------
+
+
+def _messages_of(data: Any) -> tuple[Sequence[Any], Any, bool]:
+    """(messages, the top-level system value, whether ``system`` was given)."""
+    if isinstance(data, Mapping):
+        if "messages" not in data:
+            raise DecodeError("messages", None,
+                              "is required (an object with a 'messages' list, or a list)")
+        messages = data["messages"]
+        if not isinstance(messages, list):
+            raise DecodeError("messages", messages, "must be a list of messages")
+        return messages, data.get("system"), "system" in data
+    if isinstance(data, list):
+        return data, None, False
+    raise DecodeError("messages", data,
+                      "must be a list of messages or an object with a 'messages' list")
+
+
+def _features(messages: Sequence[Any]) -> tuple[str | None, str | None]:
+    """(first OpenAI feature, first Anthropic feature), as readable descriptions."""
+    openai: str | None = None
+    anthropic: str | None = None
+    for position, message in enumerate(messages):
+        if not isinstance(message, Mapping):
+            continue
+        role = message.get("role")
+        if openai is None:
+            if role in ("system", "developer", "tool", "function"):
+                openai = f"messages[{position}] has role {role!r}"
+            for key in ("tool_calls", "tool_call_id", "function_call"):
+                if openai is None and key in message:
+                    openai = f"messages[{position}] has {key!r}"
+        content = message.get("content")
+        if isinstance(content, list):
+            for part_index, part in enumerate(content):
+                kind = part.get("type") if isinstance(part, Mapping) else None
+                where = f"messages[{position}].content[{part_index}] is a {kind!r} part"
+                if openai is None and kind in _OPENAI_PART_TYPES:
+                    openai = where
+                if anthropic is None and (kind in _ANTHROPIC_BLOCK_TYPES or (
+                        kind == "image" and isinstance(part, Mapping) and "source" in part)):
+                    anthropic = where
+    return openai, anthropic
+
+
+def detect_chat_format(data: Any) -> ChatFormat:
+    """``"anthropic"`` or ``"openai"`` for a transcript (see the module doc).
+
+    Raises :class:`~cupellation.exceptions.DecodeError` for a transcript that
+    mixes the two formats' features, naming one of each.
+    """
+    messages, _, has_system = _messages_of(data)
+    openai, anthropic = _features(messages)
+    if has_system and anthropic is None:
+        anthropic = "a top-level 'system'"
+    if openai is not None and anthropic is not None:
+        raise DecodeError("messages", None,
+                          f"mixes OpenAI and Anthropic formats: {openai}, but {anthropic}; "
+                          "pass format='openai' or format='anthropic'")
+    return "anthropic" if anthropic is not None else "openai"
+
+
+# -- reading --------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Segment:
+    """One future item: its text and everything known about it."""
+
+    text: str
+    role: str
+    kind: ContextKind
+    source: ContextSource
+    message_index: int | None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    pinned: bool = False
+    priority: int | None = None
+    tags: tuple[str, ...] = ()
+    timestamp: datetime | None = None
+    offset: int = 0  # the segment's place within its message
+
+
+class _Reader:
+    """Turns one transcript into segments, naming fields for errors."""
+
+    def __init__(self, fmt: ChatFormat, kinds: Mapping[str, ContextKind],
+                 lines: Sequence[int] | None) -> None:
+        self.fmt = fmt
+        self.kinds = kinds
+        self.lines = lines
+        self.segments: list[_Segment] = []
+        self.tool_names: dict[str, str] = {}
+
+    # -- errors
+
+    def error(self, message_index: int | None, where: str, value: Any,
+              problem: str) -> DecodeError:
+        line = None
+        if self.lines is not None and message_index is not None:
+            line = self.lines[message_index]
+        return DecodeError(where, value, problem, line=line)
+
+    # -- message-level fields
+
+    def extras(self, message: Mapping[str, Any], index: int, where: str
+               ) -> tuple[datetime | None, int | None, tuple[str, ...], bool]:
+        moment = None
+        for key in ("timestamp", "created_at"):
+            if message.get(key) is not None:
+                moment = self.moment(message[key], index, f"{where}.{key}")
+                break
+        priority = message.get("priority")
+        if priority is not None and (isinstance(priority, bool) or not isinstance(priority, int)):
+            raise self.error(index, f"{where}.priority", priority, "must be an integer")
+        tags = message.get("tags", ())
+        if isinstance(tags, str) or not isinstance(tags, Sequence) or not all(
+                isinstance(tag, str) for tag in tags):
+            raise self.error(index, f"{where}.tags", tags, "must be a list of strings")
+        pinned = message.get("pinned", False)
+        if not isinstance(pinned, bool):
+            raise self.error(index, f"{where}.pinned", pinned, "must be true or false")
+        return moment, priority, tuple(tags), pinned
+
+    def moment(self, value: Any, index: int, where: str) -> datetime:
+        if isinstance(value, bool):
+            raise self.error(index, where, value, "must be an ISO 8601 timestamp or Unix seconds")
+        if isinstance(value, int | float):
+            try:
+                return datetime.fromtimestamp(value, UTC)
+            except (OverflowError, OSError, ValueError):
+                raise self.error(index, where, value, "is not a usable Unix time") from None
+        if isinstance(value, str):
+            try:
+                return parse_timestamp(value, field_name=where)
+            except DecodeError as exc:
+                raise self.error(index, where, value, exc.problem) from None
+        raise self.error(index, where, value, "must be an ISO 8601 timestamp or Unix seconds")
+
+    def add(self, segment: _Segment) -> None:
+        self.segments.append(segment)
+
+    # -- content
+
+    def text_of(self, content: Any, index: int | None, where: str,
+                part_types: tuple[str, ...]) -> tuple[str, list[str]]:
+        """The joined text of a string or a list of text parts, and the omitted part types."""
+        if content is None:
+            return "", []
+        if isinstance(content, str):
+            return content, []
+        if not isinstance(content, list):
+            raise self.error(index, where, content, "must be a string or a list of parts")
+        texts: list[str] = []
+        omitted: list[str] = []
+        for part_index, part in enumerate(content):
+            part_where = f"{where}[{part_index}]"
+            if isinstance(part, str):
+                texts.append(part)
+                continue
+            if not isinstance(part, Mapping):
+                raise self.error(index, part_where, part, "must be an object with a 'type'")
+            kind = part.get("type")
+            if not isinstance(kind, str):
+                raise self.error(index, f"{part_where}.type", kind, "must be a string")
+            if kind in part_types:
+                key = "refusal" if kind == "refusal" else "text"
+                text = part.get(key)
+                if not isinstance(text, str):
+                    raise self.error(index, f"{part_where}.{key}", text, "must be a string")
+                texts.append(text)
+            else:
+                omitted.append(kind)
+        return "\n".join(text for text in texts if text), omitted
+
+    def text_segment(self, text: str, omitted: list[str], role: str, kind_role: str,
+                     index: int | None, metadata: dict[str, Any]) -> None:
+        if not text and omitted:
+            text = " ".join(f"[{kind}]" for kind in omitted)
+        if not text:
+            return
+        extra = dict(metadata)
+        if omitted:
+            extra[_OMITTED_KEY] = omitted
+        source = ContextSource.TOOL if kind_role == "tool_result" else ContextSource.CHAT
+        self.add(_Segment(text, role, self.kinds[kind_role], source, index, extra))
+
+    def tool_call(self, name: str, arguments: str, call_id: str | None, role: str,
+                  index: int) -> None:
+        metadata: dict[str, Any] = {_TOOL_NAME_KEY: name}
+        if call_id is not None:
+            metadata[_TOOL_CALL_ID_KEY] = call_id
+            self.tool_names[call_id] = name
+        self.add(_Segment(f"{name}({arguments})", role, self.kinds["tool_call"],
+                          ContextSource.TOOL, index, metadata))
+
+    # -- OpenAI
+
+    def openai(self, messages: Sequence[Any]) -> None:
+        for index, message in enumerate(messages):
+            where = f"messages[{index}]"
+            if not isinstance(message, Mapping):
+                raise self.error(index, where, message, "must be an object")
+            role = message.get("role")
+            if role not in _OPENAI_ROLES:
+                raise self.error(index, f"{where}.role", role,
+                                 f"must be one of {', '.join(_OPENAI_ROLES)}")
+            start = len(self.segments)
+            base: dict[str, Any] = {}
+            name = message.get("name")
+            if name is not None:
+                if not isinstance(name, str):
+                    raise self.error(index, f"{where}.name", name, "must be a string")
+                base[_NAME_KEY] = name
+            text, omitted = self.text_of(message.get("content"), index, f"{where}.content",
+                                         ("text", "refusal", "input_text", "output_text"))
+            if role in ("tool", "function"):
+                call_id = message.get("tool_call_id")
+                if role == "tool" and not isinstance(call_id, str):
+                    raise self.error(index, f"{where}.tool_call_id", call_id,
+                                     "must be a string (the id of the call answered)")
+                if isinstance(call_id, str):
+                    base[_TOOL_CALL_ID_KEY] = call_id
+                    if call_id in self.tool_names:
+                        base[_TOOL_NAME_KEY] = self.tool_names[call_id]
+                elif isinstance(name, str):
+                    base[_TOOL_NAME_KEY] = name
+                self.text_segment(text, omitted, role, "tool_result", index, base)
+            else:
+                kind_role = "system" if role in ("system", "developer") else str(role)
+                self.text_segment(text, omitted, role, kind_role, index, base)
+            self.openai_calls(message, index, where)
+            self.finish(message, index, where, start)
+
+    def openai_calls(self, message: Mapping[str, Any], index: int, where: str) -> None:
+        calls = message.get("tool_calls")
+        if calls is not None:
+            if not isinstance(calls, list):
+                raise self.error(index, f"{where}.tool_calls", calls, "must be a list")
+            for call_index, call in enumerate(calls):
+                call_where = f"{where}.tool_calls[{call_index}]"
+                if not isinstance(call, Mapping):
+                    raise self.error(index, call_where, call, "must be an object")
+                function = call.get("function")
+                if not isinstance(function, Mapping):
+                    raise self.error(index, f"{call_where}.function", function,
+                                     "must be an object with 'name' and 'arguments'")
+                name, arguments = self.function(function, index, f"{call_where}.function")
+                call_id = call.get("id")
+                if call_id is not None and not isinstance(call_id, str):
+                    raise self.error(index, f"{call_where}.id", call_id, "must be a string")
+                self.tool_call(name, arguments, call_id, "assistant", index)
+        legacy = message.get("function_call")
+        if legacy is not None:
+            if not isinstance(legacy, Mapping):
+                raise self.error(index, f"{where}.function_call", legacy, "must be an object")
+            name, arguments = self.function(legacy, index, f"{where}.function_call")
+            self.tool_call(name, arguments, None, "assistant", index)
+
+    def function(self, function: Mapping[str, Any], index: int, where: str) -> tuple[str, str]:
+        name = function.get("name")
+        if not isinstance(name, str) or not name:
+            raise self.error(index, f"{where}.name", name, "must be a non-empty string")
+        arguments = function.get("arguments", "")
+        if isinstance(arguments, Mapping | list):
+            arguments = json.dumps(arguments, ensure_ascii=False)
+        if not isinstance(arguments, str):
+            raise self.error(index, f"{where}.arguments", arguments,
+                             "must be a string (JSON text)")
+        return name, arguments
+
+    # -- Anthropic
+
+    def anthropic(self, system: Any, has_system: bool, messages: Sequence[Any]) -> None:
+        if has_system and system is not None:
+            text, omitted = self.text_of(system, None, "system", ("text",))
+            self.text_segment(text, omitted, "system", "system", None, {})
+        for index, message in enumerate(messages):
+            where = f"messages[{index}]"
+            if not isinstance(message, Mapping):
+                raise self.error(index, where, message, "must be an object")
+            role = message.get("role")
+            if role not in _ANTHROPIC_ROLES:
+                raise self.error(index, f"{where}.role", role,
+                                 "must be 'user' or 'assistant' (the system prompt is the "
+                                 "top-level 'system')")
+            start = len(self.segments)
+            content = message.get("content")
+            if isinstance(content, str) or content is None:
+                self.text_segment(content or "", [], role, role, index, {})
+            elif isinstance(content, list):
+                self.anthropic_blocks(content, role, index, f"{where}.content")
+            else:
+                raise self.error(index, f"{where}.content", content,
+                                 "must be a string or a list of blocks")
+            self.finish(message, index, where, start)
+
+    def anthropic_blocks(self, blocks: list[Any], role: str, index: int, where: str) -> None:
+        pending: list[Any] = []
+
+        def flush() -> None:
+            if pending:
+                text, omitted = self.text_of(list(pending), index, where, ("text",))
+                self.text_segment(text, omitted, role, role, index, {})
+                pending.clear()
+
+        for block_index, block in enumerate(blocks):
+            block_where = f"{where}[{block_index}]"
+            kind = block.get("type") if isinstance(block, Mapping) else None
+            if kind == "tool_use":
+                flush()
+                assert isinstance(block, Mapping)
+                name = block.get("name")
+                if not isinstance(name, str) or not name:
+                    raise self.error(index, f"{block_where}.name", name,
+                                     "must be a non-empty string")
+                call_id = block.get("id")
+                if call_id is not None and not isinstance(call_id, str):
+                    raise self.error(index, f"{block_where}.id", call_id, "must be a string")
+                arguments = json.dumps(block.get("input", {}), ensure_ascii=False)
+                self.tool_call(name, arguments, call_id, role, index)
+            elif kind == "tool_result":
+                flush()
+                assert isinstance(block, Mapping)
+                self.tool_result(block, role, index, block_where)
+            else:
+                pending.append(block)
+        flush()
+
+    def tool_result(self, block: Mapping[str, Any], role: str, index: int, where: str) -> None:
+        call_id = block.get("tool_use_id")
+        if not isinstance(call_id, str):
+            raise self.error(index, f"{where}.tool_use_id", call_id,
+                             "must be a string (the id of the tool_use answered)")
+        metadata: dict[str, Any] = {_TOOL_CALL_ID_KEY: call_id}
+        if call_id in self.tool_names:
+            metadata[_TOOL_NAME_KEY] = self.tool_names[call_id]
+        is_error = block.get("is_error", False)
+        if not isinstance(is_error, bool):
+            raise self.error(index, f"{where}.is_error", is_error, "must be true or false")
+        if is_error:
+            metadata[_ERROR_KEY] = True
+        text, omitted = self.text_of(block.get("content"), index, f"{where}.content", ("text",))
+        if not text and not omitted:
+            text = "[empty tool result]"
+        self.text_segment(text, omitted, role, "tool_result", index, metadata)
+
+    # -- shared
+
+    def finish(self, message: Mapping[str, Any], index: int, where: str, start: int) -> None:
+        """Apply a message's own timestamp, priority, tags and pin to its segments."""
+        moment, priority, tags, pinned = self.extras(message, index, where)
+        for offset, segment in enumerate(self.segments[start:]):
+            segment.timestamp = moment
+            segment.priority = priority
+            segment.tags = tags
+            segment.pinned = pinned
+            segment.offset = offset
+
+
+def _timestamps(segments: list[_Segment], synthesize: bool,
+                end: datetime | None) -> list[tuple[datetime | None, str | None]]:
+    """Each segment's timestamp and where it came from (see the module doc)."""
+    own: list[datetime | None] = [
+        None if s.timestamp is None else s.timestamp + s.offset * _MICROSECOND
+        for s in segments
+    ]
+    result: list[tuple[datetime | None, str | None]] = [
+        (moment, None if moment is None else "message") for moment in own
+    ]
+    if not synthesize:
+        return result
+    timed = [position for position, moment in enumerate(own) if moment is not None]
+    if not timed:
+        last = (datetime.now(UTC) if end is None else end).astimezone(UTC)
+        count = len(segments)
+        return [(last - (count - 1 - position) * _MICROSECOND, "synthesized")
+                for position in range(count)]
+    first = timed[0]
+    anchor_moment = own[first]
+    assert anchor_moment is not None
+    anchor = first
+    for position in range(len(segments)):
+        moment = own[position]
+        if moment is not None:
+            anchor, anchor_moment = position, moment
+            continue
+        if position < first:
+            base = own[first]
+            assert base is not None
+            result[position] = (base - (first - position) * _MICROSECOND, "synthesized")
+        else:
+            result[position] = (anchor_moment + (position - anchor) * _MICROSECOND,
+                                "synthesized")
+    return result
+
+
+def _kinds(kinds: Mapping[str, ContextKind | str] | None) -> Mapping[str, ContextKind]:
+    if kinds is None:
+        return _DEFAULT_KINDS
+    if not isinstance(kinds, Mapping):
+        raise InvalidTypeError("kinds", kinds, "a mapping of role to kind")
+    merged = dict(_DEFAULT_KINDS)
+    for role, kind in kinds.items():
+        if role not in _DEFAULT_KINDS:
+            raise InvalidValueError(f"kinds[{role!r}]", role,
+                                    f"must be one of {', '.join(_DEFAULT_KINDS)}")
+        merged[role] = ContextKind(kind)
+    return merged
+
+
+def chat_to_items(
+    data: Any,
+    *,
+    format: ChatFormat | None = None,
+    token_counter: TokenCounter | None = None,
+    use_tiktoken: bool = True,
+    tiktoken_encoding: str = "o200k_base",
+    pin_system: bool = True,
+    synthesize_timestamps: bool = True,
+    end: datetime | None = None,
+    kinds: Mapping[str, ContextKind | str] | None = None,
+) -> list[ContextItem]:
+    """The context items of a transcript, in conversation order (see the module doc).
+
+    ``data`` is a list of messages or an object with ``"messages"`` (and, for
+    Anthropic, ``"system"``), as parsed from JSON. ``format`` skips detection.
+    ``token_counter`` counts tokens (else tiktoken's ``tiktoken_encoding`` when
+    ``use_tiktoken`` and available, else the estimate). ``end`` is the
+    timestamp of the last item when timestamps are synthesized from nothing
+    (default: now). ``kinds`` maps ``system``, ``user``, ``assistant``,
+    ``tool_call`` and ``tool_result`` to other kinds.
+
+    Raises :class:`~cupellation.exceptions.DecodeError` naming the message and
+    field for a malformed transcript.
+    """
+    return _convert(data, None, format=format, token_counter=token_counter,
+                    use_tiktoken=use_tiktoken, tiktoken_encoding=tiktoken_encoding,
+                    pin_system=pin_system, synthesize_timestamps=synthesize_timestamps,
+                    end=end, kinds=kinds)
+
+
+def _convert(
+    data: Any,
+    lines: Sequence[int] | None,
+    *,
+    format: ChatFormat | None,
+    token_counter: TokenCounter | None,
+    use_tiktoken: bool,
+    tiktoken_encoding: str,
+    pin_system: bool,
+    synthesize_timestamps: bool,
+    end: datetime | None,
+    kinds: Mapping[str, ContextKind | str] | None,
+) -> list[ContextItem]:
+    """:func:`chat_to_items`, with each message's line for JSON Lines input."""
+    if format is not None and format not in ("openai", "anthropic"):
+        raise InvalidValueError("format", format, "must be 'openai', 'anthropic' or None")
+    if end is not None and (not isinstance(end, datetime) or end.utcoffset() is None):
+        raise InvalidValueError("end", end, "must be a timezone-aware datetime or None")
+    messages, system, has_system = _messages_of(data)
+    chosen: ChatFormat = detect_chat_format(data) if format is None else format
+    if chosen == "openai" and has_system:
+        raise DecodeError("system", system,
+                          "is not part of the OpenAI format (use a 'system' role message)")
+    counter, counted_by = _resolve_counter(token_counter, use_tiktoken, tiktoken_encoding)
+    reader = _Reader(chosen, _kinds(kinds), lines)
+    if chosen == "openai":
+        reader.openai(messages)
+    else:
+        reader.anthropic(system, has_system, messages)
+    segments = reader.segments
+    moments = _timestamps(segments, synthesize_timestamps, end)
+    first_system = next((position for position, s in enumerate(segments)
+                         if s.role in ("system", "developer")), None)
+    items: list[ContextItem] = []
+    for position, (segment, (moment, origin)) in enumerate(zip(segments, moments, strict=True)):
+        tokens = counter(segment.text)
+        if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
+            raise InvalidValueError("token_counter", tokens,
+                                    "must return a non-negative integer")
+        metadata: dict[str, Any] = {POSITION_KEY: position}
+        if segment.message_index is not None:
+            metadata[MESSAGE_INDEX_KEY] = segment.message_index
+        metadata[_ROLE_KEY] = segment.role
+        metadata[_FORMAT_KEY] = chosen
+        metadata[TOKENS_KEY] = counted_by
+        if origin is not None:
+            metadata[_TIMESTAMP_KEY] = origin
+        metadata.update(segment.metadata)
+        try:
+            items.append(ContextItem(
+                content=segment.text, tokens=tokens, kind=segment.kind, source=segment.source,
+                priority=segment.priority, tags=segment.tags, metadata=metadata,
+                timestamp=moment,
+                pinned=segment.pinned or (pin_system and position == first_system),
+            ))
+        except (InvalidValueError, InvalidTypeError) as exc:
+            index = segment.message_index
+            where = "system" if index is None else f"messages[{index}]"
+            raise reader.error(index, f"{where}.{exc.field}", exc.value, exc.problem) from None
+    return items
+
+
+def load_chat(
+    source: str | os.PathLike[str],
+    *,
+    format: ChatFormat | None = None,
+    token_counter: TokenCounter | None = None,
+    use_tiktoken: bool = True,
+    tiktoken_encoding: str = "o200k_base",
+    pin_system: bool = True,
+    synthesize_timestamps: bool = True,
+    end: datetime | None = None,
+    kinds: Mapping[str, ContextKind | str] | None = None,
+) -> list[ContextItem]:
+    """:func:`chat_to_items` of a JSON document or a JSON Lines file of messages.
+
+    ``source`` is a path (a :class:`~pathlib.Path`, or a one-line string naming
+    an existing file) or the text itself. JSON Lines hold one message object
+    per line; their errors name the line. The options are those of
+    :func:`chat_to_items`.
+    """
+    options: dict[str, Any] = {
+        "format": format, "token_counter": token_counter, "use_tiktoken": use_tiktoken,
+        "tiktoken_encoding": tiktoken_encoding, "pin_system": pin_system,
+        "synthesize_timestamps": synthesize_timestamps, "end": end, "kinds": kinds,
+    }
+    where = "<chat>"
+    if isinstance(source, os.PathLike) or (
+            isinstance(source, str) and "\n" not in source and len(source) < 4096
+            and Path(source).is_file()):
+        path = Path(source)
+        where = str(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise InvalidValueError("source", where,
+                                    f"cannot be read ({exc.strerror or exc})") from None
+    elif isinstance(source, str):
+        text = source
+    else:
+        raise InvalidTypeError("source", source, "a path or the transcript text")
+    rows = text.splitlines()
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as whole:
+        if whole.msg != "Extra data":
+            shown = rows[whole.lineno - 1][:80] if 0 < whole.lineno <= len(rows) else ""
+            raise DecodeError(where, shown, f"is not valid JSON: {whole.msg}",
+                              line=whole.lineno) from None
+    else:
+        if not (isinstance(data, Mapping) and "role" in data and "messages" not in data):
+            return _convert(data, None, **options)
+    # JSON Lines: one message per line.
+    messages: list[Any] = []
+    lines: list[int] = []
+    for number, line in enumerate(rows, start=1):
+        if not line.strip():
+            continue
+        try:
+            messages.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise DecodeError(where, line[:80], f"is not valid JSON ({exc.msg})",
+                              line=number) from None
+        lines.append(number)
+    return _convert(messages, lines, **options)
