@@ -1,0 +1,334 @@
+"""One call that gives an application with no OpenTelemetry configuration an OTLP
+pipeline: a TracerProvider (bounded batch queue, dropped-span accounting) and a
+MeterProvider, exporting over HTTP/protobuf or gRPC.
+
+Nothing global is touched unless ``set_global=True``: the caller gets the providers
+back, passes ``tracer_provider`` to whatever creates spans, and calls ``shutdown()``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final, Literal
+
+from opentelemetry import metrics as otel_metrics
+from opentelemetry import trace
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import MetricExporter, PeriodicExportingMetricReader
+from opentelemetry.sdk.resources import SERVICE_NAME, OTELResourceDetector, Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SpanExporter
+from opentelemetry.util.re import parse_env_headers
+
+if TYPE_CHECKING:
+    from grpc import Compression as GrpcCompression
+    from opentelemetry.exporter.otlp.proto.http import Compression as HttpCompression
+
+from ._accounting import (
+    DEFAULT_MAX_EXPORT_BATCH_SIZE,
+    DEFAULT_MAX_QUEUE_SIZE,
+    DEFAULT_SCHEDULE_DELAY_MILLIS,
+    DropCountingSpanProcessor,
+)
+
+__all__ = [
+    "DEFAULT_GRPC_ENDPOINT",
+    "DEFAULT_GRPC_PORT",
+    "DEFAULT_HTTP_ENDPOINT",
+    "DEFAULT_HTTP_PORT",
+    "DEFAULT_MAX_EXPORT_BATCH_SIZE",
+    "DEFAULT_MAX_QUEUE_SIZE",
+    "DEFAULT_PROTOCOL",
+    "DEFAULT_SCHEDULE_DELAY_MILLIS",
+    "DEFAULT_SERVICE_NAME",
+    "DEFAULT_TIMEOUT_SECONDS",
+    "HTTP_METRICS_PATH",
+    "HTTP_TRACES_PATH",
+    "PROTOCOLS",
+    "OtlpProviders",
+    "Protocol",
+    "setup_otlp",
+]
+
+_logger = logging.getLogger("cupellation")
+
+Protocol = Literal["http/protobuf", "grpc"]
+PROTOCOLS: Final[tuple[Protocol, ...]] = ("http/protobuf", "grpc")
+DEFAULT_PROTOCOL: Final[Protocol] = "http/protobuf"
+DEFAULT_SERVICE_NAME: Final = "cupellation"
+DEFAULT_HTTP_PORT: Final = 4318
+DEFAULT_GRPC_PORT: Final = 4317
+DEFAULT_HTTP_ENDPOINT: Final = f"http://localhost:{DEFAULT_HTTP_PORT}"
+DEFAULT_GRPC_ENDPOINT: Final = f"http://localhost:{DEFAULT_GRPC_PORT}"
+HTTP_TRACES_PATH: Final = "v1/traces"
+HTTP_METRICS_PATH: Final = "v1/metrics"
+DEFAULT_TIMEOUT_SECONDS: Final = 10.0
+_COMPRESSIONS: Final = ("none", "gzip", "deflate")
+
+_Signal = Literal["TRACES", "METRICS"]
+
+
+@dataclass(frozen=True, slots=True)
+class OtlpProviders:
+    """What :func:`setup_otlp` built. The application owns it: pass
+    ``tracer_provider`` (and ``meter_provider``) where telemetry is created, read
+    ``dropped_spans`` when it likes, and call ``shutdown()`` before exiting."""
+
+    tracer_provider: TracerProvider
+    """Spans go to ``span_processor``, then to the OTLP span exporter."""
+    meter_provider: MeterProvider | None
+    """A periodic reader exporting over OTLP; None when built with ``metrics=False``."""
+    span_processor: DropCountingSpanProcessor
+    """The batch processor; ``span_processor.counter`` has the full tally."""
+    protocol: Protocol
+    """The traces protocol in use."""
+    resource: Resource
+    """The resource both providers report (``service.name`` included)."""
+
+    @property
+    def dropped_spans(self) -> int:
+        """Spans that never reached the backend: queue full, export failed, shutdown."""
+        return self.span_processor.dropped_spans
+
+    def force_flush(self, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS) -> bool:
+        """Export what is pending; True if everything went out within the timeout."""
+        deadline = time.monotonic() + timeout_seconds
+        flushed = self.tracer_provider.force_flush(int(timeout_seconds * 1000))
+        if self.meter_provider is not None:
+            remaining = max(deadline - time.monotonic(), 0.0)
+            try:
+                flushed = self.meter_provider.force_flush(remaining * 1000) and flushed
+            except Exception:
+                _logger.debug("meter provider force_flush raised", exc_info=True)
+                flushed = False
+        return flushed
+
+    def shutdown(self, timeout_seconds: float | None = None) -> None:
+        """Flush and stop both providers. Spans get ``span_processor``'s shutdown
+        timeout (the export timeout by default); metrics get what remains of
+        ``timeout_seconds`` (default: that same timeout) with at least one second.
+        Never raises; calling it again does nothing."""
+        started = time.monotonic()
+        try:
+            self.tracer_provider.shutdown()
+        except Exception:
+            _logger.debug("tracer provider shutdown raised", exc_info=True)
+        if self.meter_provider is None:
+            return
+        budget = (self.span_processor.shutdown_timeout_millis / 1000
+                  if timeout_seconds is None else timeout_seconds)
+        remaining = max(budget - (time.monotonic() - started), 1.0)
+        try:
+            self.meter_provider.shutdown(timeout_millis=remaining * 1000)
+        except Exception:
+            _logger.debug("meter provider shutdown raised", exc_info=True)
+
+
+def setup_otlp(
+    *,
+    protocol: Protocol | None = None,
+    endpoint: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+    compression: str | None = None,
+    service_name: str | None = None,
+    resource_attributes: Mapping[str, str | bool | int | float] | None = None,
+    metrics: bool = True,
+    max_queue_size: int | None = None,
+    max_export_batch_size: int | None = None,
+    schedule_delay_millis: float | None = None,
+    shutdown_timeout: float | None = None,
+    metric_export_interval_millis: float | None = None,
+    set_global: bool = False,
+) -> OtlpProviders:
+    """Build a TracerProvider and a MeterProvider that export over OTLP.
+
+    Every argument left as None falls back to the standard environment variables,
+    then to the OTLP defaults:
+
+    - ``protocol``: ``"http/protobuf"`` or ``"grpc"``; else
+      ``OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`` (``..._METRICS_PROTOCOL`` for metrics),
+      else ``OTEL_EXPORTER_OTLP_PROTOCOL``, else ``"http/protobuf"``. ``http/json`` is
+      not offered by the Python SDK (an environment value naming it is ignored with a
+      warning; as an argument it raises ``ValueError``).
+    - ``endpoint``: the base URL, as in ``OTEL_EXPORTER_OTLP_ENDPOINT``; over HTTP
+      ``/v1/traces`` and ``/v1/metrics`` are appended. Else the signal's own
+      ``OTEL_EXPORTER_OTLP_{TRACES,METRICS}_ENDPOINT`` (used as is), else
+      ``OTEL_EXPORTER_OTLP_ENDPOINT``, else ``http://localhost:4318`` (HTTP) or
+      ``http://localhost:4317`` (gRPC, plaintext for ``http://``).
+    - ``headers``: merged over ``OTEL_EXPORTER_OTLP_{TRACES_,}HEADERS`` (keys
+      lowercased; e.g. ``{"x-project-name": "demo"}`` picks a Phoenix project).
+    - ``timeout``: seconds per export, retries included; else
+      ``OTEL_EXPORTER_OTLP_{TRACES_,}TIMEOUT`` read as **seconds** (the Python SDK's
+      reading; the specification says milliseconds), else 10.
+    - ``compression``: ``"gzip"``, ``"deflate"`` or ``"none"``; else
+      ``OTEL_EXPORTER_OTLP_{TRACES_,}COMPRESSION``, else none.
+    - ``service_name``: else ``OTEL_SERVICE_NAME``, else ``service.name`` from
+      ``OTEL_RESOURCE_ATTRIBUTES``, else ``"cupellation"``. ``resource_attributes`` are
+      added to the resource (after those from ``OTEL_RESOURCE_ATTRIBUTES``).
+    - batching: ``max_queue_size`` (default 2048, the queue is always bounded),
+      ``max_export_batch_size`` (512), ``schedule_delay_millis`` (5000), else the
+      ``OTEL_BSP_*`` variables. ``shutdown_timeout`` (seconds) bounds
+      ``shutdown()`` for spans; default: the export timeout.
+    - ``metrics=False`` builds no MeterProvider; ``metric_export_interval_millis``
+      (else ``OTEL_METRIC_EXPORT_INTERVAL``, else 60000).
+
+    With ``set_global=True`` the providers also become OpenTelemetry's global ones
+    (which can be set only once per process). Raises ``ValueError`` for an invalid
+    argument; nothing here raises once spans flow.
+    """
+    traces_protocol = _protocol(protocol, "TRACES")
+    metrics_protocol = _protocol(protocol, "METRICS")
+    if compression is not None and compression.strip().lower() not in _COMPRESSIONS:
+        raise ValueError(f"compression must be one of {_COMPRESSIONS}, not {compression!r}")
+    if timeout is not None and timeout <= 0:
+        raise ValueError(f"timeout must be positive seconds, not {timeout!r}")
+    resource = _resource(service_name, resource_attributes)
+
+    span_exporter = _span_exporter(traces_protocol, endpoint, headers, timeout, compression)
+    export_timeout = timeout if timeout is not None else _env_timeout("TRACES")
+    processor = DropCountingSpanProcessor(
+        span_exporter,
+        max_queue_size=max_queue_size,
+        max_export_batch_size=max_export_batch_size,
+        schedule_delay_millis=schedule_delay_millis,
+        shutdown_timeout_millis=(export_timeout if shutdown_timeout is None
+                                 else shutdown_timeout) * 1000,
+    )
+    tracer_provider = TracerProvider(resource=resource)
+    tracer_provider.add_span_processor(processor)
+
+    meter_provider: MeterProvider | None = None
+    if metrics:
+        metric_exporter = _metric_exporter(
+            metrics_protocol, endpoint, headers, timeout, compression)
+        reader = PeriodicExportingMetricReader(
+            metric_exporter, export_interval_millis=metric_export_interval_millis)
+        meter_provider = MeterProvider(resource=resource, metric_readers=[reader])
+
+    if set_global:
+        trace.set_tracer_provider(tracer_provider)
+        if meter_provider is not None:
+            otel_metrics.set_meter_provider(meter_provider)
+    return OtlpProviders(tracer_provider=tracer_provider, meter_provider=meter_provider,
+                         span_processor=processor, protocol=traces_protocol,
+                         resource=resource)
+
+
+def _protocol(argument: str | None, signal: _Signal) -> Protocol:
+    if argument is not None:
+        if argument not in PROTOCOLS:
+            raise ValueError(f"protocol must be one of {PROTOCOLS}, not {argument!r}")
+        return argument
+    for name in (f"OTEL_EXPORTER_OTLP_{signal}_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"):
+        raw = os.environ.get(name, "").strip().lower()
+        if not raw:
+            continue
+        if raw == "grpc":
+            return "grpc"
+        if raw == "http/protobuf":
+            return "http/protobuf"
+        _logger.warning("ignoring %s=%r: supported protocols are %s; using %s",
+                        name, raw, ", ".join(PROTOCOLS), DEFAULT_PROTOCOL)
+        return DEFAULT_PROTOCOL
+    return DEFAULT_PROTOCOL
+
+
+def _env_timeout(signal: _Signal) -> float:
+    for name in (f"OTEL_EXPORTER_OTLP_{signal}_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT"):
+        raw = os.environ.get(name, "").strip()
+        if raw:
+            try:
+                value = float(raw)
+            except ValueError:
+                return DEFAULT_TIMEOUT_SECONDS
+            return value if value > 0 else DEFAULT_TIMEOUT_SECONDS
+    return DEFAULT_TIMEOUT_SECONDS
+
+
+def _resource(service_name: str | None,
+              extra: Mapping[str, str | bool | int | float] | None) -> Resource:
+    # OTEL_RESOURCE_ATTRIBUTES, with OTEL_SERVICE_NAME over its service.name
+    from_env = OTELResourceDetector().detect().attributes
+    name = service_name or from_env.get(SERVICE_NAME) or DEFAULT_SERVICE_NAME
+    attributes: dict[str, str | bool | int | float] = dict(extra or {})
+    attributes[SERVICE_NAME] = str(name)
+    return Resource.create(attributes)
+
+
+def _headers(headers: Mapping[str, str] | None, signal: _Signal) -> dict[str, str] | None:
+    """Environment headers with ``headers`` merged over them; None if neither has any
+    (the SDK exporter then reads the environment itself)."""
+    if not headers:
+        return None
+    raw = (os.environ.get(f"OTEL_EXPORTER_OTLP_{signal}_HEADERS")
+           or os.environ.get("OTEL_EXPORTER_OTLP_HEADERS", ""))
+    merged = {key.lower(): value for key, value in parse_env_headers(raw, liberal=True).items()}
+    merged.update({key.lower(): value for key, value in headers.items()})
+    return merged
+
+
+def _http_url(endpoint: str | None, path: str) -> str | None:
+    if endpoint is None:
+        return None
+    return f"{endpoint.removesuffix('/')}/{path}"
+
+
+def _span_exporter(protocol: Protocol, endpoint: str | None,
+                   headers: Mapping[str, str] | None, timeout: float | None,
+                   compression: str | None) -> SpanExporter:
+    merged = _headers(headers, "TRACES")
+    if protocol == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (  # noqa: PLC0415
+            OTLPSpanExporter as GrpcSpanExporter,
+        )
+
+        return GrpcSpanExporter(endpoint=endpoint, headers=merged, timeout=timeout,
+                                compression=_grpc_compression(compression))
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import (  # noqa: PLC0415
+        OTLPSpanExporter as HttpSpanExporter,
+    )
+
+    return HttpSpanExporter(endpoint=_http_url(endpoint, HTTP_TRACES_PATH), headers=merged,
+                            timeout=timeout, compression=_http_compression(compression))
+
+
+def _metric_exporter(protocol: Protocol, endpoint: str | None,
+                     headers: Mapping[str, str] | None, timeout: float | None,
+                     compression: str | None) -> MetricExporter:
+    merged = _headers(headers, "METRICS")
+    if protocol == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import (  # noqa: PLC0415
+            OTLPMetricExporter as GrpcMetricExporter,
+        )
+
+        return GrpcMetricExporter(endpoint=endpoint, headers=merged, timeout=timeout,
+                                  compression=_grpc_compression(compression))
+    from opentelemetry.exporter.otlp.proto.http.metric_exporter import (  # noqa: PLC0415
+        OTLPMetricExporter as HttpMetricExporter,
+    )
+
+    return HttpMetricExporter(endpoint=_http_url(endpoint, HTTP_METRICS_PATH),
+                              headers=merged, timeout=timeout,
+                              compression=_http_compression(compression))
+
+
+def _http_compression(name: str | None) -> HttpCompression | None:
+    if name is None:
+        return None
+    from opentelemetry.exporter.otlp.proto.http import Compression  # noqa: PLC0415
+
+    return Compression(name.strip().lower())
+
+
+def _grpc_compression(name: str | None) -> GrpcCompression | None:
+    if name is None:
+        return None
+    from grpc import Compression  # noqa: PLC0415
+
+    return {"none": Compression.NoCompression, "gzip": Compression.Gzip,
+            "deflate": Compression.Deflate}[name.strip().lower()]

@@ -1,0 +1,1 @@
+"""Integration tests: exporters against local fake backends and a real Arize Phoenix."""
