@@ -47,8 +47,13 @@ __all__ = [
 ]
 
 
-class _Reason(msgspec.Struct, frozen=True, gc=False, kw_only=True):
-    """Base of the known exclusion reasons: ``name`` is the class name."""
+class _Reason(msgspec.Struct, frozen=True, gc=False, kw_only=True, tag_field="reason",
+              tag=True):
+    """Base of the known exclusion reasons: ``name`` is the class name.
+
+    Tagged with ``reason``, so ``msgspec.json.encode(reason)`` is the wire
+    envelope itself (the report's JSON writer relies on it).
+    """
 
     @property
     def name(self) -> str:

@@ -1,0 +1,44 @@
+"""The report's fast JSON writer says exactly what ``to_dict`` says."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from types import MappingProxyType
+
+from hypothesis import given, settings
+
+from cupellation import ContextBudget, ContextItem, SelectionReport
+from cupellation._report import ExcludedItem, IncludedItem
+from cupellation.reasons import InclusionReason, UnknownExclusionReason
+
+from ._runs import RecordedRun, runs
+
+
+@settings(max_examples=300, deadline=None)
+@given(runs)
+def test_report_json_text_decodes_to_to_dict(run: RecordedRun) -> None:
+    """For random runs, ``json.loads(report.to_json())`` equals ``report.to_dict()``,
+    and the text decodes back to the same report."""
+    text = run.report.to_json()
+    assert json.loads(text) == run.report.to_dict()
+    assert SelectionReport.from_json(text) == run.report
+
+
+def test_unusual_items_and_reasons_are_written_like_to_dict() -> None:
+    """Nested metadata, a non-finite hint, a non-default source, unknown reasons and
+    microsecond timestamps all come out as to_dict has them."""
+    item = ContextItem(content="x\u2028\"<", tokens=0, source="chat", tags=("a",),
+                       metadata={"n": {"deep": [1, 2.5, None]}},
+                       future_relevance_hint=float("nan"), pinned=True, original_tokens=3,
+                       timestamp=datetime(2026, 1, 1, 0, 0, 0, 5, tzinfo=UTC))
+    report = SelectionReport(
+        events=(), total_candidates=2, total_tokens_considered=0,
+        included=(IncludedItem(item, 0.0, InclusionReason(
+            name="Later", fields=MappingProxyType({"k": [1]}))),),
+        excluded=(ExcludedItem(item, 0.5, UnknownExclusionReason(
+            reason_name="Future", fields=MappingProxyType({"why": "x"}))),),
+        incomplete=("a note",))
+    assert json.loads(report.to_json(indent=2)) == report.to_dict()
+    budget = ContextBudget(max_tokens=5, target_tokens=5)
+    assert json.loads(budget.to_json()) == budget.to_dict()
