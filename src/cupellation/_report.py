@@ -300,16 +300,19 @@ def _wire_item(item: ContextItem) -> _WireItem:
     hint = item.future_relevance_hint
     if hint is not None and not math.isfinite(hint):
         hint = item.to_dict()["futureRelevanceHint"]  # the seeds' spelling of NaN/infinity
+    metadata = item.metadata
+    # A plain dict of the top level here is cheaper than a call into the encoder's
+    # hook for it; deeper read-only mappings (rare) still go through the hook.
     return _WireItem(item.content, item.tokens, item.kind.value, item.source.value,
-                     item.priority, item.tags, item.metadata or None, item.timestamp, hint,
-                     item.pinned, item.original_tokens)
+                     item.priority, item.tags, dict(metadata) if metadata else None,
+                     item.timestamp, hint, item.pinned, item.original_tokens)
 
 
 def _wire_reason(reason: ExclusionReason | InclusionReason,
                  cache: dict[int, msgspec.Raw]) -> Any:
     """A known exclusion reason as itself (it encodes as its envelope); others as raw
     JSON of their envelope, made once per reason object."""
-    if isinstance(reason, _TAGGED_REASONS):
+    if type(reason) in _TAGGED_REASONS:
         return reason
     raw = cache.get(id(reason))
     if raw is None:
@@ -318,7 +321,7 @@ def _wire_reason(reason: ExclusionReason | InclusionReason,
 
 
 def _thaw(value: Any) -> Any:
-    """Read-only metadata mappings as dicts, for the encoder."""
+    """Read-only metadata mappings nested in metadata, as dicts, for the encoder."""
     if isinstance(value, Mapping):
         return dict(value)
     raise NotImplementedError(f"cannot encode {type(value).__name__}")
@@ -369,9 +372,9 @@ def _trace_event_from_dict(data: Mapping[str, Any]) -> TraceEvent:
 
 
 _REFERENCE_REASONS = (Deduplicated, PinnedOverride)
-_TAGGED_REASONS = (BudgetExceeded, ScoredTooLow, Deduplicated, QuotaCapExceeded,
+_TAGGED_REASONS = frozenset((BudgetExceeded, ScoredTooLow, Deduplicated, QuotaCapExceeded,
                    QuotaRequireDisplaced, NegativeTokens, PinnedOverride, Filtered,
-                   CountCapExceeded, CountRequireCandidatesExhausted)
+                   CountCapExceeded, CountRequireCandidatesExhausted))
 _SCORE = attrgetter("score")
 _TOKENS = attrgetter("tokens")
 #: How many seq numbers or indices a problem line lists before it says "...".
