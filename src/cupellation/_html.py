@@ -14,10 +14,13 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._model import ContextBudget
 from .exceptions import DecodeError, InvalidTypeError
+
+if TYPE_CHECKING:
+    from ._report import SelectionReport
 
 __all__ = ["DEFAULT_TITLE", "render_html"]
 
@@ -113,7 +116,7 @@ class _Budget:
     raw: Mapping[str, Any]
 
 
-def _budget(value: Any) -> _Budget | None:
+def _budget(value: Mapping[str, Any] | ContextBudget | None) -> _Budget | None:
     if value is None:
         return None
     if isinstance(value, ContextBudget):
@@ -274,11 +277,24 @@ def _budget_section(included: Sequence[_Entry], excluded: Sequence[_Entry],
     facts = (f'<p class="note">Window <strong id="budget-max" data-tokens="{budget.max_tokens}">'
              f"{_fmt_tokens(budget.max_tokens)}</strong> tokens, target "
              f'<strong id="budget-target" data-tokens="{budget.target_tokens}">'
-             f"{_fmt_tokens(budget.target_tokens)}</strong>.</p>")
+             f"{_fmt_tokens(budget.target_tokens)}</strong>{_budget_extras(budget.raw)}.</p>")
     return (f'<section id="budget"><h2>Budget</h2>{facts}'
             f'<div class="bar-wrap"><div class="bar" role="img" aria-label="budget use">'
             f"{bar}</div>{target}</div>"
             f'<ul class="legend">{legend}</ul>{extra}</section>')
+
+
+def _budget_extras(raw: Mapping[str, Any]) -> str:
+    """The safety margin and reserved slots of a budget, when it has them."""
+    parts = []
+    margin = raw.get("estimationSafetyMarginPercent")
+    if isinstance(margin, int | float) and not isinstance(margin, bool) and margin:
+        parts.append(f"safety margin {_e(margin)}%")
+    slots = raw.get("reservedSlots")
+    if isinstance(slots, Mapping) and slots:
+        shown = ", ".join(f"{_e(kind)} {_e(count)}" for kind, count in slots.items())
+        parts.append(f"reserved slots: {shown}")
+    return "".join(f"; {part}" for part in parts)
 
 
 def _timeline(events: Sequence[_Stage]) -> str:
@@ -453,7 +469,9 @@ footer { color:var(--muted); font-size:12px; text-align:center; }
 """
 
 
-def render_html(report: Any, *, budget: Any = None, title: str = DEFAULT_TITLE) -> str:
+def render_html(report: Mapping[str, Any] | SelectionReport, *,
+                budget: Mapping[str, Any] | ContextBudget | None = None,
+                title: str = DEFAULT_TITLE) -> str:
     """The report as one self-contained HTML page (a string).
 
     ``report`` is a SelectionReport's JSON object (``SelectionReport.to_dict()``

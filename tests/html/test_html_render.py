@@ -67,6 +67,14 @@ def test_the_budget_bar_splits_the_window() -> None:
     assert "budget-over" not in parser.by_id
 
 
+def test_the_budget_margin_and_reserved_slots_are_shown() -> None:
+    """A budget's safety margin and reserved slots appear beside the window and target."""
+    page = render_html(demo_report(), budget=ContextBudget(
+        1024, 400, 256, {"ToolOutput": 2}, 7.5))
+    assert "safety margin 7.5%" in page
+    assert "reserved slots: ToolOutput 2" in page
+
+
 def test_a_selection_over_the_window_is_flagged() -> None:
     """When pinned, selected and reserve exceed maxTokens the page says by how much."""
     parser = PageParser.of(render_html(demo_report(), budget={"maxTokens": 300,
@@ -212,6 +220,6 @@ def test_bad_budgets_and_titles_are_refused() -> None:
     with pytest.raises(DecodeError):
         render_html(demo_report(), budget={"maxTokens": -1, "targetTokens": 0})
     with pytest.raises(DecodeError):
-        render_html([])
+        render_html([])  # type: ignore[arg-type]
     with pytest.raises(InvalidTypeError):
         render_html(demo_report(), title=3)  # type: ignore[arg-type]

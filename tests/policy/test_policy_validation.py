@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -15,11 +16,13 @@ from cupellation.exceptions import (
 from cupellation.policy import (
     CompositeChild,
     CompositeSpec,
+    DecaySpec,
     GreedySlice,
     KindSpec,
     Policy,
     RecencySpec,
     ScaledSpec,
+    WindowCurve,
     load_policy,
 )
 
@@ -220,3 +223,6 @@ def test_value_types_validate_on_construction() -> None:
         Policy(scorer=RecencySpec(), placer=GreedySlice())  # type: ignore[arg-type]
     with pytest.raises(InvalidValueError, match="surrogate"):
         Policy(scorer=RecencySpec(), name="bad \ud800 name")
+    early = datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=5)))
+    with pytest.raises(ConfigurationError, match="outside the datetime range"):
+        DecaySpec(curve=WindowCurve(max_age=timedelta(hours=1)), reference_time=early)

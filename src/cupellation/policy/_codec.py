@@ -217,7 +217,10 @@ def decode_timestamp(value: Any, path: str) -> datetime:
     if isinstance(value, datetime):
         if value.tzinfo is None or value.utcoffset() is None:
             raise ConfigurationError(path, value, "must carry a UTC offset such as 'Z'")
-        return value.astimezone(UTC)
+        try:
+            return value.astimezone(UTC)
+        except OverflowError:
+            raise ConfigurationError(path, value, "is outside the datetime range in UTC") from None
     if not isinstance(value, str):
         raise InvalidTypeError(path, value, "an ISO 8601 timestamp with an offset")
     try:

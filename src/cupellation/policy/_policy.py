@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
 from .._model import ContextBudget, OverflowStrategy
 from .._pipeline import Pipeline
@@ -64,10 +64,10 @@ __all__ = [
 ]
 
 #: The slicers a policy can describe (they are immutable values already).
-SlicerSpec = (GreedySlice | KnapsackSlice | QuotaSlice | CountQuotaSlice
-              | CountConstrainedKnapsackSlice)
+SlicerSpec: TypeAlias = (GreedySlice | KnapsackSlice | QuotaSlice | CountQuotaSlice
+                         | CountConstrainedKnapsackSlice)
 #: The placers a policy can describe.
-PlacerSpec = ChronologicalPlacer | UShapedPlacer
+PlacerSpec: TypeAlias = ChronologicalPlacer | UShapedPlacer
 
 #: Slicer ``type`` names as written in a policy file.
 SLICER_TYPES: tuple[str, ...] = (

@@ -280,7 +280,11 @@ class DecaySpec(_Spec):
             if moment.tzinfo is None or moment.utcoffset() is None:
                 raise ConfigurationError("reference_time", moment,
                                          "must be timezone-aware (UTC semantics)")
-            object.__setattr__(self, "reference_time", moment.astimezone(UTC))
+            try:
+                object.__setattr__(self, "reference_time", moment.astimezone(UTC))
+            except OverflowError:
+                raise ConfigurationError("reference_time", moment,
+                                         "is outside the datetime range in UTC") from None
 
     def build(self, *, clock: Clock | None = None) -> Scorer:
         """A new :class:`~cupellation.scoring.DecayScorer`: its clock is fixed at
