@@ -694,6 +694,17 @@ def _convert(
     return items
 
 
+def _names_a_file(text: str) -> bool:
+    """Whether a string names an existing file (JSON text never does)."""
+    stripped = text.strip()
+    if not stripped or "\n" in stripped or stripped[0] in "{[":
+        return False
+    try:
+        return Path(text).is_file()
+    except (OSError, ValueError):  # a name too long, or with a NUL, is not a file
+        return False
+
+
 def load_chat(
     source: str | os.PathLike[str],
     *,
@@ -719,9 +730,7 @@ def load_chat(
         "synthesize_timestamps": synthesize_timestamps, "end": end, "kinds": kinds,
     }
     where = "<chat>"
-    if isinstance(source, os.PathLike) or (
-            isinstance(source, str) and "\n" not in source and len(source) < 4096
-            and Path(source).is_file()):
+    if isinstance(source, os.PathLike) or (isinstance(source, str) and _names_a_file(source)):
         path = Path(source)
         where = str(path)
         try:

@@ -105,3 +105,9 @@ def test_broken_json_names_the_line() -> None:
     with pytest.raises(DecodeError) as caught:
         load_chat('[\n{"role": "user",\n "content": }\n]')
     assert caught.value.line == 3
+
+
+def test_long_one_line_json_is_read_as_text() -> None:
+    """A one-line transcript longer than a file name may be is parsed, not stat-ed."""
+    text = json.dumps([{"role": "user", "content": "x" * 400}])
+    assert [i.content for i in load_chat(text, use_tiktoken=False)] == ["x" * 400]

@@ -243,3 +243,17 @@ def test_window_curves_and_simple_specs_build() -> None:
     spec = DecaySpec(curve=WindowCurve(max_age=timedelta(days=2)))
     assert isinstance(spec.build(), DecayScorer)
     assert isinstance(KindSpec().build(), KindScorer)
+
+
+def test_long_one_line_texts_are_read_as_text_not_paths(tmp_path: Path) -> None:
+    """A one-line policy longer than a file name may be is text (no OSError), and a
+    path ending in .toml is a path even with '=' in it."""
+    text = ('scorer = {type = "tag", tag_weights = {'
+            + ", ".join(f"a{k} = 1.0" for k in range(60)) + "}}")
+    assert len(text) > 300
+    assert load_policy(text).scorer.type_name == "tag"
+    folder = tmp_path / "a=b"
+    folder.mkdir()
+    path = folder / "p.toml"
+    path.write_text(Policy(scorer=RecencySpec()).to_toml(), encoding="utf-8")
+    assert load_policy(str(path)) == Policy(scorer=RecencySpec())

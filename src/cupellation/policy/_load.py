@@ -32,13 +32,29 @@ def parse_policy_text(text: str, fmt: PolicyFormat | None = None, *,
         raise
 
 
+def _names_a_file(text: str) -> bool:
+    """Whether a string is a path: one line, not a JSON object or TOML section, and
+    ending in ``.toml`` / ``.json``, or else without ``=`` and naming an existing file."""
+    stripped = text.strip()
+    if not stripped or "\n" in stripped or stripped[0] in "{[":
+        return False
+    if Path(stripped).suffix.lower() in _SUFFIXES:
+        return True
+    if "=" in stripped:  # a one-line TOML policy
+        return False
+    try:
+        return Path(text).is_file()
+    except (OSError, ValueError):  # a name too long, or with a NUL, is not a file
+        return False
+
+
 def load_policy(source: str | os.PathLike[str], *,
                 format: PolicyFormat | None = None) -> Policy:
     """A policy from a file or from its text, in TOML or JSON.
 
-    ``source`` is a path (a :class:`~pathlib.Path`, or a one-line string naming
-    an existing file or ending in ``.toml`` / ``.json``) or the policy text
-    itself. The format is ``format`` when given, else the file suffix
+    ``source`` is a path (a :class:`~pathlib.Path`, or a one-line string that
+    ends in ``.toml`` / ``.json``, or has no ``=`` and names an existing file)
+    or the policy text itself. The format is ``format`` when given, else the file suffix
     (``.toml`` / ``.json``), else the content (JSON when it starts with ``{``).
 
     Raises :class:`~cupellation.exceptions.DecodeError` (with the line) for a
@@ -53,8 +69,7 @@ def load_policy(source: str | os.PathLike[str], *,
     if isinstance(source, os.PathLike):
         path = Path(source)
     elif isinstance(source, str):
-        one_line = "\n" not in source and len(source) < 4096
-        if one_line and (Path(source).suffix.lower() in _SUFFIXES or Path(source).is_file()):
+        if _names_a_file(source):
             path = Path(source)
     else:
         raise InvalidTypeError("source", source, "a path or the policy text")
