@@ -9,21 +9,29 @@ from pathlib import Path
 
 import pytest
 
-from cupellation import SelectionReport, build_report, event_from_json
+from cupellation import SelectionReport, build_report
 from cupellation.cli import main
+from cupellation.events import event_from_json
 
 
 def test_demo_writes_a_report_equal_to_the_fold_of_its_event_file(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The demo's report.json equals the report rebuilt from its events.jsonl, and
-    the summary names each exclusion reason the bundled data is built to show."""
+    """The demo's report.json equals the report rebuilt from its events.jsonl (one
+    flat event per line, numbered 0, 1, 2, ... under one run id), and the
+    summary names each exclusion reason the bundled data is built to show."""
     assert main(["demo", "--out", str(tmp_path)]) == 0
     printed = capsys.readouterr().out
     for reason in ("BudgetExceeded", "Deduplicated", "NegativeTokens", "Pinned"):
         assert reason in printed
-    report = SelectionReport.from_json(json.loads((tmp_path / "report.json").read_text()))
-    lines = (tmp_path / "events.jsonl").read_text().splitlines()
-    rebuilt = build_report([event_from_json(json.loads(line)) for line in lines])
+    report = SelectionReport.from_json((tmp_path / "report.json").read_text(encoding="utf-8"))
+    lines = (tmp_path / "events.jsonl").read_text(encoding="utf-8").splitlines()
+    flat = [json.loads(line) for line in lines]
+    assert all(isinstance(value, str | int | float | bool | list)
+               for row in flat for value in row.values())
+    assert [row["seq"] for row in flat] == list(range(len(flat)))
+    assert len({row["run_id"] for row in flat}) == 1
+    events = [event_from_json(line) for line in lines]
+    rebuilt = build_report(events)
     assert rebuilt == report
     assert report.is_complete
     assert report.total_candidates == 22
@@ -69,7 +77,8 @@ def test_select_reports_the_index_of_a_bad_array_entry(tmp_path: Path,
 def test_select_failed_run_exits_1_and_still_writes_the_events(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A run that fails (pinned items over the window) exits 1, and its event file
-    ends with run_failed so the failure is visible in telemetry."""
+    ends with run_failed, naming the error's type and text, so the failure is
+    visible in telemetry."""
     source = tmp_path / "c.json"
     source.write_text('[{"content": "sys", "tokens": 50, "pinned": true}]')
     status = main(["select", str(source), "--max-tokens", "40", "--target-tokens", "30",
@@ -78,6 +87,8 @@ def test_select_failed_run_exits_1_and_still_writes_the_events(
     assert "Pinned items require 50 tokens" in capsys.readouterr().err
     last = json.loads((tmp_path / "o" / "events.jsonl").read_text().splitlines()[-1])
     assert last["type"] == "run_failed"
+    assert last["error_type"] == "PinnedBudgetError"
+    assert "Pinned items require 50 tokens" in last["error_text"]
 
 
 def test_select_missing_file_is_named(capsys: pytest.CaptureFixture[str]) -> None:

@@ -10,21 +10,26 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from cupellation import (
+from cupellation import ContextBudget, ContextItem, OverflowStrategy
+from cupellation._collectors import DiagnosticTraceCollector, TraceDetailLevel
+from cupellation._model import ScoredItem
+from cupellation._pipeline import Pipeline
+from cupellation.events import (
+    ItemExcluded,
+    Overflow,
+    PipelineStage,
+    RunFailed,
+    StageCompleted,
+    StageStarted,
+)
+from cupellation.exceptions import (
     BudgetOverflowError,
-    ContextBudget,
-    ContextItem,
     InvalidTypeError,
-    OverflowStrategy,
     PinnedBudgetError,
-    ScoredItem,
     ScorerError,
 )
-from cupellation._collectors import DiagnosticTraceCollector, TraceDetailLevel
-from cupellation._events import ItemExcluded, Overflow, PipelineStage, RunFailed, StageCompleted
-from cupellation._pipeline import Pipeline
-from cupellation._reasons import RESERVED_EXCLUSION_REASONS
 from cupellation.placing import UShapedPlacer
+from cupellation.reasons import RESERVED_EXCLUSION_REASONS, Deduplicated, PinnedOverride
 from cupellation.scoring import FunctionScorer, PriorityScorer, RecencyScorer
 from cupellation.slicing import CountQuotaEntry, CountQuotaSlice, GreedySlice, KnapsackSlice
 from cupellation.testing import assert_excluded, assert_included, assert_report_consistent
@@ -42,7 +47,7 @@ def item(content: str, tokens: int = 10, *, day: int | None = None,
 
 def run_with_report(pipeline: Pipeline, items: Sequence[ContextItem], budget: ContextBudget
                     ) -> tuple[list[ContextItem], DiagnosticTraceCollector]:
-    collector = DiagnosticTraceCollector(TraceDetailLevel.ITEM)
+    collector = DiagnosticTraceCollector(TraceDetailLevel.FULL)
     return pipeline.run(items, budget, collector), collector
 
 
@@ -80,7 +85,8 @@ def test_effective_budget_subtracts_reserve_and_pinned_exactly() -> None:
 
 def test_pinned_items_over_available_raise_at_classify_with_both_numbers() -> None:
     """Pinned tokens above max - reserve raise PinnedBudgetError naming both numbers,
-    and the failed run still emits run_failed naming the Classify stage."""
+    and the failed run still emits run_failed naming the Classify stage, the
+    error's type and text, and carrying the very exception raised."""
     collector = DiagnosticTraceCollector()
     with pytest.raises(PinnedBudgetError, match=r"require 120 tokens, but only 100") as info:
         RECENCY.run([item("p", 120, pinned=True)], ContextBudget(150, 100, output_reserve=50),
@@ -90,6 +96,8 @@ def test_pinned_items_over_available_raise_at_classify_with_both_numbers() -> No
     assert isinstance(failed, RunFailed)
     assert failed.stage is PipelineStage.CLASSIFY
     assert failed.error_type == "PinnedBudgetError"
+    assert failed.error_text == str(info.value)
+    assert failed.exception is info.value
     assert not collector.build_report().is_complete
 
 
@@ -104,7 +112,8 @@ def test_throw_overflow_raises_with_merged_tokens_and_target() -> None:
 
 def test_truncate_keeps_pinned_and_drops_lowest_scored_that_no_longer_fit() -> None:
     """Under Truncate a slicer that over-fills is cut back from the tail in score
-    order; pinned items always stay, and the removed item says why."""
+    order; pinned items always stay, and the removed item says why: the event
+    names the pinned item by its candidate index, the report by its content."""
 
     pipeline = Pipeline(scorer=RecencyScorer(), slicer=TakeAll(),
                         overflow_strategy=OverflowStrategy.TRUNCATE)
@@ -115,6 +124,7 @@ def test_truncate_keeps_pinned_and_drops_lowest_scored_that_no_longer_fit() -> N
     assert_excluded(report, "old", reason="PinnedOverride", displaced_by="pin")
     excluded_event = next(e for e in collector.events if isinstance(e, ItemExcluded))
     assert excluded_event.stage is PipelineStage.PLACE
+    assert excluded_event.reason == PinnedOverride(displaced_by=0)
 
 
 def test_truncate_budget_exceeded_when_it_would_not_fit_even_without_pins() -> None:
@@ -185,14 +195,15 @@ def test_candidate_that_is_not_a_context_item_raises_naming_its_index() -> None:
 
 
 def test_deduplication_keeps_highest_score_and_lowest_index_on_ties() -> None:
-    """Byte-exact duplicates: the higher score survives; on equal scores the earlier one."""
+    """Byte-exact duplicates: the higher score survives; on equal scores the earlier one.
+    Each Deduplicated event names the kept copy by its candidate index."""
     items = [item("x", day=1), item("x", day=5), item("y", priority=1), item("y", priority=1)]
     out, collector = run_with_report(Pipeline(scorer=RecencyScorer()), items,
                                      ContextBudget(1000, 500))
     report = collector.build_report()
     dupes = [e for e in collector.events if isinstance(e, ItemExcluded)]
-    assert [(e.candidate_index, e.reason.name) for e in dupes] == [
-        (0, "Deduplicated"), (3, "Deduplicated")]
+    assert [(e.candidate_index, e.reason) for e in dupes] == [
+        (0, Deduplicated(deduplicated_against=1)), (3, Deduplicated(deduplicated_against=2))]
     assert sorted(i.content for i in out) == ["x", "y"]
     assert report.total_candidates == 4
 
@@ -234,12 +245,17 @@ def test_count_quota_cap_exclusions_and_shortfalls_reach_the_report() -> None:
 
 
 def test_every_stage_emits_exactly_one_stage_event_even_when_empty() -> None:
-    """An empty run still emits one StageCompleted per stage, with zero counts."""
+    """An empty run still emits one StageStarted and one StageCompleted per stage,
+    the start right before the completion, with zero counts."""
     collector = DiagnosticTraceCollector()
     assert RECENCY.run([], ContextBudget(10, 5), collector) == []
-    stages = [e.stage for e in collector.events if isinstance(e, StageCompleted)]
-    assert stages == [PipelineStage.CLASSIFY, PipelineStage.SCORE, PipelineStage.DEDUPLICATE,
-                      PipelineStage.SORT, PipelineStage.SLICE, PipelineStage.PLACE]
+    stage_events = [e for e in collector.events if isinstance(e, StageStarted | StageCompleted)]
+    order = [PipelineStage.CLASSIFY, PipelineStage.SCORE, PipelineStage.DEDUPLICATE,
+             PipelineStage.SORT, PipelineStage.SLICE, PipelineStage.PLACE]
+    assert [(type(e), e.stage) for e in stage_events] == [
+        (kind, stage) for stage in order for kind in (StageStarted, StageCompleted)]
+    assert all(e.items_in == 0 for e in stage_events)
+    assert all(e.items_out == 0 for e in stage_events if isinstance(e, StageCompleted))
     report = collector.build_report()
     assert [e.item_count for e in report.events] == [0, 0, 0, 0, 0]
 

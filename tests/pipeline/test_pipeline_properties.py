@@ -5,29 +5,30 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
+import msgspec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cupellation import (
-    BudgetOverflowError,
-    ContextBudget,
-    ContextItem,
-    CountRequirementError,
-    OverflowStrategy,
-    PinnedBudgetError,
-)
+from cupellation import ContextBudget, ContextItem, OverflowStrategy
 from cupellation._collectors import DiagnosticTraceCollector, TraceDetailLevel
-from cupellation._events import ItemExcluded, ItemIncluded, event_from_json, event_to_json
 from cupellation._pipeline import Pipeline
-from cupellation._reasons import (
+from cupellation._report import build_report
+from cupellation.events import (
+    ItemExcluded,
+    ItemIncluded,
+    RunFailed,
+    event_from_json,
+    event_to_json,
+)
+from cupellation.exceptions import BudgetOverflowError, CountRequirementError, PinnedBudgetError
+from cupellation.placing import ChronologicalPlacer, UShapedPlacer
+from cupellation.reasons import (
     RESERVED_EXCLUSION_REASONS,
     BudgetExceeded,
     Deduplicated,
     NegativeTokens,
     PinnedOverride,
 )
-from cupellation._report import build_report
-from cupellation.placing import ChronologicalPlacer, UShapedPlacer
 from cupellation.scoring import (
     CompositeScorer,
     FrequencyScorer,
@@ -105,7 +106,7 @@ def _run(pipeline: Pipeline, items: list[ContextItem], budget: ContextBudget
 def _run_catching(pipeline: Pipeline, items: list[ContextItem], budget: ContextBudget
                   ) -> tuple[list[ContextItem] | None, DiagnosticTraceCollector,
                              Exception | None]:
-    collector = DiagnosticTraceCollector(TraceDetailLevel.ITEM)
+    collector = DiagnosticTraceCollector(TraceDetailLevel.FULL)
     try:
         return pipeline.run(items, budget, collector), collector, None
     except (BudgetOverflowError, PinnedBudgetError, CountRequirementError) as exc:
@@ -167,17 +168,32 @@ def test_non_pinned_tokens_respect_the_strategy_budget_rules(
     assert sum(1 for i in out if i.pinned) == sum(1 for i in valid if i.pinned)
 
 
+def _refuse_constant(name: str) -> object:
+    raise AssertionError(f"{name} is not valid JSON")
+
+
 @PROPERTY
 @given(pipeline=pipelines, items=candidates, budget=budgets)
 def test_report_from_json_round_tripped_events_equals_live_report(
         pipeline: Pipeline, items: list[ContextItem], budget: ContextBudget) -> None:
-    """Folding the events after a JSON round trip gives the same report as
-    folding the live events (failed runs included)."""
-    _, collector = _run(pipeline, items, budget)
-    wire = [json.loads(json.dumps(event_to_json(e))) for e in collector.events]
-    decoded = [event_from_json(w) for w in wire]
-    assert decoded == list(collector.events)
+    """Folding the events after a JSON round trip (one strict-JSON line each) gives
+    the same report as folding the live events (failed runs included). Every
+    event decodes equal to the live one, save that run_failed's exception object
+    stays in process: its flat form keeps the error's type and text (new with
+    the event spine), and a failed run's live event holds the very exception
+    raised."""
+    _, collector, error = _run_catching(pipeline, items, budget)
+    lines = [event_to_json(e) for e in collector.events]
+    for line in lines:
+        assert "\n" not in line
+        json.loads(line, parse_constant=_refuse_constant)
+    decoded = [event_from_json(line) for line in lines]
+    live = [msgspec.structs.replace(e, exception=None) if isinstance(e, RunFailed) else e
+            for e in collector.events]
+    assert decoded == live
     assert build_report(decoded) == collector.build_report()
+    failed = [e for e in collector.events if isinstance(e, RunFailed)]
+    assert [f.exception for f in failed] == ([] if error is None else [error])
 
 
 @PROPERTY
@@ -199,11 +215,15 @@ def test_every_exclusion_reason_is_true_of_its_item(
     """Each reason's data describes its own item and the run: BudgetExceeded
     carries the item's tokens, PinnedOverride names a pinned candidate and
     comes only when the item did not fit, NegativeTokens only for negative
-    counts, Deduplicated only against an identical content; no reserved variant."""
+    counts, Deduplicated only against another candidate of identical content;
+    no reserved variant. Reasons that point at another candidate hold its
+    index in events (new with the event spine) and its content in the report."""
     out, collector = _run(pipeline, items, budget)
     if out is None:
         return
-    pinned_contents = {i.content for i in items if i.pinned and i.tokens >= 0}
+    included = {e.candidate_index for e in collector.events if isinstance(e, ItemIncluded)}
+    deduplicated = {e.candidate_index for e in collector.events
+                    if isinstance(e, ItemExcluded) and isinstance(e.reason, Deduplicated)}
     for event in collector.events:
         if not isinstance(event, ItemExcluded):
             continue
@@ -214,9 +234,22 @@ def test_every_exclusion_reason_is_true_of_its_item(
             assert reason.item_tokens == item.tokens
             assert reason.available_tokens >= 0
         elif isinstance(reason, PinnedOverride):
-            assert reason.displaced_by in pinned_contents
+            assert isinstance(reason.displaced_by, int)
+            assert items[reason.displaced_by].pinned
+            assert reason.displaced_by in included
         elif isinstance(reason, NegativeTokens):
             assert item.tokens < 0
             assert reason.tokens == item.tokens
         elif isinstance(reason, Deduplicated):
-            assert reason.deduplicated_against == item.content
+            kept = reason.deduplicated_against
+            assert isinstance(kept, int)
+            assert kept != event.candidate_index
+            assert items[kept].content == item.content
+            assert kept not in deduplicated
+    report = collector.build_report()
+    pinned_contents = {i.content for i in items if i.pinned and i.tokens >= 0}
+    for entry in report.excluded:
+        if isinstance(entry.reason, PinnedOverride):
+            assert entry.reason.displaced_by in pinned_contents
+        elif isinstance(entry.reason, Deduplicated):
+            assert entry.reason.deduplicated_against == entry.item.content

@@ -13,19 +13,15 @@ from cupellation import (
     ChronologicalPlacer,
     ContextBudget,
     ContextItem,
-    CountQuotaEntry,
     CountQuotaSlice,
     GreedySlice,
-    InvalidTypeError,
-    InvalidValueError,
     KnapsackSlice,
-    QuotaEntry,
     QuotaSlice,
-    ScoredItem,
-    ScoredItems,
-    Slicer,
     UShapedPlacer,
 )
+from cupellation._model import ScoredItem, ScoredItems
+from cupellation.exceptions import InvalidTypeError, InvalidValueError
+from cupellation.slicing import CountQuotaEntry, QuotaEntry, Slicer
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
