@@ -215,6 +215,11 @@ class DiagnosticTraceCollector:
 
     def record(self, events: Sequence[PipelineEvent], /) -> None:
         if isinstance(events, ItemEventBatch):
+            # A collector discards the item events its level does not record
+            # (trace-collector.md), even when they are handed to it directly.
+            if self._detail_level < (TraceDetailLevel.STAGE_AND_EXCLUSIONS if events.excluded
+                                     else TraceDetailLevel.FULL):
+                return
             self._entries.append(events)
         else:
             self._entries.extend(events)
@@ -245,12 +250,14 @@ class FanOutCollector:
     """Feeds one run's events to several collectors (a report, spans and logs at once).
 
     Enabled when any child is; its detail level is the highest of the enabled
-    children's, and each child gets only what its own level asks for (its
-    ``run_started`` says its own level). A child that raises is logged once
+    children's, and each child gets only what its own level asks for. Each child
+    sees the stream its own level would have produced: its ``run_started`` names
+    its level, and its events are numbered ``seq`` 0, 1, 2, ... without the gaps
+    left by the item events it does not get. A child that raises is logged once
     and gets nothing more from that run; the others carry on.
     """
 
-    __slots__ = ("_active", "_children", "_level")
+    __slots__ = ("_active", "_children", "_level", "_skipped")
 
     def __init__(self, *collectors: TraceCollector) -> None:
         for position, collector in enumerate(collectors):
@@ -260,6 +267,8 @@ class FanOutCollector:
         self._level = max((c.detail_level for c in self._children),
                           default=TraceDetailLevel.STAGE_ONLY)
         self._active: list[TraceCollector] = list(self._children)
+        # Per child (by position), how many events of this run it did not get.
+        self._skipped: list[int] = [0] * len(self._children)
 
     @property
     def collectors(self) -> tuple[TraceCollector, ...]:
@@ -278,19 +287,34 @@ class FanOutCollector:
         if isinstance(events, ItemEventBatch):
             needed = (TraceDetailLevel.STAGE_AND_EXCLUSIONS if events.excluded
                       else TraceDetailLevel.FULL)
-            for child in tuple(self._active):
-                if child.detail_level >= needed:
-                    self._send(child, events)
+            for position, child in enumerate(self._children):
+                if child not in self._active:
+                    continue
+                if child.detail_level < needed:
+                    self._skipped[position] += len(events)
+                    continue
+                skipped = self._skipped[position]
+                self._send(child, events if not skipped else ItemEventBatch(
+                    run_id=events.run_id, first_seq=events.first_seq - skipped,
+                    stage=events.stage, candidate_indices=events.candidate_indices,
+                    items=events.items, scores=events.scores, reasons=events.reasons,
+                    positions=events.positions))
             return
         first = events[0] if len(events) == 1 else None
         if isinstance(first, RunStarted):
-            self._active = list(self._children)  # a new run: every child again
-            for child in tuple(self._active):
+            # A new run: every child again, each with its own level and numbering.
+            self._active = list(self._children)
+            self._skipped = [0] * len(self._children)
+            for child in self._children:
                 self._send(child, (msgspec.structs.replace(
                     first, detail_level=child.detail_level.tier),))
             return
-        for child in tuple(self._active):
-            self._send(child, events)
+        for position, child in enumerate(self._children):
+            if child not in self._active:
+                continue
+            skipped = self._skipped[position]
+            self._send(child, events if not skipped else tuple(
+                msgspec.structs.replace(event, seq=event.seq - skipped) for event in events))
 
     def _send(self, child: TraceCollector, events: Sequence[PipelineEvent]) -> None:
         try:

@@ -154,6 +154,10 @@ class RunStarted(_Event, frozen=True, kw_only=True):
     """
 
     type: ClassVar[str] = "run_started"
+
+    def __hash__(self) -> int:  # the pipeline description is a (read-only) mapping
+        return hash((self.run_id, self.seq, self.started_at, self.budget,
+                     frozenset(self.pipeline.items()), self.candidate_count))
     started_at: datetime
     budget: ContextBudget
     pipeline: Mapping[str, str | bool]
@@ -260,6 +264,9 @@ class UnknownEvent(_Event, frozen=True, kw_only=True):
     type: ClassVar[str] = "unknown"
     event_type: str
     fields: Mapping[str, Any]
+
+    def __hash__(self) -> int:  # decoded values may be unhashable: hash the keys
+        return hash((self.run_id, self.seq, self.event_type, frozenset(self.fields)))
 
 
 PipelineEvent: TypeAlias = (

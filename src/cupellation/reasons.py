@@ -47,6 +47,13 @@ __all__ = [
 ]
 
 
+def _hash_with_mapping(*parts: Any) -> int:
+    """A hash for a frozen value holding a mapping whose values may be unhashable
+    (decoded JSON): the mapping counts by its keys, which equal values share."""
+    return hash(tuple(frozenset(part) if isinstance(part, Mapping) else part
+                      for part in parts))
+
+
 class _Reason(msgspec.Struct, frozen=True, gc=False, kw_only=True, tag_field="reason",
               tag=True):
     """Base of the known exclusion reasons: ``name`` is the class name.
@@ -155,6 +162,9 @@ class UnknownExclusionReason(msgspec.Struct, frozen=True, gc=False, kw_only=True
         """The variant's name as it was found."""
         return self.reason_name
 
+    def __hash__(self) -> int:
+        return _hash_with_mapping(type(self), self.reason_name, self.fields)
+
 
 ExclusionReason: TypeAlias = (
     BudgetExceeded
@@ -203,6 +213,9 @@ class InclusionReason(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     SCORED: ClassVar["InclusionReason"]
     PINNED: ClassVar["InclusionReason"]
     ZERO_TOKEN: ClassVar["InclusionReason"]
+
+    def __hash__(self) -> int:
+        return _hash_with_mapping(type(self), self.name, self.fields)
 
 
 InclusionReason.SCORED = InclusionReason(name="Scored")

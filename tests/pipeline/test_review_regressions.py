@@ -217,11 +217,6 @@ def test_equal_decoded_events_are_equal() -> None:
         assert event_from_json(line) == event_from_json(line.encode("utf-8")) == event
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError, reason=(
-    "BUG: frozen events are unhashable when they hold a mapping: hash(run_started) "
-    "raises TypeError on its pipeline mappingproxy, and hash(item_included) on "
-    "InclusionReason.fields (a mappingproxy even for InclusionReason.SCORED); "
-    "before the spine, events hashed mappings by length to stay hashable"))
 def test_equal_decoded_events_hash_equal() -> None:
     """Equal events (each decoded twice from its line) have equal hashes and
     collapse in a set, for every event of a run."""
@@ -232,9 +227,6 @@ def test_equal_decoded_events_hash_equal() -> None:
         assert len({a, b}) == 1
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError, reason=(
-    "BUG: UnknownExclusionReason (and InclusionReason) are frozen but unhashable: their "
-    "fields mapping (a dict or mappingproxy, possibly holding lists) is hashed as is"))
 def test_unknown_reasons_hash() -> None:
     """An unknown reason holding a list is hashable, built by hand or decoded, and
     equal unknown reasons hash equal."""
