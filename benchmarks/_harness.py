@@ -164,7 +164,7 @@ class Measurement:
         """The traced memory peak in MiB, None when not measured."""
         return None if self.peak_bytes is None else self.peak_bytes / MIB
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         """The measurement as JSON-native values."""
         return {
             "name": self.name,
@@ -261,7 +261,7 @@ class Target:
             return "n/a"
         return "PASS" if self.measured <= self.limit else "MISS"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         """The target as JSON-native values."""
         return {"name": self.name, "unit": self.unit, "limit": self.limit,
                 "measured": self.measured, "status": self.status, "note": self.note}

@@ -45,7 +45,6 @@ from cupellation import (  # noqa: E402
     ContextItem,
     ContextKind,
     CountConstrainedKnapsackSlice,
-    CountQuotaEntry,
     CountQuotaSlice,
     DecayScorer,
     FrequencyScorer,
@@ -55,18 +54,22 @@ from cupellation import (  # noqa: E402
     MetadataKeyScorer,
     MetadataTrustScorer,
     PriorityScorer,
-    QuotaEntry,
     QuotaSlice,
     RecencyScorer,
     ReflexiveScorer,
     ScaledScorer,
-    ScoredItems,
     TagScorer,
     UShapedPlacer,
 )
+from cupellation._model import ScoredItems  # noqa: E402
 from cupellation.placing import Placer  # noqa: E402
 from cupellation.scoring import ExponentialCurve, Scorer  # noqa: E402
-from cupellation.slicing import Slicer  # noqa: E402
+from cupellation.slicing import (  # noqa: E402
+    CountQuotaEntry,
+    QuotaEntry,
+    Slicer,
+)
+from cupellation.slicing._knapsack import MAX_TABLE_CELLS  # noqa: E402
 
 __all__ = ["PLACER_NAMES", "SCORER_NAMES", "SLICER_NAMES", "main"]
 
@@ -155,7 +158,14 @@ def _run_size(n: int, repeats: int, log: Callable[[str], None]) -> list[Measurem
 
     for name, scorer in _scorers().items():
         bench(name, "scorer", partial(scorer.score_all, items))
+    # The specification caps a knapsack's DP table at 50,000,000 cells
+    # (TableTooLarge): past that size the knapsack slicers refuse by design.
+    cells = n * (SLICE_TARGET_TOKENS // KNAPSACK_BUCKET + 1)
     for name, slicer in _slicers().items():
+        if "Knapsack" in name and cells > MAX_TABLE_CELLS:
+            log(f"  {name:<32} N={n:<7} skipped: {cells:,} cells > {MAX_TABLE_CELLS:,} "
+                "(TableTooLargeError by design)")
+            continue
         bench(name, "slicer", partial(slicer.slice, scored, budget))
     for name, placer in _placers().items():
         bench(name, "placer", partial(placer.place, scored))
@@ -215,8 +225,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "slice_target_tokens": SLICE_TARGET_TOKENS,
             "knapsack_bucket_size": KNAPSACK_BUCKET,
             "load_average_1min_end": os.getloadavg()[0],
-            "results": [row.to_json() for row in rows],
-            "targets": [target.to_json() for target in targets],
+            "results": [row.to_dict() for row in rows],
+            "targets": [target.to_dict() for target in targets],
         }
         write_json(args.json_path, payload)
     return 0

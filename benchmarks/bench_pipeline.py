@@ -222,11 +222,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             "sizes": args.sizes,
             "repeats": args.repeats,
             "load_average_1min_end": os.getloadavg()[0],
-            "results": [row.to_json() for row in rows],
+            "results": [row.to_dict() for row in rows],
             "memory": memory,
             "null_collector_overhead": overhead,
             "rust_reference_ms_quoted": {str(n): ms for n, ms in RUST_REFERENCE_MS.items()},
-            "targets": [target.to_json() for target in targets],
+            "targets": [target.to_dict() for target in targets],
         })
     return 0
 

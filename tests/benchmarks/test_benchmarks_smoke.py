@@ -25,7 +25,8 @@ SLICERS = (
     "CountConstrainedKnapsackSlice",
 )
 PLACERS = ("ChronologicalPlacer", "UShapedPlacer")
-PIPELINE_MODES = ("run(collector=None)", "run(NULL_COLLECTOR)", "run(ITEM)+build_report()")
+PIPELINE_MODES = ("run(collector=None)", "run(NULL_COLLECTOR)", "run(FULL)+build_report()",
+                  "run(FULL)+report.to_json()")
 QUICK_SIZES = (100, 1000)
 RESULT_KEYS = {"name", "group", "n", "median_ms", "min_ms", "peak_mib", "times_ms"}
 
@@ -112,17 +113,18 @@ def test_components_quick_covers_every_component(
 def test_pipeline_quick_covers_every_mode(
     scripts: dict[str, ModuleType], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """bench_pipeline --quick prints and writes the three collector modes at each size,
-    the memory ratios, the interleaved null-collector comparison and the targets."""
+    """bench_pipeline --quick prints and writes the four modes at each size, the memory
+    ratios, the interleaved null-collector comparison, the targets, and labels the
+    Rust figures as quoted rather than measured."""
     output, payload = _run(scripts["bench_pipeline"], tmp_path / "pipeline.json", capsys)
     assert {
         "benchmark", "environment", "configuration", "sizes", "repeats", "results", "memory",
-        "null_collector_overhead", "rust_reference_ms", "targets",
+        "null_collector_overhead", "rust_reference_ms_quoted", "targets",
     } <= payload.keys()
     assert payload["benchmark"] == "pipeline"
     _check_rows(payload, PIPELINE_MODES, 3)
     for row in payload["results"]:
-        assert row["vs_null"] > 0.0
+        assert row["vs_none"] > 0.0
     assert [entry["n"] for entry in payload["memory"]] == list(QUICK_SIZES)
     for entry in payload["memory"]:
         assert entry["input_bytes"] > 0
@@ -131,14 +133,17 @@ def test_pipeline_quick_covers_every_mode(
     assert overhead["n"] == 100
     assert overhead["runs"] == 5
     assert overhead["ratio"] == overhead["null_median_ms"] / overhead["none_median_ms"]
-    assert payload["rust_reference_ms"] == {
+    assert "QUOTED" in output
+    assert payload["rust_reference_ms_quoted"] == {
         "500": 1.4, "1000": 4.8, "10000": 413.0, "100000": 132000.0,
     }
     for mode in PIPELINE_MODES:
         assert len(_table_lines(output, mode)) == len(QUICK_SIZES), mode
     statuses = {target["name"]: target["status"] for target in payload["targets"]}
     assert statuses["500 items, NULL_COLLECTOR median"] == "n/a"
-    assert statuses["ITEM diagnostics + report / NULL at 1,000 items"] in {"PASS", "MISS"}
+    assert statuses["FULL + build_report / untraced at 1,000 items"] in {"PASS", "MISS"}
+    assert statuses["FULL + report JSON / untraced at 100 items"] in {"PASS", "MISS"}
+    assert statuses["100 items, collector=None median"] in {"PASS", "MISS"}
     assert "peak memory of run(None) / input at 100,000 items" in statuses
 
 
