@@ -147,7 +147,7 @@ def test_an_unloadable_encoding_falls_back_with_one_warning(
 
 def test_a_loadable_encoding_counts_with_tiktoken(monkeypatch: pytest.MonkeyPatch) -> None:
     """When the encoding loads, tiktoken counts (special-token text included)."""
-    tiktoken = pytest.importorskip("tiktoken")
+    import tiktoken  # a dev dependency: this test must run, never skip
     # A byte-level encoding built in memory: tiktoken's real encoder, no download.
     encoding = tiktoken.Encoding(
         name="bytes", pat_str=r"\S+|\s+",
