@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+import tiktoken  # a dev dependency: the tiktoken test runs, never skips
 
 from cupellation import (
     ChronologicalPlacer,
@@ -147,7 +148,6 @@ def test_an_unloadable_encoding_falls_back_with_one_warning(
 
 def test_a_loadable_encoding_counts_with_tiktoken(monkeypatch: pytest.MonkeyPatch) -> None:
     """When the encoding loads, tiktoken counts (special-token text included)."""
-    import tiktoken  # a dev dependency: this test must run, never skip
     # A byte-level encoding built in memory: tiktoken's real encoder, no download.
     encoding = tiktoken.Encoding(
         name="bytes", pat_str=r"\S+|\s+",
