@@ -7,14 +7,15 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
+from typing import Literal
 
 import pytest
 from cupellation_exporters import (
     EXPORT_FAILED,
     QUEUE_FULL,
     SHUTDOWN,
-    Protocol,
+    OtlpProtocol,
     setup_otlp,
 )
 
@@ -31,31 +32,31 @@ RUNS = 200
 QUEUE = 64
 BATCH = 32
 
-Backend = Behaviour | str
-
 
 @contextmanager
-def _backend(protocol: Protocol, behaviour: str) -> Iterator[str]:
+def _backend(protocol: OtlpProtocol, behaviour: Behaviour | Literal["down"]) -> Iterator[str]:
+    """The endpoint of a fake backend behaving as told ("down": nothing listens)."""
     if behaviour == "down":
         with refused_endpoint() as endpoint:
             yield endpoint
         return
-    fake: AbstractContextManager[FakeHttpBackend | FakeGrpcBackend]
-    if protocol == "grpc":
-        fake = FakeGrpcBackend(behaviour, delay=TIMEOUT * 4)  # type: ignore[arg-type]
-    else:
-        fake = FakeHttpBackend(behaviour, delay=TIMEOUT * 4)  # type: ignore[arg-type]
-    with fake as server:
-        yield server.endpoint
+    fake: FakeHttpBackend | FakeGrpcBackend = (
+        FakeGrpcBackend(behaviour, delay=TIMEOUT * 4) if protocol == "grpc"
+        else FakeHttpBackend(behaviour, delay=TIMEOUT * 4))
+    with fake:
+        yield fake.endpoint
 
 
+BEHAVIOURS: tuple[Behaviour | Literal["down"], ...] = (
+    "down", "slow", "refuse", "error", "unavailable")
 CASES = [(protocol, behaviour) for protocol in ("http/protobuf", "grpc")
-         for behaviour in ("down", "slow", "refuse", "error", "unavailable")]
+         for behaviour in BEHAVIOURS]
 
 
 @pytest.mark.parametrize(("protocol", "behaviour"), CASES)
 def test_a_bad_backend_never_blocks_the_workload_and_every_lost_span_is_counted(
-        protocol: Protocol, behaviour: str, caplog: pytest.LogCaptureFixture) -> None:
+        protocol: OtlpProtocol, behaviour: Behaviour | Literal["down"],
+        caplog: pytest.LogCaptureFixture) -> None:
     """Against a backend that is down (connection refused), slow (answers after
     4x the timeout), refusing (400 / INVALID_ARGUMENT), failing (500 / INTERNAL) or
     unavailable (503 / UNAVAILABLE, retried), over HTTP and gRPC: the workload runs
@@ -93,7 +94,7 @@ def test_a_bad_backend_never_blocks_the_workload_and_every_lost_span_is_counted(
 
 @pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])
 def test_a_healthy_backend_gets_every_span_and_nothing_is_counted_dropped(
-        protocol: Protocol, caplog: pytest.LogCaptureFixture) -> None:
+        protocol: OtlpProtocol, caplog: pytest.LogCaptureFixture) -> None:
     """The control for the test above: with a backend that answers at once and a
     queue large enough for the burst, every span arrives, none is counted dropped and
     nothing is logged."""

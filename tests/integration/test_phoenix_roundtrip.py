@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from cupellation_exporters import Protocol, setup_otlp
+from cupellation_exporters import OtlpProtocol, setup_otlp
 from cupellation_exporters.conventions import (
     EXCLUSION_COUNT_ATTRIBUTE,
     PIPELINE_SPAN,
@@ -39,17 +39,17 @@ ROOT_ATTRIBUTES: dict[str, Any] = {
     "cupel.pinned": True,
 }
 EXCLUDED_EVENTS: list[tuple[str, dict[str, Any]]] = [
-    ("cupel.item.excluded", {"cupel.item.index": 3, "cupel.item.score": 0.25,
+    ("cupel.exclusion", {"cupel.item.index": 3, "cupel.item.score": 0.25,
                              "cupel.reason": "BudgetExceeded",
                              "cupel.item.tokens": (900, 901)}),
-    ("cupel.item.excluded", {"cupel.item.index": 7, "cupel.item.score": 1.0,
+    ("cupel.exclusion", {"cupel.item.index": 7, "cupel.item.score": 1.0,
                              "cupel.reason": "Deduplicated",
                              "cupel.item.tokens": (12,)}),
     ("cupel.stage.note", {"cupel.note": "last", "cupel.weights": (1.5, -2.0)}),
 ]
 
 
-def _send_selection(protocol: Protocol, phoenix: Phoenix, project: str,
+def _send_selection(protocol: OtlpProtocol, phoenix: Phoenix, project: str,
                     monkeypatch: pytest.MonkeyPatch) -> list[ReadableSpan]:
     """One traced selection (a root, five stages, item events on the slice stage) sent
     through setup_otlp; returns the spans as the SDK recorded them."""
@@ -119,7 +119,7 @@ def _assert_round_trip(sent: Sequence[ReadableSpan], stored: list[Span]) -> None
 
 @pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])
 def test_a_selection_survives_the_round_trip_through_phoenix(
-        protocol: Protocol, phoenix: Phoenix, monkeypatch: pytest.MonkeyPatch) -> None:
+        protocol: OtlpProtocol, phoenix: Phoenix, monkeypatch: pytest.MonkeyPatch) -> None:
     """Over HTTP (project set by the x-project-name headers argument) and gRPC
     (project set by OTEL_RESOURCE_ATTRIBUTES), a root span, five stage children and three ordered
     events come back from Phoenix's REST API with the same names, lowercase-hex ids,

@@ -24,7 +24,7 @@ def run_selections(tracer_provider: TracerProvider, runs: int) -> int:
             for index, stage in enumerate(STAGES):
                 with tracer.start_as_current_span(stage_span_name(stage)) as span:
                     span.set_attribute(EXCLUSION_COUNT_ATTRIBUTE, index % 3)
-                    span.add_event("cupel.item.excluded", {
+                    span.add_event("cupel.exclusion", {
                         "cupel.item.index": index, "cupel.item.score": 0.25 * index,
                         "cupel.reason": "BudgetExceeded"})
     return runs * SPANS_PER_RUN

@@ -40,8 +40,8 @@ from ._otlp import (
     HTTP_METRICS_PATH,
     HTTP_TRACES_PATH,
     PROTOCOLS,
+    OtlpProtocol,
     OtlpProviders,
-    Protocol,
     setup_otlp,
 )
 
@@ -68,6 +68,6 @@ __all__ = [
     "DropCountingSpanExporter",
     "DropCountingSpanProcessor",
     "OtlpProviders",
-    "Protocol",
+    "OtlpProtocol",
     "setup_otlp",
 ]

@@ -17,6 +17,7 @@ import logging
 import os
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Final
@@ -60,6 +61,14 @@ class DropCounter:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        if hasattr(os, "register_at_fork"):  # a lock held by another thread at fork
+            reinit = weakref.WeakMethod(self._reinit_lock)  # would never be released
+
+            def after_in_child() -> None:
+                if (method := reinit()) is not None:
+                    method()
+
+            os.register_at_fork(after_in_child=after_in_child)
         self._submitted = 0
         self._delivered = 0
         self._dropped = dict.fromkeys(DROP_REASONS, 0)
@@ -143,6 +152,9 @@ class DropCounter:
             self._logged = self._logged or first
         if first:
             _log_first_drop(reason, newly)
+
+    def _reinit_lock(self) -> None:
+        self._lock = threading.Lock()
 
     def _add_dropped_locked(self, reason: str, count: int) -> bool:
         """Add under the lock; True if this is the first drop (to be logged)."""

@@ -50,15 +50,15 @@ __all__ = [
     "HTTP_TRACES_PATH",
     "PROTOCOLS",
     "OtlpProviders",
-    "Protocol",
+    "OtlpProtocol",
     "setup_otlp",
 ]
 
 _logger = logging.getLogger("cupellation")
 
-Protocol = Literal["http/protobuf", "grpc"]
-PROTOCOLS: Final[tuple[Protocol, ...]] = ("http/protobuf", "grpc")
-DEFAULT_PROTOCOL: Final[Protocol] = "http/protobuf"
+OtlpProtocol = Literal["http/protobuf", "grpc"]
+PROTOCOLS: Final[tuple[OtlpProtocol, ...]] = ("http/protobuf", "grpc")
+DEFAULT_PROTOCOL: Final[OtlpProtocol] = "http/protobuf"
 DEFAULT_SERVICE_NAME: Final = "cupellation"
 DEFAULT_HTTP_PORT: Final = 4318
 DEFAULT_GRPC_PORT: Final = 4317
@@ -84,7 +84,7 @@ class OtlpProviders:
     """A periodic reader exporting over OTLP; None when built with ``metrics=False``."""
     span_processor: DropCountingSpanProcessor
     """The batch processor; ``span_processor.counter`` has the full tally."""
-    protocol: Protocol
+    protocol: OtlpProtocol
     """The traces protocol in use."""
     resource: Resource
     """The resource both providers report (``service.name`` included)."""
@@ -130,7 +130,7 @@ class OtlpProviders:
 
 def setup_otlp(
     *,
-    protocol: Protocol | None = None,
+    protocol: OtlpProtocol | None = None,
     endpoint: str | None = None,
     headers: Mapping[str, str] | None = None,
     timeout: float | None = None,
@@ -219,7 +219,7 @@ def setup_otlp(
                          resource=resource)
 
 
-def _protocol(argument: str | None, signal: _Signal) -> Protocol:
+def _protocol(argument: str | None, signal: _Signal) -> OtlpProtocol:
     if argument is not None:
         if argument not in PROTOCOLS:
             raise ValueError(f"protocol must be one of {PROTOCOLS}, not {argument!r}")
@@ -278,7 +278,7 @@ def _http_url(endpoint: str | None, path: str) -> str | None:
     return f"{endpoint.removesuffix('/')}/{path}"
 
 
-def _span_exporter(protocol: Protocol, endpoint: str | None,
+def _span_exporter(protocol: OtlpProtocol, endpoint: str | None,
                    headers: Mapping[str, str] | None, timeout: float | None,
                    compression: str | None) -> SpanExporter:
     merged = _headers(headers, "TRACES")
@@ -297,7 +297,7 @@ def _span_exporter(protocol: Protocol, endpoint: str | None,
                             timeout=timeout, compression=_http_compression(compression))
 
 
-def _metric_exporter(protocol: Protocol, endpoint: str | None,
+def _metric_exporter(protocol: OtlpProtocol, endpoint: str | None,
                      headers: Mapping[str, str] | None, timeout: float | None,
                      compression: str | None) -> MetricExporter:
     merged = _headers(headers, "METRICS")
