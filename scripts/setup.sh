@@ -8,7 +8,13 @@ python="${PYTHON:-python3}"
 if [ ! -x "$root/.venv/bin/python" ]; then
   "$python" -m venv "$root/.venv"
 fi
-"$root/.venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
-"$root/.venv/bin/python" -m pip install --quiet --disable-pip-version-check -e "$root[dev,cli]"
+# pip, minus the warnings some machines' pip configuration prints for every package
+# (find-links folders that do not exist); its exit status is pip's.
+pip_quietly() {
+  "$root/.venv/bin/python" -m pip --quiet --disable-pip-version-check "$@" \
+    2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
+}
+pip_quietly install --upgrade pip
+pip_quietly install -e "$root[dev,cli]"
 # After the core: the exporters depend on the cupellation installed just above.
-"$root/.venv/bin/python" -m pip install --quiet --disable-pip-version-check -e "$root/exporters[dev]"
+pip_quietly install -e "$root/exporters[dev]"
