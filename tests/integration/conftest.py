@@ -13,13 +13,6 @@ from .phoenix import Phoenix, run_phoenix
 _PHOENIX_KEY = pytest.StashKey[Phoenix]()
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    """Register the ``phoenix`` marker (needed under --strict-markers until the root
-    pyproject lists it)."""
-    config.addinivalue_line(
-        "markers", "phoenix: starts a real Arize Phoenix (scripts/install-phoenix.sh)")
-
-
 @pytest.fixture(scope="session")
 def phoenix(tmp_path_factory: pytest.TempPathFactory,
             request: pytest.FixtureRequest) -> Iterator[Phoenix]:
