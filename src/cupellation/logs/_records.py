@@ -1,0 +1,189 @@
+"""Log records: one structured record per event, for structlog or stdlib ``logging``.
+
+A record is the spine's flat mapping (:func:`~cupellation.events.event_to_dict`)
+after the sink's content-capture policy, plus ``trace_id``/``span_id`` of the
+OpenTelemetry span current when it was written. Its name (structlog's
+``event``, stdlib's message) is ``cupel.<event type>``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import structlog
+from opentelemetry import trace as otel_trace
+
+from .._collectors import TraceDetailLevel
+from ..events import (
+    ContentCapture,
+    PipelineEvent,
+    RunStarted,
+    UnknownEvent,
+    apply_content_capture,
+    event_to_dict,
+)
+from ..exceptions import InvalidTypeError, InvalidValueError
+
+__all__ = [
+    "CAPTURE_ENV_VAR",
+    "RECORD_PREFIX",
+    "STDLIB_LOGGER_NAME",
+    "StructlogSink",
+    "log_record",
+    "record_name",
+    "resolve_capture",
+]
+
+#: The environment variable that sets a sink's content capture when its
+#: ``content_capture`` parameter is not given: ``full``, ``hash`` or ``none``.
+CAPTURE_ENV_VAR = "CUPELLATION_CAPTURE_CONTENT"
+
+#: Every record's name starts with this: ``cupel.item_excluded``.
+RECORD_PREFIX = "cupel."
+
+#: The stdlib logger records go to when structlog is not configured.
+STDLIB_LOGGER_NAME = "cupellation.events"
+
+_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING,
+           "error": logging.ERROR, "critical": logging.CRITICAL}
+
+
+def resolve_capture(value: ContentCapture | str | None, default: ContentCapture
+                    ) -> ContentCapture:
+    """The content-capture policy in force: ``value`` when given, else the
+    :data:`CAPTURE_ENV_VAR` environment variable when set (and not empty), else
+    ``default``. A bad value in either raises
+    :class:`~cupellation.exceptions.InvalidValueError`."""
+    if value is not None:
+        return ContentCapture.parse(value)
+    text = os.environ.get(CAPTURE_ENV_VAR, "").strip()
+    if not text:
+        return default
+    try:
+        return ContentCapture.parse(text)
+    except InvalidValueError:
+        raise InvalidValueError(CAPTURE_ENV_VAR, text,
+                                "must be 'full', 'hash' or 'none'") from None
+
+
+def record_name(event: PipelineEvent) -> str:
+    """``cupel.<type>``: the record's name (structlog ``event``, stdlib message)."""
+    name = event.event_type if isinstance(event, UnknownEvent) else event.type
+    return RECORD_PREFIX + name
+
+
+def current_span_ids() -> tuple[str, str] | None:
+    """The W3C trace and span ids (hex) of the current valid span, if any."""
+    context = otel_trace.get_current_span().get_span_context()
+    if not context.is_valid:
+        return None
+    return format(context.trace_id, "032x"), format(context.span_id, "016x")
+
+
+def log_record(event: PipelineEvent, capture: ContentCapture | str = ContentCapture.FULL,
+               *, span_ids: tuple[str, str] | None = None) -> dict[str, Any]:
+    """The fields of ``event``'s log record: its flat mapping under ``capture``,
+    with ``trace_id``/``span_id`` from ``span_ids`` added to every event but
+    ``run_started`` (which carries the ids of the span current when the run
+    began, or none)."""
+    fields = event_to_dict(apply_content_capture(event, capture))
+    if span_ids is not None and not isinstance(event, RunStarted):
+        fields["trace_id"], fields["span_id"] = span_ids
+    return fields
+
+
+class StructlogSink:
+    """A collector that writes one structured log record per event.
+
+    Pass it to :meth:`~cupellation.Pipeline.run` (alone or in a
+    :class:`~cupellation.FanOutCollector`): creating it is how the application
+    opts in, and the library writes no record without it. Each record is named
+    ``cupel.<event type>`` and carries the spine's flat fields (dotted keys such
+    as ``item.content`` and ``reason.name``, plus ``schema``, ``type``,
+    ``run_id`` and ``seq``) under the sink's content-capture policy, and
+    ``trace_id``/``span_id`` of the current OpenTelemetry span when there is
+    one, so a trace leads to its log lines and back.
+
+    **Where records go.** To ``logger`` when given: a structlog logger (records
+    are ``logger.<level>(name, **fields)``) or a stdlib :class:`logging.Logger`
+    (``logger.log(level, name, extra=fields)``; no field clashes with a
+    ``LogRecord`` attribute). Otherwise, decided at each run's start: when the
+    application has configured structlog (``structlog.is_configured()``),
+    ``structlog.get_logger("cupellation")``, fetched then so the application's
+    configuration decides everything; when it has not, the stdlib logger
+    ``cupellation.events``, which stays silent until the application configures
+    stdlib logging (the ``cupellation`` logger has a ``NullHandler``). The
+    library never configures structlog or logging itself: unconfigured
+    structlog would print to standard output, which a library must not do.
+
+    ``content_capture`` is ``full``, ``hash`` or ``none``; when not given, the
+    ``CUPELLATION_CAPTURE_CONTENT`` environment variable decides, and without it
+    ``full`` (these records are the durable per-item record of every decision;
+    choose ``hash`` where content is sensitive: equal contents keep equal
+    digests). ``level`` is the log level name (``info``).
+    """
+
+    __slots__ = ("_capture", "_detail_level", "_explicit", "_level", "_levelno", "_route")
+
+    def __init__(self, logger: Any = None, *, content_capture: ContentCapture | str | None = None,
+                 detail_level: TraceDetailLevel | str | int = TraceDetailLevel.FULL,
+                 level: str = "info") -> None:
+        if not isinstance(level, str) or level.lower() not in _LEVELS:
+            raise InvalidValueError("level", level, "must be debug, info, warning, error or "
+                                    "critical")
+        if logger is not None and not isinstance(logger, logging.Logger) and not callable(
+                getattr(logger, level.lower(), None)):
+            raise InvalidTypeError("logger", logger,
+                                   f"a structlog logger with a {level.lower()}() method or a "
+                                   "logging.Logger")
+        self._capture = resolve_capture(content_capture, ContentCapture.FULL)
+        self._detail_level = TraceDetailLevel.parse(detail_level)
+        self._level = level.lower()
+        self._levelno = _LEVELS[self._level]
+        self._explicit = logger
+        self._route: Any = None
+
+    @property
+    def is_enabled(self) -> bool:
+        return True
+
+    @property
+    def detail_level(self) -> TraceDetailLevel:
+        return self._detail_level
+
+    @property
+    def content_capture(self) -> ContentCapture:
+        """The policy applied to every record."""
+        return self._capture
+
+    def _resolve(self) -> Any:
+        if self._explicit is not None:
+            return self._explicit
+        if structlog.is_configured():
+            return structlog.get_logger("cupellation")
+        return logging.getLogger(STDLIB_LOGGER_NAME)
+
+    def record(self, events: Sequence[PipelineEvent], /) -> None:
+        """Write one record per event, in order."""
+        route = self._route
+        if route is None or (len(events) == 1 and isinstance(events[0], RunStarted)):
+            route = self._route = self._resolve()
+        span_ids = current_span_ids()
+        capture = self._capture
+        if isinstance(route, logging.Logger):
+            if not route.isEnabledFor(self._levelno):
+                return
+            for event in events:
+                route.log(self._levelno, record_name(event),
+                          extra=log_record(event, capture, span_ids=span_ids))
+            return
+        method = getattr(route, self._level)
+        for event in events:
+            method(record_name(event), **log_record(event, capture, span_ids=span_ids))
+
+    def __repr__(self) -> str:
+        return (f"StructlogSink(content_capture={self._capture.value!r}, "
+                f"detail_level={self._detail_level.tier})")
