@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._model import ContextBudget, ContextItem, ScoredItem
+from .._model import SMALL_N, ContextBudget, ContextItem, ScoredItem
 from ..exceptions import InvalidValueError
 from ._common import check_budget, unpack
 
@@ -57,17 +57,10 @@ def greedy_order_select(tokens: list[int], scores: list[float], target: int) -> 
 
     ``target`` must be positive.
     """
-    token_array = np.array(tokens, dtype=np.float64)
-    score_array = np.array(scores, dtype=np.float64)
-    zero = token_array == 0.0
-    # IEEE division exactly as score / tokens in the spec; the zero-token
-    # entries are overwritten with MAX_FLOAT (their division result is unused).
-    with np.errstate(divide="ignore", invalid="ignore"):
-        density = score_array / token_array
-    density[zero] = _MAX_FLOAT
-    # A stable sort of the negated density is "density descending, then index
-    # ascending": the spec's tie-break contract (-0.0 and 0.0 compare equal).
-    order: list[int] = np.argsort(-density, kind="stable").tolist()
+    if len(tokens) <= SMALL_N:
+        order = _density_order_small(tokens, scores)
+    else:
+        order = _density_order(tokens, scores)
     remaining = target
     selected: list[int] = []
     take = selected.append
@@ -79,3 +72,27 @@ def greedy_order_select(tokens: list[int], scores: list[float], target: int) -> 
             take(index)
             remaining -= cost
     return selected
+
+
+def _density_order_small(tokens: list[int], scores: list[float]) -> list[int]:
+    """:func:`_density_order` on plain lists, for small inputs (identical result:
+    the same float64 division, and Python's sort is stable with reverse=True)."""
+    density = [_MAX_FLOAT if cost == 0 else float(score) / float(cost)
+               for score, cost in zip(scores, tokens, strict=True)]
+    return sorted(range(len(density)), key=density.__getitem__, reverse=True)
+
+
+def _density_order(tokens: list[int], scores: list[float]) -> list[int]:
+    """Indices by density descending, ties in index order."""
+    token_array = np.array(tokens, dtype=np.float64)
+    score_array = np.array(scores, dtype=np.float64)
+    zero = token_array == 0.0
+    # IEEE division exactly as score / tokens in the spec; the zero-token
+    # entries are overwritten with MAX_FLOAT (their division result is unused).
+    with np.errstate(divide="ignore", invalid="ignore"):
+        density = score_array / token_array
+    density[zero] = _MAX_FLOAT
+    # A stable sort of the negated density is "density descending, then index
+    # ascending": the spec's tie-break contract (-0.0 and 0.0 compare equal).
+    order: list[int] = np.argsort(-density, kind="stable").tolist()
+    return order
