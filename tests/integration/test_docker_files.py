@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 
 import pytest
 import yaml
+
 from cupellation_exporters import (
     DEFAULT_GRPC_ENDPOINT,
     DEFAULT_GRPC_PORT,

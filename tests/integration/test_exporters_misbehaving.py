@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from typing import Literal
 
 import pytest
+
 from cupellation_exporters import (
     EXPORT_FAILED,
     QUEUE_FULL,

@@ -8,13 +8,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from cupellation_exporters import OtlpProtocol, setup_otlp
-from cupellation_exporters.conventions import (
-    EXCLUSION_COUNT_ATTRIBUTE,
-    PIPELINE_SPAN,
-    STAGES,
-    stage_span_name,
-)
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import (
@@ -24,6 +17,14 @@ from opentelemetry.sdk.trace.export import (
 )
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import format_span_id, format_trace_id
+
+from cupellation_exporters import OtlpProtocol, setup_otlp
+from cupellation_exporters.conventions import (
+    EXCLUSION_COUNT_ATTRIBUTE,
+    PIPELINE_SPAN,
+    STAGES,
+    stage_span_name,
+)
 
 from .phoenix import PHOENIX_PROJECT_ATTRIBUTE, Phoenix, Span, otlp_attributes
 

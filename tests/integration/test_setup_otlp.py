@@ -10,6 +10,11 @@ import time
 from collections.abc import Sequence
 
 import pytest
+from opentelemetry import trace
+from opentelemetry.proto.common.v1.common_pb2 import KeyValue
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
 from cupellation_exporters import (
     DEFAULT_GRPC_ENDPOINT,
     DEFAULT_HTTP_ENDPOINT,
@@ -21,10 +26,6 @@ from cupellation_exporters import (
     DropCountingSpanProcessor,
     setup_otlp,
 )
-from opentelemetry import trace
-from opentelemetry.proto.common.v1.common_pb2 import KeyValue
-from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from .fake_otlp import TRACE_METHOD, FakeGrpcBackend, FakeHttpBackend, Received
 from .workload import SPANS_PER_RUN, run_selections

@@ -3,13 +3,14 @@ with the SDK tracer (one root span, five stage spans, item events)."""
 
 from __future__ import annotations
 
+from opentelemetry.trace import TracerProvider
+
 from cupellation_exporters.conventions import (
     EXCLUSION_COUNT_ATTRIBUTE,
     PIPELINE_SPAN,
     STAGES,
     stage_span_name,
 )
-from opentelemetry.trace import TracerProvider
 
 SPANS_PER_RUN = 1 + len(STAGES)
 
