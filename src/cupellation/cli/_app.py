@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from .. import __version__
-from . import _conformance, _demo, _select
+from . import _conformance, _demo, _logcmds, _select
 
 __all__ = ["SUBCOMMANDS", "Subcommand", "build_parser", "main"]
 
@@ -33,9 +33,12 @@ class Subcommand(Protocol):
 #: ``add_parser(subparsers)`` (which calls ``subparsers.add_parser(<name>, ...)``
 #: with the same name as its key here) and ``run(args) -> int``, and register it.
 SUBCOMMANDS: dict[str, Subcommand] = {
+    "audit": _logcmds.AUDIT,
     "conformance": _conformance,
     "demo": _demo,
+    "report": _logcmds.REPORT,
     "select": _select,
+    "why": _logcmds.WHY,
 }
 
 

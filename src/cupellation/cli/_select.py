@@ -12,7 +12,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, TextIO
 
-from .._collectors import DiagnosticTraceCollector, TraceDetailLevel
+from .._collectors import DiagnosticTraceCollector, FanOutCollector, TraceDetailLevel
 from .._model import ContextBudget, ContextItem
 from .._pipeline import Pipeline
 from .._report import SelectionReport
@@ -21,6 +21,7 @@ from ..conformance._scoring import build_scorer
 from ..conformance._slicing import build_slicer
 from ..events import event_to_json
 from ..exceptions import CupelError, DecodeError
+from ..logs import AuditLog
 from ..reasons import reason_to_dict
 from ..scoring import CompositeScorer, Scorer
 
@@ -49,6 +50,10 @@ def _add_pipeline_options(parser: argparse.ArgumentParser, *, demo: bool) -> Non
     parser.add_argument("--out", type=Path, default=Path("out") if demo else None,
                         help="folder for report.json and events.jsonl")
     parser.add_argument("--quiet", action="store_true", help="do not print the summary")
+    parser.add_argument("--audit-log", type=Path, default=None, metavar="FILE",
+                        help="also append the run's events to FILE as JSON lines (the audit "
+                             "log that 'cupellation audit', 'report' and 'why' read); content "
+                             "capture follows CUPELLATION_CAPTURE_CONTENT (default full)")
 
 
 def add_parser(
@@ -173,12 +178,24 @@ def _execute(args: argparse.Namespace, candidates: list[ContextItem],
     budget = ContextBudget(args.max_tokens, args.target_tokens, args.output_reserve)
     pipeline = _build_pipeline(args, default_scorers)
     collector = DiagnosticTraceCollector(TraceDetailLevel.ITEM)
+    audit = None
+    if args.audit_log is not None:
+        try:
+            audit = AuditLog(args.audit_log)
+        except OSError as exc:
+            print(f"cupellation: error: cannot open the audit log {args.audit_log}: "
+                  f"{exc.strerror}", file=sys.stderr)
+            return 2
     status = 0
     try:
-        pipeline.run(candidates, budget, collector)
+        pipeline.run(candidates, budget,
+                     collector if audit is None else FanOutCollector(collector, audit))
     except CupelError as exc:
         print(f"cupellation: the run failed: {exc}", file=sys.stderr)
         status = 1
+    finally:
+        if audit is not None:
+            audit.close()
     report = collector.build_report()
     if not args.quiet and status == 0:
         print_summary(report, budget, sys.stdout)
@@ -215,6 +232,10 @@ def run_demo(args: argparse.Namespace, /) -> int:
     try:
         candidates = _parse_candidates(data.read_text(encoding="utf-8"), "demo_candidates.json")
         return _execute(args, candidates, _DEMO_SCORERS)
+    except OSError as exc:
+        print(f"cupellation demo: error: cannot write {exc.filename}: {exc.strerror}",
+              file=sys.stderr)
+        return 2
     except CupelError as exc:
         print(f"cupellation demo: error: {exc}", file=sys.stderr)
         return 2

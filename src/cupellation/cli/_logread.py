@@ -1,0 +1,190 @@
+"""What ``audit``, ``report`` and ``why`` share: reading logs with a progress bar,
+safe terminal text, and one-line errors."""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import os
+import re
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from ..exceptions import CupelError
+from ..logs import LogReader, ReadStats, read_runs
+
+__all__ = [
+    "EXIT_CODES_HELP",
+    "NOTHING_FOUND",
+    "OK",
+    "USAGE",
+    "UsageError",
+    "add_log_arguments",
+    "check_sources",
+    "is_trace_file",
+    "open_reader",
+    "safe",
+    "stats_lines",
+]
+
+OK = 0
+NOTHING_FOUND = 1
+USAGE = 2
+
+EXIT_CODES_HELP = (
+    "exit status: 0 success; 1 nothing found (no run in the logs or time window, the run "
+    "id is not there, no run considered a matching item); 2 bad usage or unreadable input "
+    "(one line on standard error)."
+)
+
+#: Reads smaller than this show no progress bar.
+_PROGRESS_MIN_BYTES = 4 << 20
+
+
+class UsageError(Exception):
+    """A problem with the command line or the input: one line on stderr, exit 2."""
+
+
+def add_log_arguments(parser: argparse.ArgumentParser) -> None:
+    """``LOG...`` and the options every log-reading command takes."""
+    parser.add_argument("logs", nargs="+", metavar="LOG",
+                        help="log files (JSON lines or gzip; a rotated set is read from its "
+                             "base name, oldest backup first); '-' reads standard input")
+    parser.add_argument("--no-rotated", action="store_true",
+                        help="read only the files named, not their rotated backups")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="never show a progress bar (it shows only on a terminal)")
+
+
+def check_sources(paths: Sequence[str]) -> None:
+    """Raise :class:`UsageError` for a path that cannot be read."""
+    for path in paths:
+        if path == "-":
+            continue
+        if os.path.isdir(path):
+            raise UsageError(f"{path} is a directory, not a log file")
+        if not os.path.exists(path) and not _has_backups(path):
+            raise UsageError(f"cannot read {path}: no such file")
+        if os.path.exists(path) and not os.access(path, os.R_OK):
+            raise UsageError(f"cannot read {path}: permission denied")
+
+
+def _has_backups(path: str) -> bool:
+    directory, base = os.path.split(os.path.abspath(path))
+    try:
+        return any(re.fullmatch(re.escape(base) + r"\.\d+(\.gz)?", name)
+                   for name in os.listdir(directory or "."))
+    except OSError:
+        return False
+
+
+@contextmanager
+def open_reader(args: argparse.Namespace, **options: Any) -> Iterator[LogReader]:
+    """``read_runs`` over ``args.logs``, with a rich progress bar on stderr when both
+    output streams are terminals and the read is long."""
+    check_sources(args.logs)
+    show = (not args.no_progress and sys.stderr.isatty() and sys.stdout.isatty()
+            and "-" not in args.logs)
+    progress_cb: Callable[[ReadStats], object] | None = None
+    progress: Any = None
+    if show:
+        from rich.console import Console  # noqa: PLC0415 - only on a terminal
+        from rich.progress import (  # noqa: PLC0415
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+        )
+
+        progress = Progress(TextColumn("reading logs"), BarColumn(), DownloadColumn(),
+                            TimeRemainingColumn(), console=Console(stderr=True),
+                            transient=True)
+        task: list[Any] = []
+
+        def progress_cb(stats: ReadStats) -> None:
+            total = stats.total_bytes or 0
+            if total < _PROGRESS_MIN_BYTES:
+                return
+            if not task:
+                progress.start()
+                task.append(progress.add_task("read", total=total))
+            progress.update(task[0], completed=stats.bytes_read)
+
+    try:
+        reader = read_runs(*args.logs, rotated=not args.no_rotated, progress=progress_cb,
+                           **options)
+    except CupelError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        yield reader
+    finally:
+        if progress is not None:
+            progress.stop()
+
+
+def stats_lines(stats: ReadStats, *, limit: int = 10) -> list[str]:
+    """Human lines about what was not read cleanly (empty when all was)."""
+    lines = []
+    if stats.damaged_lines:
+        lines.append(f"{stats.damaged_lines} damaged line(s):")
+        lines.extend(f"  {safe(str(d))}" for d in stats.damaged[:limit])
+        if stats.damaged_lines > limit:
+            lines.append(f"  ... and {stats.damaged_lines - limit} more")
+    if stats.future_schema_lines:
+        lines.append(f"{stats.future_schema_lines} line(s) of a newer event schema "
+                     "(not read: upgrade cupellation)")
+    if stats.late_records:
+        lines.append(f"{stats.late_records} record(s) arrived after their run had ended "
+                     "(ignored)")
+    lines.extend(safe(error) for error in stats.source_errors)
+    return lines
+
+
+_VISIBLE_CONTROL = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def safe(text: str, limit: int | None = None) -> str:
+    """``text`` with control and format characters (escape sequences, bidi
+    overrides, line separators) shown as escapes, optionally clipped."""
+    if limit is not None and len(text) > limit:
+        text = text[: limit - 1] + "…"
+    if text.isprintable():
+        return text
+    out = []
+    for ch in text:
+        if ch.isprintable() or ch == " ":
+            out.append(ch)
+        elif ch in _VISIBLE_CONTROL:
+            out.append(_VISIBLE_CONTROL[ch])
+        else:
+            code = ord(ch)
+            out.append(f"\\x{code:02x}" if code < 0x100 else
+                       f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
+    return "".join(out)
+
+
+def is_trace_file(path: str) -> bool:
+    """True when ``path`` holds traces (OTLP/JSON with ``resourceSpans``, or Jaeger
+    JSON with ``data``) rather than log lines."""
+    if path == "-":
+        return False
+    try:
+        with open(path, "rb") as raw:
+            head = raw.read(2)
+            raw.seek(0)
+            if head == b"\x1f\x8b":
+                with gzip.open(raw) as unzipped:
+                    sample = unzipped.read(1 << 16)
+            else:
+                sample = raw.read(1 << 16)
+    except (OSError, EOFError):
+        return False
+    text = sample.lstrip()
+    if not text.startswith(b"{"):
+        return False
+    first = text.split(b"\n", 1)[0]
+    return (b'"resourceSpans"' in first
+            or re.match(rb'\{\s*"(resourceSpans|data)"\s*:\s*\[', text) is not None)
