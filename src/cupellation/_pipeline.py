@@ -563,7 +563,7 @@ class _Run:
         shared = _BudgetExceededByTokens(available)
         reasons: list[ExclusionReason] = list(map(shared.__getitem__, tokens))
         special: set[int] = set()
-        caps = {c.kind: c.cap for c in outcome.cap_exclusions}
+        caps = {**dict(outcome.count_caps), **{c.kind: c.cap for c in outcome.cap_exclusions}}
         selected_by_kind: Counter[ContextKind] = Counter()
         if caps:
             selected_by_kind.update(sorted_items[k].kind for k in chosen)

@@ -82,3 +82,19 @@ def test_a_score_beyond_float64_is_a_scorer_error() -> None:
     with pytest.raises(ScorerError, match="float64"):
         Pipeline(scorer=scorer).run([ContextItem(content="x", tokens=1)],
                                     ContextBudget(max_tokens=10, target_tokens=5))
+
+
+def test_a_capped_item_the_inner_slicer_dropped_is_still_count_cap_exceeded() -> None:
+    """When the inner slicer dropped an item for budget before the cap was weighed, the
+    kind still sits at its cap and the item fits the target: CountCapExceeded, not a
+    BudgetExceeded whose item_tokens exceed available_tokens only by accident."""
+    slicer = CountQuotaSlice(GreedySlice(), [CountQuotaEntry("ToolOutput", require_count=1,
+                                                             cap_count=1)])
+    budget = ContextBudget(max_tokens=800, target_tokens=450)
+    items = [ContextItem(content="diff", tokens=300, kind="Document", priority=5),
+             ContextItem(content="failed log", tokens=120, kind="ToolOutput", priority=8),
+             ContextItem(content="lint log", tokens=60, kind="ToolOutput", priority=1),
+             ContextItem(content="note", tokens=20, priority=9)]
+    report = Pipeline(scorer=PriorityScorer(), slicer=slicer).dry_run(items, budget)
+    reasons = {x.item.content: x.reason for x in report.excluded}
+    assert reasons == {"lint log": CountCapExceeded(kind="ToolOutput", cap=1, count=1)}

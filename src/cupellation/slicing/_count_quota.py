@@ -97,8 +97,9 @@ def _count_quota_slice(
     """The shared three phases (``run_inner`` is phase 2)."""
     budget = check_budget(budget, name)
     items, tokens, scores = unpack(scored, name)
+    caps = tuple((entry.kind, entry.cap_count) for entry in entries)
     if not items or budget.target_tokens <= 0:
-        return SliceOutcome(())
+        return SliceOutcome((), count_caps=caps)
 
     # --- Phase 1: Count-Satisfy ---
     required = [entry for entry in entries if entry.require_count > 0]
@@ -173,7 +174,8 @@ def _count_quota_slice(
         else:
             result.append(item)
             selected_count[kind] = count + 1
-    return SliceOutcome(tuple(result), tuple(exclusions), (*shortfalls, *inner.shortfalls))
+    return SliceOutcome(tuple(result), tuple(exclusions), (*shortfalls, *inner.shortfalls),
+                        (*caps, *inner.count_caps))
 
 
 @dataclass(frozen=True, slots=True, init=False)

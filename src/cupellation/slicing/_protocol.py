@@ -102,6 +102,10 @@ class SliceOutcome:
     selected: tuple[ContextItem, ...]
     cap_exclusions: tuple[CapExclusion, ...] = ()
     shortfalls: tuple[CountRequirementShortfall, ...] = ()
+    #: Every count cap the slicer applied, as (kind, cap_count) pairs, so that the
+    #: pipeline can explain an item its kind's cap kept out even when the slicer
+    #: never weighed that item against the cap (an inner slicer dropped it first).
+    count_caps: tuple[tuple[ContextKind, int], ...] = ()
 
 
 def slice_with_details(

@@ -152,6 +152,7 @@ class QuotaSlice:
         selected: list[ContextItem] = []
         exclusions: list[CapExclusion] = []
         shortfalls: list[CountRequirementShortfall] = []
+        count_caps: list[tuple[ContextKind, int]] = []
         for kind, (members, member_scores) in partitions.items():
             kind_budget = kind_budgets[kind]
             if kind_budget <= 0:
@@ -163,7 +164,9 @@ class QuotaSlice:
             selected.extend(outcome.selected)
             exclusions.extend(outcome.cap_exclusions)
             shortfalls.extend(outcome.shortfalls)
-        return SliceOutcome(tuple(selected), tuple(exclusions), tuple(shortfalls))
+            count_caps.extend(outcome.count_caps)
+        return SliceOutcome(tuple(selected), tuple(exclusions), tuple(shortfalls),
+                            tuple(count_caps))
 
     def _distribute(
         self,
