@@ -160,11 +160,12 @@ def test_scarcity_strings_are_parsed_and_slicers_are_immutable() -> None:
 @BOTH
 def test_empty_input_and_zero_target_give_empty_results(make: Maker) -> None:
     """Edge cases: empty scoredItems and targetTokens <= 0 -> empty list, no shortfall
-    recorded even when a requirement is configured."""
+    recorded even when a requirement is configured; the caps in force are still told."""
     slicer = make(CountQuotaEntry("tool", 2, cap_count=3))
-    assert slice_with_details(slicer, [], budget(100)) == SliceOutcome(())
+    nothing = SliceOutcome((), count_caps=((ContextKind("tool"), 3),))
+    assert slice_with_details(slicer, [], budget(100)) == nothing
     items = scored(("a", 10, 0.9, "tool"))
-    assert slice_with_details(slicer, items, budget(0, 100)) == SliceOutcome(())
+    assert slice_with_details(slicer, items, budget(0, 100)) == nothing
 
 
 def test_no_entries_runs_the_inner_slicer_unconstrained() -> None:
