@@ -161,7 +161,7 @@ def test_rotation_keeps_backup_count_gzipped_backups_oldest_highest(tmp_path: Pa
     for name in backups[:3]:
         text = gzip.decompress((tmp_path / name).read_bytes()).decode()
         assert text.endswith("\n")
-        assert all(event_from_json(line) for line in text.splitlines())
+        assert all(event_from_json(line) for line in text.split("\n")[:-1])
     assert path.stat().st_size <= 3_000 + 2_000
     seen = [run.run_id for run in read_runs(path)]
     assert seen == order[-len(seen):]  # the oldest runs were rotated away

@@ -55,7 +55,7 @@ _ENDED_REMEMBERED = 65_536
 _GZIP_MAGIC = b"\x1f\x8b"
 _BACKUP = re.compile(r"\.(\d+)(\.gz)?$")
 #: Substrings that make an unparsable line look like one of ours (so: damaged).
-_OUR_MARKERS = (b'"run_id"', b'"seq"', b"cupel.")
+_OUR_MARKERS = (b'"schema"', b'"run_id"', b'"seq"', b"cupel.")
 _PROGRESS_EVERY = 4096
 
 
