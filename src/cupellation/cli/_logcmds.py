@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import re
 import sys
@@ -301,7 +302,7 @@ class _Report:
 def _from_traces(paths: list[str], run_id: str) -> SelectionReport | None:
     """The run's report from trace files, through ``cupellation.otel.read_trace_file``."""
     try:
-        from .. import otel  # noqa: PLC0415 - built by another module; optional
+        otel = importlib.import_module("cupellation.otel")  # only for trace files
     except ImportError as exc:
         raise UsageError(f"cannot read trace files: cupellation.otel is not available "
                          f"({exc})") from None
