@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ._collectors import DiagnosticTraceCollector, TraceDetailLevel
@@ -93,3 +95,110 @@ def assert_report_consistent(report: SelectionReport) -> None:
             (e.item.content, e.score) for e in report.excluded]:
         if not math.isfinite(score):
             raise AssertionError(f"{content!r} has a non-finite score {score}")
+
+
+# -- OpenTelemetry spans ----------------------------------------------------------------
+#
+# The core depends on opentelemetry-api only: the SDK is imported when these helpers
+# are used, never when this module is.
+
+__all__ += ["CapturedSpans", "capture_spans"]
+
+
+class CapturedSpans:
+    """What :func:`capture_spans` recorded: a SpanCollector wired to private SDK
+    providers, the finished spans and the metrics.
+
+    ``collector`` is the SpanCollector to pass to ``Pipeline.run`` (alone or in a
+    ``FanOutCollector``); ``tracer_provider`` makes spans of your own in the same
+    trace (an agent step around the run). ``spans`` are the finished spans,
+    ``runs()`` and ``reports()`` rebuild the runs from them and ``metrics()``
+    reads the metric points by instrument name.
+    """
+
+    def __init__(self, collector: Any, tracer_provider: Any, meter_provider: Any,
+                 exporter: Any, metric_reader: Any) -> None:
+        self.collector = collector
+        self.tracer_provider = tracer_provider
+        self.meter_provider = meter_provider
+        self.exporter = exporter
+        self.metric_reader = metric_reader
+
+    @property
+    def spans(self) -> tuple[Any, ...]:
+        """Every span finished so far (SDK ``ReadableSpan`` objects), in end order."""
+        return tuple(self.exporter.get_finished_spans())
+
+    def runs(self) -> list[Any]:
+        """The runs rebuilt from :attr:`spans` (``cupellation.otel.RebuiltRun``)."""
+        from .otel import runs_from_spans  # noqa: PLC0415 - keeps this module light
+
+        return runs_from_spans(self.spans)
+
+    def reports(self) -> list[SelectionReport]:
+        """The SelectionReport of each run rebuilt from :attr:`spans`, in start order."""
+        return [run.report for run in self.runs()]
+
+    def metrics(self) -> dict[str, list[Any]]:
+        """The metric data points collected now, by instrument name (SDK point objects:
+        ``.attributes`` and ``.value`` for counters, ``.count`` and ``.sum`` for
+        histograms)."""
+        data = self.metric_reader.get_metrics_data()
+        points: dict[str, list[Any]] = {}
+        if data is None:
+            return points
+        for resource in data.resource_metrics:
+            for scope in resource.scope_metrics:
+                for metric in scope.metrics:
+                    points.setdefault(metric.name, []).extend(metric.data.data_points)
+        return points
+
+    def clear(self) -> None:
+        """Forget the spans recorded so far."""
+        self.exporter.clear()
+
+
+@contextmanager
+def capture_spans(tier: TraceDetailLevel | str = TraceDetailLevel.FULL, *,
+                  content_capture: str = "full", span_limits: Any = None,
+                  ) -> Iterator[CapturedSpans]:
+    """Record runs as OpenTelemetry spans and metrics in memory, like the SDK's
+    ``InMemorySpanExporter``, for tests::
+
+        with capture_spans() as captured:
+            pipeline.run(candidates, budget, captured.collector)
+        (report,) = captured.reports()
+
+    The Full tier and ``full`` content capture by default, so a rebuilt report
+    equals the in-process one; span limits are lifted (no event or attribute
+    count limit) unless ``span_limits`` (an SDK ``SpanLimits``) says otherwise.
+    Needs the ``opentelemetry-sdk`` package. Nothing global is touched: the
+    providers are private to the block and shut down at its end.
+    """
+    from opentelemetry.sdk.metrics import MeterProvider  # noqa: PLC0415 - the SDK is optional
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader  # noqa: PLC0415
+    from opentelemetry.sdk.trace import SpanLimits, TracerProvider  # noqa: PLC0415
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: PLC0415
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import (  # noqa: PLC0415
+        InMemorySpanExporter,
+    )
+
+    from .otel import SpanCollector  # noqa: PLC0415
+
+    if span_limits is None:
+        unset = SpanLimits.UNSET
+        span_limits = SpanLimits(max_attributes=unset, max_events=unset,
+                                 max_span_attributes=unset, max_event_attributes=unset,
+                                 max_attribute_length=unset, max_span_attribute_length=unset)
+    tracer_provider = TracerProvider(span_limits=span_limits)
+    exporter = InMemorySpanExporter()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+    reader = InMemoryMetricReader()
+    meter_provider = MeterProvider(metric_readers=[reader])
+    collector = SpanCollector(tracer_provider=tracer_provider, meter_provider=meter_provider,
+                              tier=tier, content_capture=content_capture)
+    try:
+        yield CapturedSpans(collector, tracer_provider, meter_provider, exporter, reader)
+    finally:
+        meter_provider.shutdown()
+        tracer_provider.shutdown()

@@ -1,0 +1,126 @@
+"""OpenTelemetry for cupellation: live spans and metrics from a run's event stream,
+and runs rebuilt from spans.
+
+Send a run's decisions to the application's OpenTelemetry pipeline beside the
+in-process report::
+
+    from cupellation import DiagnosticTraceCollector, FanOutCollector
+    from cupellation.otel import SpanCollector
+
+    spans = SpanCollector(tier="StageAndExclusions")      # one instance, many runs
+    diagnostics = DiagnosticTraceCollector()
+    pipeline.run(candidates, budget, FanOutCollector(diagnostics, spans))
+
+Rebuild the reports later from the spans, wherever they went::
+
+    from cupellation.otel import read_trace_file
+    for run in read_trace_file("traces.jsonl"):   # OTLP/JSON, Jaeger JSON, OTLP protobuf
+        print(run.run_id, run.report.is_complete, run.report.incomplete)
+
+Only the OpenTelemetry API is used: the application owns the SDK and its
+providers. Names follow the specification's OpenTelemetry chapter (which is
+pre-stable); the instrumentation scope is ``cupellation``.
+
+**Spans.** ``cupel.pipeline`` (a child of the span current when the run starts)
+with ``cupel.stage.{classify,score,deduplicate,slice,place}`` children; Sort,
+internal, has no span (its timing is a ``cupel.stage.sort`` event on the root).
+A stage span is current while its stage runs.
+
+**Root attributes.** ``cupel.budget.max_tokens``, ``cupel.verbosity`` (the
+chapter), then ``cupel.run.id``, ``cupel.schema``, ``cupel.budget.target_tokens``,
+``cupel.budget.output_reserve``, ``cupel.budget.utilization`` (included tokens /
+target), ``cupel.run.candidate_count``, ``cupel.run.candidate_tokens``,
+``cupel.run.included_count``, ``cupel.run.included_tokens``,
+``cupel.run.excluded_count``, ``cupel.run.duration_ms``, ``cupel.run.outcome``,
+``cupel.run.started_at``, ``cupel.run.content_capture``,
+``cupel.run.pipeline.{scorer,slicer,placer,deduplication,overflow_strategy}``,
+``cupel.run.start_seq``/``end_seq``; on failure ``cupel.run.stage``,
+``cupel.run.error_type``, ``cupel.run.error_text``, the exception recorded and an
+ERROR status.
+
+**Stage attributes.** ``cupel.stage.name`` (lowercase),
+``cupel.stage.item_count_in``, ``cupel.stage.item_count_out`` (the chapter), and
+``cupel.exclusion.count`` from StageAndExclusions up; then ``cupel.run.id``,
+``cupel.stage.start_seq``/``end_seq`` and ``cupel.stage.duration_ms``: the
+stage's duration as the pipeline measured it, so a rebuilt report's
+``duration_ms`` is exact (span timestamps are rounded by some backends: Jaeger
+and Phoenix keep microseconds).
+
+**Span events.** ``cupel.exclusion`` (StageAndExclusions and Full) on the stage
+span that made the decision: ``cupel.exclusion.reason``,
+``cupel.exclusion.item_kind``, ``cupel.exclusion.item_tokens`` (the chapter),
+``cupel.exclusion.candidate_index``, ``cupel.exclusion.score``,
+``cupel.exclusion.seq``, the reason's own fields as ``cupel.exclusion.<field>``
+(``available_tokens``, ``deduplicated_against`` and ``displaced_by`` as candidate
+indices, ``cap``, ``count``, ``kind``, ...; a field whose name is taken goes under
+``cupel.exclusion.reason.<field>``) and the item's other fields as
+``cupel.item.<field>``. ``cupel.item.included`` (Full) on the root span once
+Place has completed, as the chapter says: ``cupel.item.kind``,
+``cupel.item.tokens``, ``cupel.item.score`` (the chapter),
+``cupel.item.candidate_index``, ``cupel.item.position``, ``cupel.item.seq``,
+``cupel.item.reason`` and ``cupel.item.<field>``. ``cupel.overflow`` and
+``cupel.count_shortfall`` on the stage span where they happened, with their
+fields under the event's name.
+
+**Backends.** Every span carries ``gen_ai.operation.name`` =
+``select_context`` (Langfuse keeps only spans with a ``gen_ai.*`` attribute) and
+``openinference.span.kind`` = ``CHAIN`` (so Phoenix shows them), and
+``cupel.check.attribute_count``/``cupel.check.text_length``, from which a decoder
+tells dropped and truncated attributes.
+
+**Content.** Item content is absent by default (``content_capture="none"``;
+``CUPELLATION_CAPTURE_CONTENT=full|hash|none`` when the parameter is not given),
+and metadata is dropped unless capture is ``full``: see :class:`SpanCollector`.
+
+**Metrics.** ``cupel.runs`` (``outcome``), ``cupel.candidates``,
+``cupel.exclusions`` (``cupel.stage.name``, ``cupel.exclusion.reason``),
+``cupel.budget.utilization`` (unit ``1``), ``cupel.run.duration`` and
+``cupel.stage.duration`` (unit ``s``).
+
+**Rebuilding.** :func:`runs_from_spans`, :func:`events_from_spans`,
+:func:`reports_from_spans` take SDK spans or :class:`SpanData`;
+:func:`parse_trace`, :func:`read_trace` and :func:`read_trace_file` read OTLP/JSON (lines or one
+object, hex or base64 ids, Tempo's ``batches``), Jaeger's JSON and OTLP protobuf
+(with ``pip install 'cupellation[otlp]'``). With ``full`` capture, the Full tier
+and span limits large enough, a rebuilt report equals the in-process one;
+otherwise its ``incomplete`` says what is missing.
+"""
+
+from __future__ import annotations
+
+from ._collector import CAPTURE_CONTENT_ENV, SpanCollector
+from ._decode import (
+    RebuiltRun,
+    events_from_spans,
+    parse_trace,
+    read_trace,
+    read_trace_file,
+    reports_from_spans,
+    runs_from_spans,
+)
+from ._names import SCOPE_NAME
+from ._spans import (
+    SpanData,
+    SpanEventData,
+    spans_from_jaeger_json,
+    spans_from_otlp_json,
+    spans_from_otlp_proto,
+)
+
+__all__ = [
+    "CAPTURE_CONTENT_ENV",
+    "SCOPE_NAME",
+    "RebuiltRun",
+    "SpanCollector",
+    "SpanData",
+    "SpanEventData",
+    "events_from_spans",
+    "parse_trace",
+    "read_trace",
+    "read_trace_file",
+    "reports_from_spans",
+    "runs_from_spans",
+    "spans_from_jaeger_json",
+    "spans_from_otlp_json",
+    "spans_from_otlp_proto",
+]

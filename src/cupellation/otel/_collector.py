@@ -1,0 +1,580 @@
+"""SpanCollector: the event stream as live OpenTelemetry spans and metrics."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections import Counter
+from collections.abc import Callable, Sequence
+from contextvars import Token
+from functools import partial
+from typing import Any, Final
+
+from opentelemetry import context as otel_context
+from opentelemetry import metrics, trace
+from opentelemetry.trace import Span, Status, StatusCode, Tracer
+
+from .. import __version__
+from .._collectors import TraceDetailLevel
+from ..events import (
+    ContentCapture,
+    CountShortfall,
+    ItemEventBatch,
+    ItemExcluded,
+    ItemIncluded,
+    Overflow,
+    PipelineEvent,
+    PipelineStage,
+    RunCompleted,
+    RunFailed,
+    RunStarted,
+    StageCompleted,
+    StageName,
+    StageStarted,
+    UnknownEvent,
+    apply_content_capture,
+    event_to_dict,
+)
+from ..exceptions import InvalidValueError
+from ._encode import (
+    exclusion_batch_attributes,
+    flat_stage,
+    included_batch_attributes,
+    text_totals,
+)
+from ._metrics import Instruments, is_noop_meter_provider
+from ._names import (
+    BACKEND_ATTRIBUTES,
+    CHECK_COUNT,
+    CHECK_TEXT,
+    EXCLUSION_COUNT,
+    EXCLUSION_EVENT,
+    INCLUDED_EVENT,
+    ROOT_SPAN,
+    RUN_ID,
+    SCOPE_NAME,
+    SPAN_STAGES,
+    STAGE_NAME,
+    UTILIZATION,
+    check_totals,
+    other_attributes,
+    other_event_name,
+    run_attributes,
+    stage_attributes,
+    stage_label,
+    stage_span_name,
+)
+
+__all__ = ["CAPTURE_CONTENT_ENV", "SpanCollector"]
+
+_logger = logging.getLogger("cupellation")
+
+#: The environment variable that sets the content capture of SpanCollectors built
+#: without ``content_capture=``: ``full``, ``hash`` or ``none`` (the default).
+CAPTURE_CONTENT_ENV: Final = "CUPELLATION_CAPTURE_CONTENT"
+
+_SPAN_STAGES = frozenset(SPAN_STAGES)
+
+
+def _resolve_capture(value: ContentCapture | str | None) -> ContentCapture:
+    if value is not None:
+        return ContentCapture.parse(value)
+    text = os.environ.get(CAPTURE_CONTENT_ENV, "").strip()
+    if not text:
+        return ContentCapture.NONE
+    try:
+        return ContentCapture.parse(text)
+    except InvalidValueError:
+        _logger.warning("cupellation: %s=%r is not full, hash or none; item content is not "
+                        "captured", CAPTURE_CONTENT_ENV, text)
+        return ContentCapture.NONE
+
+
+def _is_noop_tracer_provider(provider: trace.TracerProvider) -> bool:
+    return isinstance(provider, trace.NoOpTracerProvider)
+
+
+class _Run:
+    """One run's open spans, attached contexts and running totals."""
+
+    __slots__ = ("included", "instruments", "internal", "recording", "root", "root_attributes",
+                 "root_context", "root_token", "root_totals", "run_id", "stage", "stage_attributes",
+                 "stage_exclusions", "stage_span", "stage_token", "stage_totals", "target_tokens",
+                 "tracer")
+
+    def __init__(self, run_id: str, tracer: Tracer | None, instruments: Instruments | None,
+                 target_tokens: int) -> None:
+        self.run_id = run_id
+        self.tracer = tracer
+        self.instruments = instruments
+        self.target_tokens = target_tokens
+        self.root: Span | None = None
+        self.recording = False
+        self.root_context: otel_context.Context | None = None
+        self.root_token: Token[otel_context.Context] | None = None
+        self.root_attributes: dict[str, Any] = {}
+        self.root_totals = [0, 0]
+        self.stage: StageName | None = None
+        self.stage_span: Span | None = None
+        self.stage_token: Token[otel_context.Context] | None = None
+        self.stage_attributes: dict[str, Any] = {}
+        self.stage_totals = [0, 0]
+        self.stage_exclusions = 0
+        # A spanless stage (Sort) between its start and completion: its start attributes.
+        self.internal: dict[str, Any] | None = None
+        # Inclusion batches held until the Place span has ended.
+        self.included: list[ItemEventBatch] = []
+
+    @property
+    def spans_on(self) -> bool:
+        return self.root is not None and self.recording
+
+
+class SpanCollector:
+    """A trace collector that turns each run into OpenTelemetry spans and metrics.
+
+    Uses the OpenTelemetry API only: the application owns the SDK and passes its
+    providers, or sets global ones. ``tracer_provider`` and ``meter_provider``
+    default to the global providers; with neither configured (the API's no-op or
+    the unset global), ``is_enabled`` is False and the pipeline builds no events
+    for this collector at all.
+
+    Each run is a span ``cupel.pipeline``, a child of the span current when the
+    run starts, with one child span per stage (``cupel.stage.classify``,
+    ``score``, ``deduplicate``, ``slice``, ``place``; Sort has none). A stage span
+    is current while its stage runs, so a scorer or slicer that starts its own
+    span nests under ``cupel.stage.score`` or ``cupel.stage.slice``.
+
+    ``tier`` (``"StageOnly"``, ``"StageAndExclusions"`` or ``"Full"``, or a
+    :class:`~cupellation.TraceDetailLevel`) picks what the spans carry, as in the
+    specification's OpenTelemetry chapter. ``content_capture`` (``"none"``,
+    ``"hash"`` or ``"full"``) says how item content appears in telemetry; when not
+    given, the ``CUPELLATION_CAPTURE_CONTENT`` environment variable decides, and
+    without it content is left out (``"none"``): telemetry often leaves the
+    process and is kept by third parties, so content, which may be private,
+    appears only when asked for, as with OpenTelemetry's GenAI content switch.
+
+    One instance may serve any number of runs, from any number of threads: each
+    run's state is kept under its run id. ``record`` never raises: if the tracer,
+    a span processor or the meter fails, the error goes to the ``cupellation``
+    logger once for that run, every span of the run that is open is ended and
+    every context it attached is detached, and the run itself goes on untouched.
+    """
+
+    __slots__ = ("_capture", "_level", "_lock", "_meter_cache", "_meter_provider", "_runs",
+                 "_tracer_cache", "_tracer_provider")
+
+    def __init__(self, *, tracer_provider: trace.TracerProvider | None = None,
+                 meter_provider: metrics.MeterProvider | None = None,
+                 tier: TraceDetailLevel | str = TraceDetailLevel.STAGE_ONLY,
+                 content_capture: ContentCapture | str | None = None) -> None:
+        self._level = TraceDetailLevel.parse(tier)
+        self._capture = _resolve_capture(content_capture)
+        self._tracer_provider = tracer_provider
+        self._meter_provider = meter_provider
+        self._lock = threading.Lock()
+        self._runs: dict[str, _Run] = {}
+        self._tracer_cache: tuple[object, Tracer | None] | None = None
+        self._meter_cache: tuple[object, Instruments | None] | None = None
+
+    # -- the collector protocol -------------------------------------------------------
+
+    @property
+    def is_enabled(self) -> bool:
+        """True when a tracer or meter provider that records is configured."""
+        return self._safe_tracer() is not None or self._safe_instruments() is not None
+
+    @property
+    def detail_level(self) -> TraceDetailLevel:
+        """The tier, as the pipeline's detail level."""
+        return self._level
+
+    @property
+    def tier(self) -> str:
+        """The chapter's name of the tier (``"StageOnly"``, ...)."""
+        return self._level.tier
+
+    @property
+    def content_capture(self) -> ContentCapture:
+        """How item content appears in the spans."""
+        return self._capture
+
+    def record(self, events: Sequence[PipelineEvent], /) -> None:
+        """Project one delivery of the run's events onto its spans and metrics."""
+        try:
+            if isinstance(events, ItemEventBatch):
+                self._on_batch(events)
+            else:
+                for event in events:
+                    self._on_event(event)
+        except Exception:
+            run_id = events.run_id if isinstance(events, ItemEventBatch) else (
+                events[0].run_id if len(events) else "?")
+            _logger.exception("cupellation: SpanCollector failed on run %s; its spans are "
+                              "ended and it records nothing more of that run", run_id)
+            self._abandon(run_id)
+
+    def __repr__(self) -> str:
+        return (f"SpanCollector(tier={self._level.tier!r}, "
+                f"content_capture={self._capture.value!r})")
+
+    # -- providers ----------------------------------------------------------------------
+
+    def _safe_tracer(self) -> Tracer | None:
+        """The tracer, or None when tracing is off or the provider fails (logged)."""
+        try:
+            return self._tracer()
+        except Exception:
+            _logger.exception("cupellation: SpanCollector could not get a tracer from %r; "
+                              "no spans are recorded", self._tracer_provider)
+            return None
+
+    def _safe_instruments(self) -> Instruments | None:
+        """The instruments, or None when metrics are off or the provider fails (logged)."""
+        try:
+            return self._instruments()
+        except Exception:
+            _logger.exception("cupellation: SpanCollector could not get a meter from %r; "
+                              "no metrics are recorded", self._meter_provider)
+            return None
+
+    def _tracer(self) -> Tracer | None:
+        provider = (self._tracer_provider if self._tracer_provider is not None
+                    else trace.get_tracer_provider())
+        if isinstance(provider, trace.ProxyTracerProvider):
+            # The global proxy (or one handed over explicitly): whatever is set now.
+            provider = trace.get_tracer_provider()
+            if isinstance(provider, trace.ProxyTracerProvider):
+                return None
+        cached = self._tracer_cache
+        if cached is not None and cached[0] is provider:
+            return cached[1]
+        tracer = None if _is_noop_tracer_provider(provider) else provider.get_tracer(
+            SCOPE_NAME, __version__)
+        self._tracer_cache = (provider, tracer)
+        return tracer
+
+    def _instruments(self) -> Instruments | None:
+        provider = (self._meter_provider if self._meter_provider is not None
+                    else metrics.get_meter_provider())
+        cached = self._meter_cache
+        if cached is not None and cached[0] is provider:
+            return cached[1]
+        if is_noop_meter_provider(provider):
+            if self._meter_provider is None:
+                return None  # the global proxy: not cached, a provider may be set later
+            instruments = None
+        else:
+            instruments = Instruments(provider)
+        self._meter_cache = (provider, instruments)
+        return instruments
+
+    # -- per-run state -------------------------------------------------------------------
+
+    def _get(self, run_id: str) -> _Run | None:
+        with self._lock:
+            return self._runs.get(run_id)
+
+    def _pop(self, run_id: str) -> _Run | None:
+        with self._lock:
+            return self._runs.pop(run_id, None)
+
+    def _abandon(self, run_id: str) -> None:
+        """End whatever is open of a run that failed inside the collector, detach what it
+        attached (innermost first), and forget it. Never raises."""
+        run = self._pop(run_id)
+        if run is None:
+            return
+        steps: list[Callable[[], object]] = []
+        if run.stage_span is not None:
+            steps.append(run.stage_span.end)
+        if run.stage_token is not None:
+            steps.append(partial(otel_context.detach, run.stage_token))
+        if run.root is not None:
+            steps.append(run.root.end)
+        if run.root_token is not None:
+            steps.append(partial(otel_context.detach, run.root_token))
+        run.stage_span = run.root = None
+        run.stage_token = run.root_token = None
+        for step in steps:
+            try:
+                step()
+            except Exception:
+                _logger.debug("cupellation: cleaning up run %s raised", run_id, exc_info=True)
+
+    # -- events --------------------------------------------------------------------------
+
+    def _on_event(self, event: PipelineEvent) -> None:
+        kind = type(event)
+        if kind is StageStarted:
+            self._stage_started(event)  # type: ignore[arg-type]
+        elif kind is StageCompleted:
+            self._stage_completed(event)  # type: ignore[arg-type]
+        elif kind is RunStarted:
+            self._run_started(event)  # type: ignore[arg-type]
+        elif kind is RunCompleted:
+            self._run_completed(event)  # type: ignore[arg-type]
+        elif kind is RunFailed:
+            self._run_failed(event)  # type: ignore[arg-type]
+        elif kind in (Overflow, CountShortfall, UnknownEvent):
+            self._other(event)
+        elif isinstance(event, ItemExcluded):  # an item event delivered on its own
+            self._on_batch(ItemEventBatch(
+                run_id=event.run_id, first_seq=event.seq, stage=event.stage,
+                candidate_indices=(event.candidate_index,), items=(event.item,),
+                scores=(event.score,), reasons=(event.reason,)))
+        elif isinstance(event, ItemIncluded):
+            self._on_batch(ItemEventBatch(
+                run_id=event.run_id, first_seq=event.seq, stage=None,
+                candidate_indices=(event.candidate_index,), items=(event.item,),
+                scores=(event.score,), reasons=(event.reason,), positions=(event.position,)))
+
+    def _run_started(self, event: RunStarted) -> None:
+        tracer = self._safe_tracer()
+        instruments = self._safe_instruments()
+        if tracer is None and instruments is None:
+            return
+        run = _Run(event.run_id, tracer, instruments, event.budget.target_tokens)
+        with self._lock:
+            self._runs[event.run_id] = run
+        if instruments is not None:
+            instruments.candidates.add(event.candidate_count)
+        if tracer is None:
+            return
+        captured = apply_content_capture(event, self._capture)
+        attributes = run_attributes(event_to_dict(captured))
+        attributes.update(BACKEND_ATTRIBUTES)
+        root = tracer.start_span(ROOT_SPAN, attributes=attributes)
+        run.root = root
+        run.recording = root.is_recording()
+        run.root_attributes = attributes
+        run.root_context = trace.set_span_in_context(root)
+        run.root_token = otel_context.attach(run.root_context)
+
+    def _stage_started(self, event: StageStarted) -> None:
+        run = self._get(event.run_id)
+        if run is None:
+            return
+        if run.stage_span is not None:  # a stage never completed: close it first
+            self._end_stage_span(run, None)
+        run.stage = event.stage
+        if not run.spans_on:
+            return
+        attributes = stage_attributes(event_to_dict(event))
+        if event.stage in _SPAN_STAGES:
+            attributes.update(BACKEND_ATTRIBUTES)
+            assert run.tracer is not None
+            span = run.tracer.start_span(stage_span_name(event.stage),
+                                         context=run.root_context, attributes=attributes)
+            run.stage_span = span
+            run.stage_attributes = attributes
+            run.stage_totals = [0, 0]
+            run.stage_exclusions = 0
+            run.stage_token = otel_context.attach(trace.set_span_in_context(span))
+        else:
+            del attributes[RUN_ID]
+            run.internal = attributes
+
+    def _stage_completed(self, event: StageCompleted) -> None:
+        run = self._get(event.run_id)
+        if run is None:
+            return
+        stage = event.stage
+        instruments = run.instruments
+        if instruments is not None and stage in _SPAN_STAGES:
+            label = {STAGE_NAME: stage_label(stage)}
+            instruments.stage_duration.record(event.duration_ms / 1000.0, label)
+            removed = event.items_in - event.items_out
+            if self._level is TraceDetailLevel.STAGE_ONLY and removed > 0:
+                instruments.exclusions.add(removed, label)
+        run.stage = None
+        if not run.spans_on:
+            return
+        attributes = stage_attributes(event_to_dict(event))
+        if run.stage_span is not None and run.stage_attributes.get(STAGE_NAME) == (
+                attributes[STAGE_NAME]):
+            self._end_stage_span(run, attributes)
+        else:
+            del attributes[RUN_ID]
+            self._root_event(run, stage_span_name(stage), {**(run.internal or {}),
+                                                           **attributes})
+            run.internal = None
+        if stage is PipelineStage.PLACE:
+            self._flush_included(run)
+
+    def _end_stage_span(self, run: _Run, completion: dict[str, Any] | None,
+                        error: str | None = None) -> None:
+        """Set a stage span's last attributes and checks, end it and detach its context
+        (the span is ended and the context detached even if setting attributes fails)."""
+        span, run.stage_span = run.stage_span, None
+        token, run.stage_token = run.stage_token, None
+        assert span is not None
+        try:
+            try:
+                written = run.stage_attributes
+                new = {k: v for k, v in (completion or {}).items() if k not in written}
+                if self._level is not TraceDetailLevel.STAGE_ONLY:
+                    new[EXCLUSION_COUNT] = run.stage_exclusions
+                count, length = check_totals({**written, **new})
+                new[CHECK_COUNT] = count + run.stage_totals[0]
+                new[CHECK_TEXT] = length + run.stage_totals[1]
+                span.set_attributes(new)
+                if error is not None:
+                    span.set_status(Status(StatusCode.ERROR, error))
+            finally:
+                span.end()
+        finally:
+            if token is not None:
+                otel_context.detach(token)
+
+    def _root_event(self, run: _Run, name: str, attributes: dict[str, Any]) -> None:
+        assert run.root is not None
+        count, length = check_totals(attributes)
+        run.root_totals[0] += count
+        run.root_totals[1] += length
+        run.root.add_event(name, attributes)
+
+    def _on_batch(self, batch: ItemEventBatch) -> None:
+        run = self._get(batch.run_id)
+        if run is None or not batch:
+            return
+        if batch.excluded:
+            instruments = run.instruments
+            if instruments is not None:
+                label = stage_label(batch.stage) if batch.stage is not None else ""
+                for name, count in Counter(r.name for r in batch.reasons).items():
+                    instruments.exclusions.add(count, {"cupel.exclusion.reason": name,
+                                                       STAGE_NAME: label})
+            if not run.spans_on:
+                return
+            on_stage = run.stage_span is not None and run.stage == batch.stage
+            carrier = run.stage_span if on_stage else run.root
+            totals = run.stage_totals if on_stage else run.root_totals
+            assert carrier is not None
+            stage = flat_stage(run.stage) if on_stage else None
+            added = self._add_events(carrier, EXCLUSION_EVENT,
+                                     exclusion_batch_attributes(batch, self._capture, stage),
+                                     totals)
+            if on_stage:
+                run.stage_exclusions += added
+            return
+        if not run.spans_on:
+            return
+        if run.stage is PipelineStage.PLACE and run.stage_span is not None:
+            run.included.append(batch)  # the chapter: recorded after Place completes
+        else:
+            self._add_events(run.root, INCLUDED_EVENT,
+                             included_batch_attributes(batch, self._capture), run.root_totals)
+
+    def _add_events(self, carrier: Span | None, name: str,
+                    attribute_list: list[dict[str, Any] | None], totals: list[int]) -> int:
+        assert carrier is not None
+        add_event = carrier.add_event
+        count = length = added = 0
+        skipped = 0
+        for attributes in attribute_list:
+            if attributes is None:
+                skipped += 1
+                continue
+            add_event(name, attributes)
+            c, n = text_totals(attributes)
+            count += c
+            length += n
+            added += 1
+        totals[0] += count
+        totals[1] += length
+        if skipped:
+            _logger.warning("cupellation: %d item events held values no span can carry "
+                            "(a non-finite number) and were left out", skipped)
+        return added
+
+    def _flush_included(self, run: _Run) -> None:
+        batches, run.included = run.included, []
+        for batch in batches:
+            self._add_events(run.root, INCLUDED_EVENT,
+                             included_batch_attributes(batch, self._capture), run.root_totals)
+
+    def _other(self, event: PipelineEvent) -> None:
+        run = self._get(event.run_id)
+        if run is None or not run.spans_on:
+            return
+        flat = event_to_dict(event)
+        on_stage = run.stage_span is not None
+        attributes = other_attributes(flat)
+        name = other_event_name(flat["type"])
+        if on_stage:
+            assert run.stage_span is not None
+            count, length = check_totals(attributes)
+            run.stage_totals[0] += count
+            run.stage_totals[1] += length
+            run.stage_span.add_event(name, attributes)
+        else:
+            self._root_event(run, name, attributes)
+
+    def _run_completed(self, event: RunCompleted) -> None:
+        run = self._pop(event.run_id)
+        if run is None:
+            return
+        target = run.target_tokens
+        try:
+            end = run_attributes(event_to_dict(event))
+            if target > 0:
+                end[UTILIZATION] = event.included_tokens / target
+            self._end_run(run, end, None)
+        finally:
+            if run.instruments is not None:
+                run.instruments.run_ended("completed", event.duration_ms, None)
+                if target > 0:
+                    run.instruments.utilization.record(event.included_tokens / target)
+
+    def _run_failed(self, event: RunFailed) -> None:
+        run = self._pop(event.run_id)
+        if run is None:
+            return
+        try:
+            self._end_run(run, run_attributes(event_to_dict(event)), event)
+        finally:
+            if run.instruments is not None:
+                run.instruments.run_ended("failed", event.duration_ms, event.error_type)
+
+    def _end_run(self, run: _Run, end: dict[str, Any], failed: RunFailed | None) -> None:
+        """Close a run's open stage span, write the root's last events and attributes,
+        end the root and detach its context. Each step runs even if an earlier one
+        fails (the first failure is raised afterwards), so nothing stays open."""
+        root, token = run.root, run.root_token
+        run.root_token = None
+        if root is None:
+            return
+        description = None if failed is None else f"{failed.error_type}: {failed.error_text}"
+        try:
+            try:
+                if run.stage_span is not None:  # the failed stage, or one never completed
+                    self._end_stage_span(run, None, description)
+            finally:
+                try:
+                    if run.recording:
+                        self._finish_root(run, root, end, failed, description)
+                finally:
+                    run.root = None
+                    root.end()
+        finally:
+            if token is not None:
+                otel_context.detach(token)
+
+    def _finish_root(self, run: _Run, root: Span, end: dict[str, Any],
+                     failed: RunFailed | None, description: str | None) -> None:
+        if run.internal is not None:  # a spanless stage that never completed
+            self._root_event(run, stage_span_name(run.stage or ""), run.internal)
+            run.internal = None
+        self._flush_included(run)
+        written = run.root_attributes
+        new = {k: v for k, v in end.items() if k not in written}
+        count, length = check_totals({**written, **new})
+        new[CHECK_COUNT] = count + run.root_totals[0]
+        new[CHECK_TEXT] = length + run.root_totals[1]
+        root.set_attributes(new)
+        if failed is not None:
+            if failed.exception is not None:
+                root.record_exception(failed.exception)
+            root.set_status(Status(StatusCode.ERROR, description))

@@ -1,0 +1,412 @@
+"""Rebuilding runs from their spans: spans -> the event stream -> the SelectionReport.
+
+The decoder reads only what :mod:`._names` says the encoder writes, through the
+inverse functions there, then folds the events with the spine's
+:class:`~cupellation.ReportBuilder`, which checks the stream's integrity. What
+spans lose that the fold cannot see in the events themselves (events or
+attributes a span limit dropped, truncated strings, a missing stage span, a
+stage span that is not the root's child) is added to the report's
+``incomplete`` list, so a rebuilt report is either whole or says what it lacks.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from os import PathLike
+from pathlib import Path
+from typing import Any
+
+from .._report import ReportBuilder, SelectionReport
+from ..events import (
+    ContentCapture,
+    ItemExcluded,
+    ItemIncluded,
+    PipelineEvent,
+    apply_content_capture,
+    event_from_dict,
+)
+from ..exceptions import DecodeError
+from ._names import (
+    ALL_STAGES,
+    CHECK_COUNT,
+    CHECK_TEXT,
+    EVENT_TYPES,
+    EXCLUSION_EVENT,
+    INCLUDED_EVENT,
+    OTHER_EVENT,
+    OUTCOME,
+    ROOT_SPAN,
+    RUN_ID,
+    SPAN_STAGES,
+    STAGE_NAME,
+    STAGE_PREFIX,
+    check_totals,
+    exclusion_flat,
+    included_flat,
+    other_flat,
+    run_flat,
+    stage_flat,
+    stage_from_label,
+    stage_span_name,
+)
+from ._spans import (
+    OTLP_EXTRA,
+    SpanData,
+    is_jaeger_document,
+    is_otlp_document,
+    span_data,
+    spans_from_jaeger_json,
+    spans_from_otlp_json,
+    spans_from_otlp_proto,
+)
+
+__all__ = [
+    "RebuiltRun",
+    "events_from_spans",
+    "parse_trace",
+    "read_trace",
+    "read_trace_file",
+    "reports_from_spans",
+    "runs_from_spans",
+]
+
+#: How many undecodable events a report names one by one before it only counts them.
+_NAMED_FAILURES = 5
+#: A placeholder content for an item decoded without one; replaced by the spine's
+#: ``none`` capture placeholder right after decoding.
+_NO_CONTENT = "-"
+
+
+@dataclass(frozen=True, slots=True)
+class RebuiltRun:
+    """One run rebuilt from its spans.
+
+    ``report`` is the SelectionReport folded from ``events``; its ``incomplete``
+    lists what the events lack and then ``problems``, what the decoder found lost
+    on the way (dropped events or attributes, truncated values, missing spans).
+    ``trace_id`` is the trace the root span belongs to, when known.
+    """
+
+    run_id: str
+    report: SelectionReport
+    events: tuple[PipelineEvent, ...]
+    trace_id: str | None = None
+    problems: tuple[str, ...] = ()
+
+    @property
+    def is_complete(self) -> bool:
+        """True when the report holds the whole run."""
+        return self.report.is_complete
+
+
+class _Run:
+    """The decoding of one run: its spans, its events, the problems met."""
+
+    def __init__(self, run_id: str, spans: list[SpanData]) -> None:
+        self.run_id = run_id
+        self.spans = spans
+        self.events: list[PipelineEvent] = []
+        self.problems: list[str] = []
+        self.failures: Counter[str] = Counter()
+        self.failure_notes: list[str] = []
+        self.capture: str | None = None
+
+    def decode(self, flat: dict[str, Any], where: str) -> None:
+        """Decode one flat event, or note why it could not be."""
+        fill = (flat.get("type") in ("item_excluded", "item_included")
+                and "item.content" not in flat and self.capture in ("none", None))
+        if fill:
+            flat["item.content"] = _NO_CONTENT
+        try:
+            event = event_from_dict(flat)
+        except DecodeError as exc:
+            self.failures[where] += 1
+            if len(self.failure_notes) < _NAMED_FAILURES:
+                self.failure_notes.append(f"{where} (seq {flat.get('seq', '?')}): {exc}")
+            return
+        if fill and isinstance(event, ItemExcluded | ItemIncluded):
+            event = apply_content_capture(event, ContentCapture.NONE)
+            if self.capture is None:
+                self.problems.append("item events carry no content and the run's content "
+                                     "capture is unknown (its root span is missing)")
+                self.capture = "none"
+        self.events.append(event)
+
+
+def _span_label(span: SpanData) -> str:
+    return f"span {span.name}" + (f" ({span.span_id})" if span.span_id else "")
+
+
+def _check_losses(run: _Run, span: SpanData) -> None:
+    """Note what a span says it lost, and compare its integrity checks."""
+    label = _span_label(span)
+    lost = False
+    if span.dropped_events:
+        lost = True
+        run.problems.append(
+            f"{label} lost {span.dropped_events} events to a span event limit (the "
+            f"OpenTelemetry SDK keeps the newest 128 by default): their decisions are missing")
+    if span.dropped_attributes:
+        lost = True
+        run.problems.append(f"{label} lost {span.dropped_attributes} attributes to an "
+                            "attribute limit")
+    events_lost = [e for e in span.events if e.dropped_attributes]
+    if events_lost:
+        lost = True
+        run.problems.append(
+            f"{label}: {len(events_lost)} events lost attributes to an attribute limit "
+            f"({sum(e.dropped_attributes for e in events_lost)} in all)")
+    expected_count = span.attributes.get(CHECK_COUNT)
+    expected_text = span.attributes.get(CHECK_TEXT)
+    if lost or not isinstance(expected_count, int) or not isinstance(expected_text, int):
+        return
+    count, text = check_totals(span.attributes)
+    for event in span.events:
+        if event.name.startswith("cupel."):
+            event_count, event_text = check_totals(event.attributes)
+            count += event_count
+            text += event_text
+    if count < expected_count:
+        run.problems.append(f"{label} holds {count} of the {expected_count} cupel.* attributes "
+                            "written on it and its events: some were dropped on the way")
+    elif text < expected_text:
+        run.problems.append(
+            f"{label}: its string values hold {text} of the {expected_text} characters "
+            "written: some were truncated (an attribute value length limit)")
+    elif (count, text) != (expected_count, expected_text):
+        run.problems.append(f"{label} holds more cupel.* data than was written on it "
+                            f"({count} attributes, {text} characters; {expected_count} and "
+                            f"{expected_text} written)")
+
+
+def _decode_span_events(run: _Run, span: SpanData, carrier_stage: str | None) -> None:
+    for event in span.events:
+        name = event.name
+        if name == EXCLUSION_EVENT:
+            run.decode(exclusion_flat(event.attributes, run.run_id, carrier_stage),
+                       f"a {name} event on {span.name}")
+        elif name == INCLUDED_EVENT:
+            run.decode(included_flat(event.attributes, run.run_id),
+                       f"a {name} event on {span.name}")
+        elif name in EVENT_TYPES or name == OTHER_EVENT:
+            run.decode(other_flat(name, event.attributes, run.run_id),
+                       f"a {name} event on {span.name}")
+        elif name.startswith(STAGE_PREFIX) and carrier_stage is None:
+            for flat in stage_flat(event.attributes, run.run_id):
+                run.decode(flat, f"the {name} event on {span.name}")
+
+
+def _expected_stages(root: SpanData) -> list[str]:
+    """The chapter stages whose spans a run with this root must have."""
+    outcome = root.attributes.get(OUTCOME)
+    if outcome == "completed":
+        return [stage.value for stage in SPAN_STAGES]
+    if outcome == "failed":
+        failed_at = root.attributes.get("cupel.run.stage")
+        reached = []
+        for stage in ALL_STAGES:
+            if stage in SPAN_STAGES:
+                reached.append(stage.value)
+            if stage.value == failed_at:
+                return reached
+        return []  # failed before the first stage, or at a stage this version does not know
+    return []
+
+
+def _rebuild(run_id: str, spans: list[SpanData]) -> RebuiltRun:
+    run = _Run(run_id, spans)
+    roots = [s for s in spans if s.name == ROOT_SPAN]
+    stages = [s for s in spans if s.name != ROOT_SPAN]
+    if not roots:
+        run.problems.append(f"the root span {ROOT_SPAN} is missing: the run's start, end "
+                            "and included items are unknown")
+    elif len(roots) > 1:
+        run.problems.append(f"{len(roots)} {ROOT_SPAN} spans carry run id {run_id}")
+    for root in roots:
+        capture = root.attributes.get("cupel.run.content_capture")
+        if isinstance(capture, str):
+            run.capture = capture
+    if roots and run.capture is None:
+        run.capture = "full"  # a root without the member: nothing says content was dropped
+    for root in roots:
+        _check_losses(run, root)
+        for flat in run_flat(root.attributes):
+            flat.setdefault("run_id", run_id)
+            run.decode(flat, f"the {ROOT_SPAN} span")
+        _decode_span_events(run, root, None)
+    root_ids = {r.span_id for r in roots if r.span_id is not None}
+    seen: set[str] = set()
+    for span in stages:
+        _check_losses(run, span)
+        label = span.attributes.get(STAGE_NAME)
+        if not isinstance(label, str):
+            label = span.name[len(STAGE_PREFIX):]
+        seen.add(stage_from_label(label))
+        if root_ids and span.parent_span_id not in root_ids:
+            run.problems.append(f"{_span_label(span)} is not a child of the run's "
+                                f"{ROOT_SPAN} span")
+        for flat in stage_flat(span.attributes, run_id):
+            run.decode(flat, f"the {span.name} span")
+        _decode_span_events(run, span, stage_from_label(label))
+    if len(roots) == 1:
+        for stage in _expected_stages(roots[0]):
+            if stage not in seen:
+                run.problems.append(f"the stage span {stage_span_name(stage)} is missing")
+    failed = sum(run.failures.values())
+    if failed:
+        run.problems.append(f"{failed} events could not be decoded and are missing: "
+                            + "; ".join(run.failure_notes)
+                            + ("; ..." if failed > len(run.failure_notes) else ""))
+    run.events.sort(key=lambda e: e.seq)
+    builder = ReportBuilder(run_id)
+    for event in run.events:
+        builder.add(event)
+    report = builder.result()
+    problems = tuple(dict.fromkeys(run.problems))
+    if problems:
+        report = replace(report, incomplete=report.incomplete + problems)
+    trace_id = next((r.trace_id for r in roots if r.trace_id), None) or next(
+        (s.trace_id for s in spans if s.trace_id), None)
+    return RebuiltRun(run_id=run_id, report=report, events=tuple(run.events),
+                      trace_id=trace_id, problems=problems)
+
+
+def _is_ours(span: SpanData) -> bool:
+    run_id = span.attributes.get(RUN_ID)
+    return isinstance(run_id, str) and bool(run_id) and (
+        span.name == ROOT_SPAN or span.name.startswith(STAGE_PREFIX))
+
+
+def runs_from_spans(spans: Iterable[Any]) -> list[RebuiltRun]:
+    """Rebuild every cupellation run found among ``spans``.
+
+    ``spans`` holds SDK ``ReadableSpan`` objects (as an ``InMemorySpanExporter``
+    returns them) or :class:`SpanData` (as the readers of OTLP and Jaeger JSON
+    return them), in any order, from any number of traces; spans that are not
+    cupellation's are ignored. Runs are told apart by ``cupel.run.id``, so runs
+    interleaved in one trace come apart. Returns one :class:`RebuiltRun` per run,
+    in the order the runs started; an empty list for no spans. Raises
+    :class:`~cupellation.exceptions.DecodeError` for spans none of which are
+    cupellation's, or for an object that is not a span.
+    """
+    data = [span_data(span) for span in spans]
+    groups: dict[str, list[SpanData]] = {}
+    for span in data:
+        if _is_ours(span):
+            groups.setdefault(span.attributes[RUN_ID], []).append(span)
+    if data and not groups:
+        names = sorted({span.name for span in data})
+        shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+        raise DecodeError("spans", f"{len(data)} spans ({shown})",
+                          f"hold no cupellation run: no {ROOT_SPAN} or {STAGE_PREFIX}* span "
+                          f"carries {RUN_ID}")
+    runs = [_rebuild(run_id, group) for run_id, group in groups.items()]
+
+    def started(run: RebuiltRun) -> tuple[int, int]:
+        starts = [s.start_ns for s in groups[run.run_id]
+                  if s.name == ROOT_SPAN and s.start_ns is not None]
+        return (0, min(starts)) if starts else (1, 0)
+
+    return sorted(runs, key=started)
+
+
+def events_from_spans(spans: Iterable[Any]) -> list[list[PipelineEvent]]:
+    """The event stream of each run found among ``spans`` (see :func:`runs_from_spans`),
+    in seq order. Events that did not survive are simply absent: fold them with
+    :func:`~cupellation.build_report` and the report says what is missing, or use
+    :func:`runs_from_spans` to also learn what the spans themselves lost."""
+    return [list(run.events) for run in runs_from_spans(spans)]
+
+
+def reports_from_spans(spans: Iterable[Any]) -> list[SelectionReport]:
+    """The SelectionReport of each run found among ``spans`` (see :func:`runs_from_spans`)."""
+    return [run.report for run in runs_from_spans(spans)]
+
+
+# -- files -------------------------------------------------------------------------------------
+
+
+def parse_trace(data: str | bytes) -> list[SpanData]:
+    """The spans of a trace document, its format recognised from its content: OTLP/JSON
+    (one object, or JSON lines as the collector's file exporter writes; Tempo's
+    ``batches``), Jaeger's JSON (``{"data": [...]}``), or OTLP protobuf bytes.
+
+    Raises :class:`~cupellation.exceptions.DecodeError` naming the problem for
+    anything else.
+    """
+    raw: bytes | None = None
+    if isinstance(data, bytes | bytearray | memoryview):
+        raw = bytes(data)
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return _parse_proto(raw)
+    elif isinstance(data, str):
+        text = data
+    else:
+        raise DecodeError("trace", type(data).__name__, "must be text or bytes")
+    stripped = text.lstrip("\ufeff \t\r\n")
+    if not stripped:
+        raise DecodeError("trace", "", "is empty")
+    if stripped[0] not in "{[":
+        if raw is not None:
+            return _parse_proto(raw)
+        raise DecodeError("trace", stripped[:40], "is not JSON (OTLP/JSON or Jaeger JSON)")
+    try:
+        whole = json.loads(stripped)
+    except ValueError:
+        return spans_from_otlp_json(stripped)  # JSON lines (or a clear error naming the line)
+    documents = whole if isinstance(whole, list) else [whole]
+    spans: list[SpanData] = []
+    for k, document in enumerate(documents):
+        if is_jaeger_document(document):
+            spans.extend(spans_from_jaeger_json(document))
+        elif is_otlp_document(document):
+            spans.extend(spans_from_otlp_json(document))
+        else:
+            shown = sorted(document)[:8] if isinstance(document, Mapping) else type(
+                document).__name__
+            where = "trace" if not isinstance(whole, list) else f"trace[{k}]"
+            raise DecodeError(where, shown, "is neither OTLP/JSON traces (resourceSpans or "
+                              "batches) nor Jaeger JSON (data)")
+    return spans
+
+
+def _parse_proto(raw: bytes) -> list[SpanData]:
+    try:
+        return spans_from_otlp_proto(raw)
+    except ImportError:
+        raise DecodeError("trace", f"{len(raw)} bytes", "is not JSON; if it is OTLP protobuf, "
+                          f"reading it needs pip install '{OTLP_EXTRA}'") from None
+
+
+def read_trace(data: str | bytes) -> list[RebuiltRun]:
+    """Rebuild the runs in a trace document (any format :func:`parse_trace` reads).
+
+    Raises :class:`~cupellation.exceptions.DecodeError` naming the problem for
+    data that is not a trace or holds no cupellation run.
+    """
+    spans = parse_trace(data)
+    if not spans:
+        raise DecodeError("trace", f"{len(data)} characters or bytes", "holds no spans")
+    return runs_from_spans(spans)
+
+
+def read_trace_file(path: str | PathLike[str]) -> list[RebuiltRun]:
+    """Rebuild the runs in a trace file: OTLP/JSON lines, one OTLP/JSON or Tempo
+    object, Jaeger's downloaded JSON, or OTLP protobuf (recognised from the content).
+
+    Returns one :class:`RebuiltRun` (``run_id``, ``report``, ``events``) per run, in
+    the order they started. Raises :class:`~cupellation.exceptions.DecodeError`
+    naming the file and the problem for a file that is not a trace or holds no
+    cupellation run (and :class:`OSError` for a file that cannot be read).
+    """
+    data = Path(path).read_bytes()
+    try:
+        return read_trace(data)
+    except DecodeError as exc:
+        field = str(path) if exc.field == "trace" else f"{path}: {exc.field}"
+        raise DecodeError(field, exc.value, exc.problem, line=exc.line) from None
