@@ -42,11 +42,15 @@ from cupellation.events import (
 )
 from cupellation.otel import runs_from_spans
 from cupellation.otel._encode import (
+    Encoded,
     exclusion_batch_attributes,
     included_batch_attributes,
     reference_attributes,
+    stage_event_attributes,
+    text_totals,
 )
 from cupellation.otel._names import (
+    check_totals,
     exclusion_attributes,
     exclusion_flat,
     included_attributes,
@@ -208,11 +212,30 @@ def test_the_fast_item_encoder_agrees_with_the_flat_mapping(
         if batch.excluded:
             stage = batch.stage.value  # type: ignore[union-attr]
             for carrier in (stage, None):
-                assert exclusion_batch_attributes(batch, capture, carrier) == [
-                    reference_attributes(e, capture, carrier) for e in batch]
+                _agree(exclusion_batch_attributes(batch, capture, carrier),
+                       [reference_attributes(e, capture, carrier) for e in batch])
         else:
-            assert included_batch_attributes(batch, capture) == [
-                reference_attributes(e, capture, None) for e in batch]
+            _agree(included_batch_attributes(batch, capture),
+                   [reference_attributes(e, capture, None) for e in batch])
+    for event in collector.events:
+        if isinstance(event, StageStarted | StageCompleted):
+            assert stage_event_attributes(event) == stage_attributes(event_to_dict(event))
+
+
+def _agree(encoded: Encoded, reference: list[dict[str, Any] | None]) -> None:
+    """The fast attributes are the reference ones, and its totals are theirs."""
+    attributes, count, length = encoded
+    assert attributes == reference
+    totals = [text_totals(a) for a in reference if a is not None]
+    assert (count, length) == (sum(c for c, _ in totals), sum(n for _, n in totals))
+    assert all(check_totals(a) == text_totals(a) for a in reference if a is not None)
+
+
+def test_the_fast_stage_encoder_agrees_for_a_stage_this_version_does_not_know() -> None:
+    """stage_event_attributes equals the flat mapping's for unknown stage names too."""
+    for event in _one_of_each():
+        if isinstance(event, StageStarted | StageCompleted):
+            assert stage_event_attributes(event) == stage_attributes(event_to_dict(event))
 
 
 def _decoded(event: PipelineEvent) -> PipelineEvent:

@@ -38,10 +38,11 @@ from ..events import (
 )
 from ..exceptions import InvalidValueError
 from ._encode import (
+    Encoded,
     exclusion_batch_attributes,
     flat_stage,
     included_batch_attributes,
-    text_totals,
+    stage_event_attributes,
 )
 from ._metrics import Instruments, is_noop_meter_provider
 from ._names import (
@@ -61,7 +62,6 @@ from ._names import (
     other_attributes,
     other_event_name,
     run_attributes,
-    stage_attributes,
     stage_label,
     stage_span_name,
 )
@@ -264,11 +264,13 @@ class SpanCollector:
         if is_noop_meter_provider(provider):
             if self._meter_provider is None:
                 return None  # the global proxy: not cached, a provider may be set later
-            instruments = None
-        else:
-            instruments = Instruments(provider)
-        self._meter_cache = (provider, instruments)
-        return instruments
+            self._meter_cache = (provider, None)
+            return None
+        with self._lock:  # one set of instruments per provider, even with many threads
+            cached = self._meter_cache
+            if cached is None or cached[0] is not provider:
+                cached = self._meter_cache = (provider, Instruments(provider))
+        return cached[1]
 
     # -- per-run state -------------------------------------------------------------------
 
@@ -361,7 +363,7 @@ class SpanCollector:
         run.stage = event.stage
         if not run.spans_on:
             return
-        attributes = stage_attributes(event_to_dict(event))
+        attributes = stage_event_attributes(event)
         if event.stage in _SPAN_STAGES:
             attributes.update(BACKEND_ATTRIBUTES)
             assert run.tracer is not None
@@ -391,7 +393,7 @@ class SpanCollector:
         run.stage = None
         if not run.spans_on:
             return
-        attributes = stage_attributes(event_to_dict(event))
+        attributes = stage_event_attributes(event)
         if run.stage_span is not None and run.stage_attributes.get(STAGE_NAME) == (
                 attributes[STAGE_NAME]):
             self._end_stage_span(run, attributes)
@@ -467,26 +469,23 @@ class SpanCollector:
             self._add_events(run.root, INCLUDED_EVENT,
                              included_batch_attributes(batch, self._capture), run.root_totals)
 
-    def _add_events(self, carrier: Span | None, name: str,
-                    attribute_list: list[dict[str, Any] | None], totals: list[int]) -> int:
+    def _add_events(self, carrier: Span | None, name: str, encoded: Encoded,
+                    totals: list[int]) -> int:
+        """Add one span event per attribute mapping; returns how many were added."""
         assert carrier is not None
+        attribute_list, count, length = encoded
         add_event = carrier.add_event
-        count = length = added = 0
-        skipped = 0
+        added = 0
         for attributes in attribute_list:
-            if attributes is None:
-                skipped += 1
-                continue
-            add_event(name, attributes)
-            c, n = text_totals(attributes)
-            count += c
-            length += n
-            added += 1
+            if attributes is not None:
+                add_event(name, attributes)
+                added += 1
         totals[0] += count
         totals[1] += length
-        if skipped:
+        if added < len(attribute_list):
             _logger.warning("cupellation: %d item events held values no span can carry "
-                            "(a non-finite number) and were left out", skipped)
+                            "(a non-finite number) and were left out",
+                            len(attribute_list) - added)
         return added
 
     def _flush_included(self, run: _Run) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from .._model import ContextItem, format_timestamp
@@ -24,6 +25,8 @@ from ..events import (
     ItemExcluded,
     ItemIncluded,
     PipelineStage,
+    StageCompleted,
+    StageStarted,
     apply_content_capture,
     content_digest,
     event_to_dict,
@@ -31,23 +34,57 @@ from ..events import (
 from ..exceptions import InvalidTypeError, InvalidValueError
 from ..reasons import ExclusionReason, InclusionReason, UnknownExclusionReason, reason_fields
 from ._names import (
+    RUN_ID,
+    STAGE_DURATION,
+    STAGE_END_SEQ,
+    STAGE_EXACT,
+    STAGE_IN,
+    STAGE_NAME,
+    STAGE_OUT,
+    STAGE_START_SEQ,
     exclusion_attributes,
     included_attributes,
     reason_field_attribute,
     shares_item_field,
+    stage_attributes,
+    stage_from_label,
 )
 
 __all__ = [
+    "Encoded",
     "exclusion_batch_attributes",
     "flat_stage",
     "included_batch_attributes",
     "reference_attributes",
+    "stage_event_attributes",
+    "text_totals",
 ]
 
 
 def flat_stage(stage: PipelineStage | str | None) -> str | None:
     """A stage as the flat mapping writes it (``"Slice"``)."""
     return stage.value if isinstance(stage, PipelineStage) else stage
+
+
+def stage_event_attributes(event: StageStarted | StageCompleted) -> dict[str, Any]:
+    """``stage_attributes(event_to_dict(event))``, built directly."""
+    stage = event.stage
+    value = stage.value if isinstance(stage, PipelineStage) else stage
+    label = value.lower()
+    out: dict[str, Any] = {RUN_ID: event.run_id, STAGE_NAME: label,
+                           STAGE_IN: event.items_in}
+    if stage_from_label(label) != value:
+        out[STAGE_EXACT] = value
+    if type(event) is StageStarted:
+        out[STAGE_START_SEQ] = event.seq
+        return out
+    assert isinstance(event, StageCompleted)
+    if not math.isfinite(event.duration_ms):
+        return stage_attributes(event_to_dict(event))  # raises, as the flat mapping does
+    out[STAGE_END_SEQ] = event.seq
+    out[STAGE_DURATION] = event.duration_ms
+    out[STAGE_OUT] = event.items_out
+    return out
 
 
 def reference_attributes(event: ItemExcluded | ItemIncluded, capture: ContentCapture,
@@ -72,34 +109,55 @@ def _item_is_plain(item: ContextItem, full: bool) -> bool:
     return hint is None or math.isfinite(hint)
 
 
-def _put_item(out: dict[str, Any], item: ContextItem, capture: ContentCapture) -> None:
+def _timestamp_text(value: datetime) -> str:
+    """``format_timestamp(value)``, faster for the UTC datetimes items hold."""
+    if value.tzinfo is UTC:
+        return value.isoformat()[:-6] + "Z"  # drop "+00:00"
+    return format_timestamp(value)
+
+
+def _put_item(out: dict[str, Any], item: ContextItem, capture: ContentCapture) -> int:
     """The ``cupel.item.*`` attributes other than kind and tokens (the flat mapping's
-    ``item.*`` keys under ``capture``)."""
+    ``item.*`` keys under ``capture``); returns the characters of text written."""
+    length = 0
     if capture is ContentCapture.FULL:
-        out["cupel.item.content"] = item.content
+        content = item.content
+        out["cupel.item.content"] = content
+        length += len(content)
     elif capture is ContentCapture.HASH:
-        out["cupel.item.content"] = content_digest(item.content)
-    out["cupel.item.source"] = item.source.value
+        content = content_digest(item.content)
+        out["cupel.item.content"] = content
+        length += len(content)
+    source = item.source.value
+    out["cupel.item.source"] = source
+    length += len(source)
     if item.pinned:
         out["cupel.item.pinned"] = True
-    if item.tags:
-        out["cupel.item.tags"] = list(item.tags)
+    tags = item.tags
+    if tags:
+        out["cupel.item.tags"] = list(tags)
+        length += sum(map(len, tags))
     if item.timestamp is not None:
-        out["cupel.item.timestamp"] = format_timestamp(item.timestamp)
+        text = _timestamp_text(item.timestamp)
+        out["cupel.item.timestamp"] = text
+        length += len(text)
     if item.priority is not None:
         out["cupel.item.priority"] = item.priority
     if item.future_relevance_hint is not None:
         out["cupel.item.future_relevance_hint"] = item.future_relevance_hint
     if item.original_tokens is not None:
         out["cupel.item.original_tokens"] = item.original_tokens
+    return length
 
 
-_ReasonParts = tuple[str, dict[str, Any], tuple[tuple[str, Any], ...]]
+#: A known reason's name, its fixed attributes, their text length, and its fields
+#: shared with the item.
+_ReasonParts = tuple[str, dict[str, Any], int, tuple[tuple[str, Any], ...]]
 
 
 def _reason_parts(reason: ExclusionReason) -> _ReasonParts | None:
-    """A known reason's name, its fixed attributes and its fields shared with the item;
-    None for what the fast path leaves to the reference (an unknown variant)."""
+    """What the fast path needs of a reason; None for what it leaves to the reference
+    (an unknown variant, a non-finite number)."""
     if isinstance(reason, UnknownExclusionReason):
         return None
     name = reason.name
@@ -112,20 +170,36 @@ def _reason_parts(reason: ExclusionReason) -> _ReasonParts | None:
             shared.append((field, value))
         else:
             fixed[reason_field_attribute(field)] = value
-    return name, fixed, tuple(shared)
+    length = len(name) + sum(len(v) for v in fixed.values() if type(v) is str)
+    return name, fixed, length, tuple(shared)
+
+
+#: Attribute mappings of a batch's events (None for one that cannot be projected),
+#: with their total attribute count and text length.
+Encoded = tuple[list[dict[str, Any] | None], int, int]
+
+
+def _reference_totals(attributes: dict[str, Any] | None, totals: list[int]) -> None:
+    if attributes is not None:
+        count, length = text_totals(attributes)
+        totals[0] += count
+        totals[1] += length
 
 
 def exclusion_batch_attributes(batch: ItemEventBatch, capture: ContentCapture,
-                               carrier_stage: str | None) -> list[dict[str, Any] | None]:
+                               carrier_stage: str | None) -> Encoded:
     """One ``cupel.exclusion`` attribute mapping per event of an exclusion batch (None
-    for an event that cannot be projected)."""
+    for an event that cannot be projected), and their totals for the span's checks."""
     out: list[dict[str, Any] | None] = []
+    totals = [0, 0]
     full = capture is ContentCapture.FULL
     stage = flat_stage(batch.stage)
     explicit_stage = stage != carrier_stage
+    stage_length = len(stage) if explicit_stage and isinstance(stage, str) else 0
     parts_by_id: dict[int, _ReasonParts | None] = {}
     first = batch.first_seq
     isfinite = math.isfinite
+    count = length = 0
     reasons: tuple[ExclusionReason, ...] = batch.reasons  # type: ignore[assignment]
     for k, (index, item, score, reason) in enumerate(zip(
             batch.candidate_indices, batch.items, batch.scores, reasons, strict=True)):
@@ -134,58 +208,72 @@ def exclusion_batch_attributes(batch: ItemEventBatch, capture: ContentCapture,
             parts = parts_by_id[key]
         else:
             parts = parts_by_id[key] = _reason_parts(reason)
-        if parts is None or not isfinite(score) or not _item_is_plain(item, full):
-            out.append(reference_attributes(batch[k], capture, carrier_stage))
+        hint = item.future_relevance_hint
+        if (parts is None or not isfinite(score) or (full and item.metadata)
+                or (hint is not None and not isfinite(hint))):
+            attributes = reference_attributes(batch[k], capture, carrier_stage)
+            _reference_totals(attributes, totals)
+            out.append(attributes)
             continue
-        name, fixed, shared = parts
-        attributes: dict[str, Any] = {
+        name, fixed, fixed_length, shared = parts
+        kind = item.kind.value
+        encoded: dict[str, Any] = {
             "cupel.exclusion.reason": name,
-            "cupel.exclusion.item_kind": item.kind.value,
+            "cupel.exclusion.item_kind": kind,
             "cupel.exclusion.item_tokens": item.tokens,
             "cupel.exclusion.candidate_index": index,
             "cupel.exclusion.score": score,
             "cupel.exclusion.seq": first + k,
         }
         if explicit_stage:
-            attributes["cupel.exclusion.stage"] = stage
-        _put_item(attributes, item, capture)
+            encoded["cupel.exclusion.stage"] = stage
+        length += _put_item(encoded, item, capture) + len(kind) + fixed_length + stage_length
         if fixed:
-            attributes.update(fixed)
+            encoded.update(fixed)
         for field, value in shared:
             if value != item.tokens:
-                attributes[reason_field_attribute(field)] = value
-        out.append(attributes)
-    return out
+                encoded[reason_field_attribute(field)] = value
+        count += len(encoded)
+        out.append(encoded)
+    return out, count + totals[0], length + totals[1]
 
 
-def included_batch_attributes(batch: ItemEventBatch, capture: ContentCapture
-                              ) -> list[dict[str, Any] | None]:
-    """One ``cupel.item.included`` attribute mapping per event of an inclusion batch."""
+def included_batch_attributes(batch: ItemEventBatch, capture: ContentCapture) -> Encoded:
+    """One ``cupel.item.included`` attribute mapping per event of an inclusion batch,
+    and their totals for the span's checks."""
     out: list[dict[str, Any] | None] = []
+    totals = [0, 0]
     full = capture is ContentCapture.FULL
     first = batch.first_seq
     positions = batch.positions
     assert positions is not None
     isfinite = math.isfinite
+    count = length = 0
     reasons: tuple[InclusionReason, ...] = batch.reasons  # type: ignore[assignment]
     for k, (index, item, score, reason, position) in enumerate(zip(
             batch.candidate_indices, batch.items, batch.scores, reasons, positions,
             strict=True)):
-        if reason.fields or not isfinite(score) or not _item_is_plain(item, full):
-            out.append(reference_attributes(batch[k], capture, None))
+        hint = item.future_relevance_hint
+        if (reason.fields or not isfinite(score) or (full and item.metadata)
+                or (hint is not None and not isfinite(hint))):
+            attributes = reference_attributes(batch[k], capture, None)
+            _reference_totals(attributes, totals)
+            out.append(attributes)
             continue
-        attributes: dict[str, Any] = {
-            "cupel.item.reason": reason.name,
-            "cupel.item.kind": item.kind.value,
+        name, kind = reason.name, item.kind.value
+        encoded: dict[str, Any] = {
+            "cupel.item.reason": name,
+            "cupel.item.kind": kind,
             "cupel.item.tokens": item.tokens,
             "cupel.item.candidate_index": index,
             "cupel.item.position": position,
             "cupel.item.score": score,
             "cupel.item.seq": first + k,
         }
-        _put_item(attributes, item, capture)
-        out.append(attributes)
-    return out
+        length += _put_item(encoded, item, capture) + len(name) + len(kind)
+        count += len(encoded)
+        out.append(encoded)
+    return out, count + totals[0], length + totals[1]
 
 
 def text_totals(attributes: Mapping[str, Any]) -> tuple[int, int]:
