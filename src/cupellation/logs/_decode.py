@@ -377,7 +377,7 @@ def find_record(value: Any, depth: int = 0) -> dict[str, Any] | None:
                 continue
             try:
                 inner = msgspec.json.decode(text)
-            except msgspec.DecodeError:
+            except ValueError:  # msgspec.DecodeError, or UnicodeDecodeError
                 continue
         if isinstance(inner, dict):
             found = find_record(inner, depth + 1)

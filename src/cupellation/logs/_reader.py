@@ -57,6 +57,8 @@ _BACKUP = re.compile(r"\.(\d+)(\.gz)?$")
 #: Substrings that make an unparsable line look like one of ours (so: damaged).
 _OUR_MARKERS = (b'"schema"', b'"run_id"', b'"seq"', b"cupel.")
 _PROGRESS_EVERY = 4096
+#: Without run_started, how far ahead of the run's next seq an event may be.
+_MAX_SEQ_JUMP = 1_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -412,6 +414,13 @@ class LogReader(Iterator[LoggedRun]):
                         evicted = self._evict()
                         if evicted is not None:
                             yield evicted
+                if event.seq > run.next_seq + self._seq_jump(run):
+                    # The fold keeps every skipped seq to report the gap: a corrupt,
+                    # huge seq would cost memory in proportion to it.
+                    stats.records -= 1
+                    self._damaged(name, number, f"seq {event.seq} is implausibly far past "
+                                  f"this run's {run.next_seq} (not folded)")
+                    continue
                 run.count += 1
                 kind = type(event)
                 if kind is ItemExcluded or kind is ItemIncluded:
@@ -462,6 +471,13 @@ class LogReader(Iterator[LoggedRun]):
             if finished is not None:
                 yield finished
 
+    @staticmethod
+    def _seq_jump(run: _Run) -> int:
+        """How far past the next expected seq an event may be: a run has about one
+        event per candidate plus a few dozen."""
+        started = run.started
+        return _MAX_SEQ_JUMP if started is None else 2 * started.candidate_count + 1024
+
     def _slow(self, name: str, number: int, line: bytes) -> PipelineEvent | None:
         stats = self.stats
         text = line.strip()
@@ -470,13 +486,13 @@ class LogReader(Iterator[LoggedRun]):
             return None
         try:
             value = msgspec.json.decode(text)
-        except msgspec.DecodeError as exc:
+        except ValueError as exc:  # msgspec.DecodeError, or UnicodeDecodeError
             value = None
             brace = text.find(b"{")
             if brace > 0:
                 try:
                     value = msgspec.json.decode(text[brace:])
-                except msgspec.DecodeError:
+                except ValueError:
                     value = None
             if value is None:
                 if any(marker in text for marker in _OUR_MARKERS):

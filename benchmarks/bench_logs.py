@@ -1,0 +1,225 @@
+"""Benchmark the log projection: rebuilding runs from an audit log, the reader's
+memory as the log grows, and the audit log's cost inside a run.
+
+    python benchmarks/bench_logs.py [--events 1000000] [--repeats 3] [--quick] [--json PATH]
+
+Logs are written by ``AuditLog`` from real pipeline runs of 1,000 candidates
+(``make_items``; the bench_pipeline configuration), about 1,014 events a run:
+
+- **recurring**: every run offers the same 1,000 items (an agent's history
+  offered again each turn; the reader shares items decoded from the same bytes);
+- **unique**: every run has its own 1,000 items (the reader's worst case).
+
+Throughput is events per second of ``list(read_runs(path))``, the median of
+``--repeats`` reads, the two files read round-robin. Memory is the tracemalloc
+peak of reading a log and of one ten times longer. The audit-log cost is the
+median of per-pair ratios of interleaved runs with an ``AuditLog`` against runs
+with no collector (and, for reference, with a do-nothing Full-level collector:
+the cost of the pipeline building its item events at all).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+_HERE = Path(__file__).resolve().parent
+if str(_HERE) not in sys.path:
+    sys.path.insert(0, str(_HERE))
+
+from _harness import (  # noqa: E402
+    Target,
+    environment,
+    format_columns,
+    format_targets,
+    make_items,
+    peak_bytes,
+    write_json,
+)
+from cupellation import (  # noqa: E402
+    CompositeScorer,
+    ContextBudget,
+    ContextItem,
+    GreedySlice,
+    Pipeline,
+    PriorityScorer,
+    RecencyScorer,
+    TraceDetailLevel,
+    UShapedPlacer,
+)
+from cupellation.events import PipelineEvent  # noqa: E402
+from cupellation.logs import AuditLog, read_runs  # noqa: E402
+
+__all__ = ["main"]
+
+SEED = 20_251_123
+ITEMS = 1_000
+
+
+def _pipeline() -> Pipeline:
+    return Pipeline(CompositeScorer([(RecencyScorer(), 2.0), (PriorityScorer(), 1.0)]),
+                    GreedySlice(), UShapedPlacer())
+
+
+def _budget(items: Sequence[ContextItem]) -> ContextBudget:
+    target = int(sum(item.tokens for item in items) * 0.4)
+    return ContextBudget(max_tokens=2 * target, target_tokens=target)
+
+
+def write_log(path: Path, events: int, *, unique: bool) -> int:
+    """Append runs to ``path`` until it holds at least ``events`` events; the count."""
+    pipeline = _pipeline()
+    items = make_items(ITEMS, SEED, pinned_index=ITEMS // 2)
+    written = 0
+    run = 0
+    with AuditLog(path) as audit:
+        while written < events:
+            if unique and run:
+                items = make_items(ITEMS, SEED + run, pinned_index=ITEMS // 2)
+            pipeline.run(items, _budget(items), audit)
+            written += ITEMS + 14
+            run += 1
+    with path.open("rb") as handle:
+        return sum(1 for _ in handle)
+
+
+def _read(path: Path) -> int:
+    reader = read_runs(path)
+    for _ in reader:
+        pass
+    return reader.stats.records
+
+
+class _Nop:
+    is_enabled = True
+    detail_level = TraceDetailLevel.FULL
+
+    def record(self, events: Sequence[PipelineEvent], /) -> None:
+        """Does nothing."""
+
+
+def audit_overhead(directory: Path, pairs: int) -> dict[str, float]:
+    """Median per-pair ratios: AuditLog vs no collector, Full no-op vs no collector."""
+    pipeline = _pipeline()
+    items = make_items(ITEMS, SEED, pinned_index=ITEMS // 2)
+    budget = _budget(items)
+    audit = AuditLog(directory / "overhead.jsonl")
+    nop = _Nop()
+    fns: dict[str, Callable[[], object]] = {
+        "none": lambda: pipeline.run(items, budget),
+        "audit": lambda: pipeline.run(items, budget, audit),
+        "nop": lambda: pipeline.run(items, budget, nop),
+    }
+    for fn in fns.values():
+        fn()
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    order = list(fns)
+    for k in range(pairs):
+        for name in order[k % 3:] + order[:k % 3]:
+            gc.collect()
+            start = time.perf_counter()
+            fns[name]()
+            times[name].append((time.perf_counter() - start) * 1000.0)
+    audit.close()
+    return {
+        "none_ms": statistics.median(times["none"]),
+        "audit_ms": statistics.median(times["audit"]),
+        "nop_full_ms": statistics.median(times["nop"]),
+        "audit_ratio": statistics.median(a / n for a, n in zip(times["audit"], times["none"],
+                                                               strict=True)),
+        "nop_full_ratio": statistics.median(a / n for a, n in zip(times["nop"], times["none"],
+                                                                  strict=True)),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmarks; print the tables and targets; optionally write JSON."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else "")
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--pairs", type=int, default=31)
+    parser.add_argument("--quick", action="store_true", help="20,000 events, 1 read, 5 pairs")
+    parser.add_argument("--json", dest="json_path", type=Path, default=None)
+    args = parser.parse_args(argv)
+    events, repeats, pairs = ((20_000, 1, 5) if args.quick
+                              else (args.events, args.repeats, args.pairs))
+
+    def log(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    results: dict[str, Any] = {"environment": environment(), "events": events}
+    with tempfile.TemporaryDirectory(prefix="bench_logs_") as tmp:
+        directory = Path(tmp)
+        files = {}
+        for kind in ("recurring", "unique"):
+            path = directory / f"{kind}.jsonl"
+            log(f"writing the {kind} log ({events} events)...")
+            count = write_log(path, events, unique=kind == "unique")
+            files[kind] = (path, count, path.stat().st_size)
+        times: dict[str, list[float]] = {kind: [] for kind in files}
+        for _ in range(repeats):
+            for kind, (path, count, _size) in files.items():
+                gc.collect()
+                start = time.perf_counter()
+                assert _read(path) == count
+                times[kind].append(time.perf_counter() - start)
+        rows = []
+        for kind, (_path, count, size) in files.items():
+            median = statistics.median(times[kind])
+            results[f"read_{kind}"] = {"events": count, "bytes": size, "seconds": times[kind],
+                                       "median_s": median, "events_per_s": count / median}
+            rows.append([kind, str(count), f"{size / 2**20:.0f}",
+                         f"{median:.2f}", f"{count / median:,.0f}"])
+        print(format_columns(["log", "events", "MiB", "median s", "events/s"], rows))
+
+        log("memory: a log and one ten times longer...")
+        small = directory / "small.jsonl"
+        large = directory / "large.jsonl"
+        small_events = max(events // 10, 10_000) if not args.quick else 5_000
+        write_log(small, small_events, unique=True)
+        write_log(large, small_events * 10, unique=True)
+        peaks = {"small": peak_bytes(lambda: _read(small)),
+                 "large": peak_bytes(lambda: _read(large))}
+        results["memory"] = {"small_events": small_events, "large_events": small_events * 10,
+                             "small_peak_mib": peaks["small"] / 2**20,
+                             "large_peak_mib": peaks["large"] / 2**20}
+        print(format_columns(["log", "events", "peak MiB"], [
+            ["small", str(small_events), f"{peaks['small'] / 2**20:.1f}"],
+            ["10x", str(small_events * 10), f"{peaks['large'] / 2**20:.1f}"]]))
+
+        log("audit-log cost inside a 1,000-item run...")
+        overhead = audit_overhead(directory, pairs)
+        results["audit_overhead"] = overhead
+        print(format_columns(["run", "median ms", "ratio to none"], [
+            ["no collector", f"{overhead['none_ms']:.3f}", "1.00"],
+            ["Full no-op collector", f"{overhead['nop_full_ms']:.3f}",
+             f"{overhead['nop_full_ratio']:.2f}"],
+            ["AuditLog (Full)", f"{overhead['audit_ms']:.3f}", f"{overhead['audit_ratio']:.2f}"],
+        ]))
+    targets = [
+        Target("rebuild recurring log: seconds per 200k events", "s",
+               1.0, 200_000 / results["read_recurring"]["events_per_s"]),
+        Target("rebuild unique log: seconds per 200k events", "s",
+               1.0, 200_000 / results["read_unique"]["events_per_s"]),
+        Target("peak memory 10x log / 1x log", "x", 1.5,
+               peaks["large"] / max(peaks["small"], 1)),
+        Target("AuditLog run / untraced run (1,000 items)", "x", 1.5, overhead["audit_ratio"]),
+    ]
+    print()
+    print(format_targets(targets))
+    results["targets"] = [{"name": t.name, "unit": t.unit, "limit": t.limit,
+                           "measured": t.measured, "status": t.status} for t in targets]
+    if args.json_path is not None:
+        write_json(args.json_path, results)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
