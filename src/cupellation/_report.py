@@ -22,6 +22,7 @@ cupellation's own and appear only when they carry something:
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -377,6 +378,7 @@ _TAGGED_REASONS = frozenset((BudgetExceeded, ScoredTooLow, Deduplicated, QuotaCa
                    CountCapExceeded, CountRequireCandidatesExhausted))
 _SCORE = attrgetter("score")
 _TOKENS = attrgetter("tokens")
+_MAX_SEQ = 2**63
 #: How many seq numbers or indices a problem line lists before it says "...".
 _LISTED = 10
 
@@ -428,7 +430,9 @@ class ReportBuilder:
         # Sequence bookkeeping: the next expected seq, the seqs skipped so far
         # (a gap, unless they arrive late), and what arrived late or twice.
         self._next_seq = 0
-        self._missing: set[int] = set()
+        # Skipped seqs as sorted, disjoint [start, stop) ranges: a damaged seq far
+        # ahead must cost one range, not one entry per skipped number.
+        self._missing: list[tuple[int, int]] = []
         self._late: list[int] = []
         self._duplicates: list[int] = []
         # The decisions, column by column, in the order they were made.
@@ -459,18 +463,21 @@ class ReportBuilder:
         if first == self._next_seq:
             self._next_seq += count
             return True
-        seqs = range(first, first + count)
         if first > self._next_seq:
-            self._missing.update(range(self._next_seq, first))
+            self._missing.append((self._next_seq, first))
             self._next_seq = first + count
             return True
-        if all(s in self._missing for s in seqs if s < self._next_seq):
-            self._missing.difference_update(seqs)
-            self._late.append(first)
-            self._next_seq = max(self._next_seq, first + count)
-            return True
-        self._duplicates.append(first)
-        return False
+        # Arriving late: every seq below the next expected one must fill a gap.
+        stop = min(first + count, self._next_seq)
+        at = bisect_right(self._missing, (first, _MAX_SEQ)) - 1
+        if at < 0 or not self._missing[at][0] <= first < stop <= self._missing[at][1]:
+            self._duplicates.append(first)
+            return False
+        low, high = self._missing[at]
+        self._missing[at:at + 1] = [r for r in ((low, first), (stop, high)) if r[0] < r[1]]
+        self._late.append(first)
+        self._next_seq = max(self._next_seq, first + count)
+        return True
 
     def add(self, event: PipelineEvent | ItemEventBatch) -> None:
         """Fold one event (or one batch of item events) into the report."""
@@ -627,7 +634,12 @@ class ReportBuilder:
 
     def _check_sequence(self, problems: list[str]) -> None:
         if self._missing:
-            problems.append(f"events missing from the sequence: seq {_listed(self._missing)}")
+            shown = [seq for low, high in self._missing[:_LISTED]
+                     for seq in range(low, min(high, low + _LISTED))][:_LISTED]
+            total = sum(high - low for low, high in self._missing)
+            more = f", ... ({total} in all)" if total > len(shown) else ""
+            problems.append("events missing from the sequence: seq "
+                            + ", ".join(map(str, shown)) + more)
         if self._late:
             problems.append(f"events arrived out of order: seq {_listed(self._late)}")
         if self._duplicates:

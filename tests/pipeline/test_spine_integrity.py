@@ -315,3 +315,20 @@ def test_lower_detail_levels_say_what_they_leave_out(level: TraceDetailLevel,
     pipeline = Pipeline(scorer=RecencyScorer())
     run = record(pipeline, items, ContextBudget(max_tokens=100, target_tokens=70), level)
     assert any(note in p for p in run.report.incomplete)
+
+
+def test_a_seq_far_ahead_costs_one_gap_not_memory() -> None:
+    """A damaged seq of 2**62 is one reported gap (kept as a range), and a late event
+    that fills part of a gap is accepted once, then refused as a repeat."""
+    run = _sample_run()
+    events = list(run.events)
+    builder = ReportBuilder()
+    for event in events[:3]:
+        builder.add(event)
+    builder.add(msgspec.structs.replace(events[3], seq=2**62))
+    builder.add(events[4])
+    builder.add(events[4])
+    report = builder.result()
+    assert any("missing from the sequence" in p and "in all" in p for p in report.incomplete)
+    assert any("out of order" in p for p in report.incomplete)
+    assert any("repeated" in p for p in report.incomplete)
