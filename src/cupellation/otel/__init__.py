@@ -42,9 +42,12 @@ ERROR status.
 ``cupel.stage.item_count_in``, ``cupel.stage.item_count_out`` (the chapter), and
 ``cupel.exclusion.count`` from StageAndExclusions up; then ``cupel.run.id``,
 ``cupel.stage.start_seq``/``end_seq`` and ``cupel.stage.duration_ms``: the
-stage's duration as the pipeline measured it, so a rebuilt report's
-``duration_ms`` is exact (span timestamps are rounded by some backends: Jaeger
-and Phoenix keep microseconds).
+stage's duration as the pipeline measured it (float milliseconds), so a rebuilt
+report's ``duration_ms`` is exact. This is an extension: the chapter leaves the
+duration to the span's timestamps, but those are taken around the stage (they
+include the sink's own work) and backends round them (Jaeger and Phoenix keep
+microseconds). A stage name lowercasing would not give back (one this version
+does not know) is also kept as ``cupel.stage.exact_name``.
 
 **Span events.** ``cupel.exclusion`` (StageAndExclusions and Full) on the stage
 span that made the decision: ``cupel.exclusion.reason``,
@@ -65,17 +68,22 @@ fields under the event's name.
 **Backends.** Every span carries ``gen_ai.operation.name`` =
 ``select_context`` (Langfuse keeps only spans with a ``gen_ai.*`` attribute) and
 ``openinference.span.kind`` = ``CHAIN`` (so Phoenix shows them), and
-``cupel.check.attribute_count``/``cupel.check.text_length``, from which a decoder
-tells dropped and truncated attributes.
+``cupel.check.attribute_count``/``cupel.check.text_length``: how many ``cupel.*``
+attributes, and how many characters of string values, were written on the span
+and its events, from which a decoder tells attributes dropped or truncated on
+the way even where nothing says so.
 
 **Content.** Item content is absent by default (``content_capture="none"``;
 ``CUPELLATION_CAPTURE_CONTENT=full|hash|none`` when the parameter is not given),
 and metadata is dropped unless capture is ``full``: see :class:`SpanCollector`.
 
-**Metrics.** ``cupel.runs`` (``outcome``), ``cupel.candidates``,
-``cupel.exclusions`` (``cupel.stage.name``, ``cupel.exclusion.reason``),
-``cupel.budget.utilization`` (unit ``1``), ``cupel.run.duration`` and
-``cupel.stage.duration`` (unit ``s``).
+**Metrics.** ``cupel.runs`` (``outcome``, and ``error.type`` for failures),
+``cupel.candidates``, ``cupel.exclusions`` (``cupel.stage.name``, and
+``cupel.exclusion.reason`` from the StageAndExclusions tier up: StageOnly knows
+only how many items each stage removed), ``cupel.budget.utilization`` (unit
+``1``), ``cupel.run.duration`` and ``cupel.stage.duration`` (unit ``s``, by
+``cupel.stage.name``). Metrics need no tracer: a SpanCollector with only a meter
+provider records them alone.
 
 **Rebuilding.** :func:`runs_from_spans`, :func:`events_from_spans`,
 :func:`reports_from_spans` take SDK spans or :class:`SpanData`;
