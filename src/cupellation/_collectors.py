@@ -332,8 +332,11 @@ class FanOutCollector:
 
 def check_collector(field: str, collector: object) -> None:
     """Raise unless ``collector`` has the TraceCollector members."""
+    # Looked up without calling anything: a property that raises is the run's
+    # problem to guard against, not a reason to refuse the collector.
     if isinstance(collector, type) or not all(
-            hasattr(collector, name) for name in ("is_enabled", "detail_level", "record")):
+            hasattr(type(collector), name) or name in getattr(collector, "__dict__", ())
+            for name in ("is_enabled", "detail_level", "record")):
         hint = (f" (pass an instance: {collector.__name__}())" if isinstance(collector, type)
                 else " (is_enabled, detail_level and record(events))")
         raise InvalidTypeError(field, collector, "a TraceCollector" + hint)

@@ -510,7 +510,7 @@ class ContextItem:
             raise DecodeError(exc.field, exc.value, exc.problem) from exc
 
     @classmethod
-    def from_json(cls, text: str) -> ContextItem:
+    def from_json(cls, text: str | bytes) -> ContextItem:
         """Build an item from JSON text; see :meth:`from_dict`.
 
         Raises :class:`~cupellation.exceptions.DecodeError` for text that is
@@ -662,7 +662,7 @@ class ContextBudget:
             raise DecodeError(exc.field, exc.value, exc.problem) from exc
 
     @classmethod
-    def from_json(cls, text: str) -> ContextBudget:
+    def from_json(cls, text: str | bytes) -> ContextBudget:
         """Build a budget from JSON text; see :meth:`from_dict`."""
         return cls.from_dict(_loads(text, "ContextBudget"))
 

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from itertools import accumulate
+from itertools import accumulate, compress
 from operator import attrgetter
 from types import MappingProxyType
 from typing import Any
@@ -234,10 +234,11 @@ class Pipeline:
         elif collector is not NULL_COLLECTOR:
             check_collector("collector", collector)
         items = candidates if isinstance(candidates, list | tuple) else list(candidates)
-        if not collector.is_enabled:
-            return _Run(self, items, resolved, collector, "").execute()
+        level = _level_of(collector)
+        if level is None:
+            return _Run(self, items, resolved, collector, "", None).execute()
         run_id = _new_run_id()
-        run = _Run(self, items, resolved, collector, run_id)
+        run = _Run(self, items, resolved, collector, run_id, level)
         start = time.perf_counter()
         try:
             return run.execute()
@@ -268,16 +269,16 @@ class _Run:
                  "pipeline", "run_id", "seq", "stage")
 
     def __init__(self, pipeline: Pipeline, candidates: Sequence[ContextItem],
-                 budget: ContextBudget, collector: TraceCollector, run_id: str) -> None:
+                 budget: ContextBudget, collector: TraceCollector, run_id: str,
+                 level: TraceDetailLevel | None) -> None:
         self.pipeline = pipeline
         self.candidates = candidates
         self.budget = budget
         self.collector = collector
         self.run_id = run_id
-        self.enabled = collector.is_enabled
-        level = collector.detail_level if self.enabled else TraceDetailLevel.STAGE_ONLY
-        self.exclusions_on = self.enabled and level >= TraceDetailLevel.STAGE_AND_EXCLUSIONS
-        self.items_on = self.enabled and level >= TraceDetailLevel.FULL
+        self.enabled = level is not None
+        self.exclusions_on = level is not None and level >= TraceDetailLevel.STAGE_AND_EXCLUSIONS
+        self.items_on = level is not None and level >= TraceDetailLevel.FULL
         self.seq = 0
         self.stage: PipelineStage | None = None
 
@@ -335,7 +336,9 @@ class _Run:
                 run_id=self.run_id, seq=self.next_seq(), started_at=datetime.now(UTC),
                 budget=budget, pipeline=pipeline.describe(), candidate_count=len(candidates),
                 candidate_tokens=_candidate_tokens(candidates),
-                detail_level=self.collector.detail_level.tier, trace_id=trace_id,
+                detail_level=(TraceDetailLevel.FULL if self.items_on
+                              else TraceDetailLevel.STAGE_AND_EXCLUSIONS if self.exclusions_on
+                              else TraceDetailLevel.STAGE_ONLY).tier, trace_id=trace_id,
                 span_id=span_id),))
 
         # -- 1. Classify ------------------------------------------------------------
@@ -422,7 +425,7 @@ class _Run:
                 f"for {len(merged_items)}: a placer must return a permutation of its input"
             )
         if self.items_on:
-            self._report_placed(placed, merged_items, merged_scores, merged_idx)
+            self._report_placed(placed, merged_items, merged_scores, merged_idx, len(pinned))
         self._stage_done(_PLACE, start, merged_in, len(placed))
         self.stage = None
         if self.enabled:
@@ -550,12 +553,14 @@ class _Run:
         # PinnedOverride (pipeline/diag-pinned-override.toml): the item is over the
         # effective target, and not over the effective target with nothing pinned.
         unpinned_target = self.budget.effective(0).target_tokens
-        is_chosen = bytearray(len(sorted_items))
+        # C-level passes (compress, map) rather than comprehensions: this runs
+        # over every left-out candidate of every traced run.
+        left_flags = bytearray(b"\x01") * len(sorted_items)
         for k in chosen:
-            is_chosen[k] = 1
-        unchosen = [k for k, flag in enumerate(is_chosen) if not flag]
-        left_out = [sorted_items[k] for k in unchosen]
-        tokens = [sorted_tokens[k] for k in unchosen]
+            left_flags[k] = 0
+        unchosen = list(compress(range(len(sorted_items)), left_flags))
+        left_out = list(map(sorted_items.__getitem__, unchosen))
+        tokens = list(map(sorted_tokens.__getitem__, unchosen))
         # Most are plain BudgetExceeded(tokens, available), and ``available`` is
         # the same for the whole stage: one shared (immutable) reason per
         # distinct token count, looked up without a Python loop. The few that a
@@ -585,8 +590,8 @@ class _Run:
             elif pinned and target < item_tokens <= unpinned_target:
                 reasons[j] = PinnedOverride(displaced_by=pinned_idx[_displacer(
                     pinned_prefix, unpinned_target - item_tokens)])
-        self._batch(_SLICE, [scoreable_idx[order[k]] for k in unchosen], left_out,
-                    [sorted_scores[k] for k in unchosen], reasons)
+        self._batch(_SLICE, map(scoreable_idx.__getitem__, map(order.__getitem__, unchosen)),
+                    left_out, map(sorted_scores.__getitem__, unchosen), reasons)
 
     def _overflow(self, items: list[ContextItem], scores: list[float], indices: list[int],
                   merged_tokens: int, pinned: list[ContextItem], pinned_idx: list[int]
@@ -637,16 +642,23 @@ class _Run:
                 [indices[k] for k in kept] if indices else [])
 
     def _report_placed(self, placed: Sequence[ContextItem], merged_items: list[ContextItem],
-                       merged_scores: list[float], merged_idx: list[int]) -> None:
+                       merged_scores: list[float], merged_idx: list[int],
+                       pinned_count: int) -> None:
         where = _positions(placed, merged_items, f"placer {_name(self.pipeline.placer)}")
-        pinned_reason, zero_reason = InclusionReason.PINNED, InclusionReason.ZERO_TOKEN
-        scored_reason = InclusionReason.SCORED
-        reasons = [pinned_reason if item.pinned else zero_reason if item.tokens == 0
-                   else scored_reason for item in placed]
-        # The seeds: zero-token items are reported with score 0.0.
-        scores = [0.0 if reason is zero_reason else merged_scores[k]
-                  for reason, k in zip(reasons, where, strict=True)]
-        self._batch(None, [merged_idx[k] for k in where], placed, scores, reasons,
+        # Most placed items are Scored: start from that and patch the few that are
+        # not (the pinned ones sit first in the merged list), with C-level passes.
+        reasons: list[InclusionReason] = [InclusionReason.SCORED] * len(placed)
+        scores = list(map(merged_scores.__getitem__, where))
+        if pinned_count:
+            placed_at = dict(zip(where, range(len(where)), strict=True))
+            for k in range(pinned_count):
+                reasons[placed_at[k]] = InclusionReason.PINNED
+        if 0 in map(_TOKENS, placed):
+            for j, item in enumerate(placed):
+                if item.tokens == 0 and not item.pinned:
+                    reasons[j] = InclusionReason.ZERO_TOKEN
+                    scores[j] = 0.0  # the seeds: zero-token items are reported with 0.0
+        self._batch(None, map(merged_idx.__getitem__, where), placed, scores, reasons,
                     positions=range(len(placed)))
 
 
@@ -683,6 +695,22 @@ def _new_run_id() -> str:
     """32 hex digits: a random per-process prefix and a counter. As unique as a
     UUID4 across processes and runs, at a tenth of its cost."""
     return f"{_run_prefix}{next(_run_numbers):016x}"
+
+
+def _level_of(collector: TraceCollector) -> TraceDetailLevel | None:
+    """The level a collector records at, or None when it is disabled. A collector
+    whose ``is_enabled`` or ``detail_level`` raises is logged and treated as
+    disabled: the run goes on untraced."""
+    if collector is NULL_COLLECTOR:
+        return None
+    try:
+        if not collector.is_enabled:
+            return None
+        return TraceDetailLevel.parse(collector.detail_level)
+    except Exception:
+        _logger.exception("cupellation: collector %r failed to say whether and how much it "
+                          "records; the run goes on without it", collector)
+        return None
 
 
 def _current_span_ids() -> tuple[str | None, str | None]:

@@ -24,11 +24,11 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from itertools import pairwise
-from operator import attrgetter
+from itertools import islice
+from operator import attrgetter, le
 from typing import Any
 
 import msgspec
@@ -331,14 +331,34 @@ def _thaw(value: Any) -> Any:
 _ENCODER = msgspec.json.Encoder(enc_hook=_thaw)
 
 
+def _wire_entries(entries: Sequence[IncludedItem | ExcludedItem],
+                  cache: dict[int, msgspec.Raw]) -> list[_WireEntry]:
+    items = [entry.item for entry in entries]
+    hints = [item.future_relevance_hint for item in items]
+    present: Iterable[float] = filter(None, hints)  # 0.0 is finite: skipping it is fine
+    if not all(map(math.isfinite, present)):
+        # A NaN or infinite hint (the seeds spell it as text): the careful path.
+        return [_WireEntry(_wire_item(e.item), e.score, _wire_reason(e.reason, cache))
+                for e in entries]
+    tagged = _TAGGED_REASONS
+    # The per-item work inlined (no call per item): this loop is most of what
+    # writing a large report costs. The fields are _wire_item's, in order.
+    return [
+        _WireEntry(
+            _WireItem(i.content, i.tokens, i.kind.value, i.source.value, i.priority, i.tags,
+                      dict(i.metadata) if i.metadata else None, i.timestamp, hint, i.pinned,
+                      i.original_tokens),
+            e.score, e.reason if type(e.reason) in tagged else _wire_reason(e.reason, cache))
+        for e, i, hint in zip(entries, items, hints, strict=True)
+    ]
+
+
 def _encode_report(report: SelectionReport) -> bytes:
     cache: dict[int, msgspec.Raw] = {}
     out: dict[str, Any] = {
         "events": [e.to_dict() for e in report.events],
-        "included": [_WireEntry(_wire_item(e.item), e.score, _wire_reason(e.reason, cache))
-                     for e in report.included],
-        "excluded": [_WireEntry(_wire_item(e.item), e.score, _wire_reason(e.reason, cache))
-                     for e in report.excluded],
+        "included": _wire_entries(report.included, cache),
+        "excluded": _wire_entries(report.excluded, cache),
         "total_candidates": report.total_candidates,
         "total_tokens_considered": report.total_tokens_considered,
     }
@@ -373,9 +393,11 @@ def _trace_event_from_dict(data: Mapping[str, Any]) -> TraceEvent:
 
 
 _REFERENCE_REASONS = (Deduplicated, PinnedOverride)
-_TAGGED_REASONS = frozenset((BudgetExceeded, ScoredTooLow, Deduplicated, QuotaCapExceeded,
-                   QuotaRequireDisplaced, NegativeTokens, PinnedOverride, Filtered,
-                   CountCapExceeded, CountRequireCandidatesExhausted))
+#: The reasons msgspec encodes as their own wire envelope (tagged structs).
+_TAGGED_REASONS: frozenset[type] = frozenset((
+    BudgetExceeded, ScoredTooLow, Deduplicated, QuotaCapExceeded, QuotaRequireDisplaced,
+    NegativeTokens, PinnedOverride, Filtered, CountCapExceeded,
+    CountRequireCandidatesExhausted))
 _SCORE = attrgetter("score")
 _TOKENS = attrgetter("tokens")
 _MAX_SEQ = 2**63
@@ -583,7 +605,9 @@ class ReportBuilder:
         excluded.sort(key=_SCORE, reverse=True)
         included = list(map(IncludedItem, self._in_items, self._in_scores, self._in_reasons))
         positions = self._in_positions
-        if any(a > b for a, b in pairwise(positions)):
+        # Placed order is almost always the order of the events: a C-level check
+        # of that first (a generator here cost more than the rest of the fold).
+        if not all(map(le, positions, islice(positions, 1, None))):
             order = sorted(range(len(included)), key=positions.__getitem__)
             included = [included[k] for k in order]
         self._check_decisions(problems, started, level)

@@ -74,6 +74,7 @@ __all__ = [
     "StageStarted",
     "UnknownEvent",
     "apply_content_capture",
+    "content_digest",
     "event_from_dict",
     "event_from_json",
     "event_to_dict",

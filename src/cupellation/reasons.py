@@ -273,10 +273,10 @@ def exclusion_reason_from_dict(data: Mapping[str, Any]) -> ExclusionReason:
             reason_name=name,
             fields=MappingProxyType({k: v for k, v in data.items() if k != "reason"}))
     values = {}
-    for info in msgspec.structs.fields(cls):
-        if info.name not in data:
-            raise DecodeError(f"reason.{info.name}", None, f"is required for {name}")
-        values[info.name] = _known_field(name, info.name, data[info.name], _TYPES[cls][info.name])
+    for field_name, expected in _TYPES[cls].items():
+        if field_name not in data:
+            raise DecodeError(f"reason.{field_name}", None, f"is required for {name}")
+        values[field_name] = _known_field(name, field_name, data[field_name], expected)
     reason: ExclusionReason = cls(**values)  # type: ignore[assignment]
     return reason
 

@@ -189,8 +189,6 @@ def test_report_detects_trace_files_and_reads_them_through_otel(
     assert calls == [str(otlp), str(jaeger)]
 
 
-@pytest.mark.xfail(strict=False, reason="cupellation.otel.read_trace_file is being built "
-                                        "by another engineer")
 def test_report_on_a_real_trace_file_without_runs_fails_cleanly(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """With the real read_trace_file, a trace file holding no cupellation run gives one

@@ -109,7 +109,7 @@ def test_metadata_is_deep_frozen() -> None:
     assert frozen["list"] == (1, 2)
     assert frozen["deeper"]["k"] == "v"
     with pytest.raises(TypeError):
-        frozen["list"] = ()
+        frozen["list"] = ()  # type: ignore[index]
     with pytest.raises(TypeError):
         frozen["deeper"]["k"] = "x"
     with pytest.raises(AttributeError):

@@ -266,3 +266,18 @@ def test_batches_are_the_only_item_delivery() -> None:
     for k, entry in enumerate(order):
         if entry == "batch":
             assert order[k + 1] == "stage_completed"
+
+
+def test_a_collector_whose_properties_raise_leaves_the_run_untraced(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A collector whose is_enabled raises is logged and skipped; the run returns its
+    usual window."""
+
+    class Broken(Recorder):
+        @property
+        def is_enabled(self) -> bool:
+            raise RuntimeError("cannot tell")
+
+    with caplog.at_level(logging.ERROR, logger="cupellation"):
+        assert PIPELINE.run(ITEMS, collector=Broken()) == PIPELINE.run(ITEMS)
+    assert any("cannot tell" in (r.exc_text or "") for r in caplog.records)
