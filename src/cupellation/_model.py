@@ -28,12 +28,6 @@ __all__ = [
     "parse_timestamp",
 ]
 
-#: At or below this many items, scorers, slicers and the pipeline work on plain
-#: Python lists instead of numpy arrays: numpy's fixed cost per call (about a
-#: microsecond) exceeds the work at that size. Both paths give identical
-#: results (tests compare them); benchmarks/bench_pipeline.py shows the gain.
-SMALL_N = 256
-
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import math
 import os
 import time
 from bisect import bisect_right
@@ -28,14 +27,7 @@ from ._collectors import (
     TraceDetailLevel,
     check_collector,
 )
-from ._model import (
-    SMALL_N,
-    ContextBudget,
-    ContextItem,
-    ContextKind,
-    OverflowStrategy,
-    ScoredItems,
-)
+from ._model import ContextBudget, ContextItem, ContextKind, OverflowStrategy, ScoredItems
 from ._report import SelectionReport
 from .events import (
     CountShortfall,
@@ -355,7 +347,8 @@ class _Run:
         # -- 2. Score ---------------------------------------------------------------
         count = len(scoreable)
         start = self._stage_start(_SCORE, count)
-        score_list, scores = self._score(scoreable, scoreable_idx)
+        scores = self._score(scoreable, scoreable_idx)
+        score_list: list[float] = scores.tolist()
         self._stage_done(_SCORE, start, count, count)
 
         # -- 3. Deduplicate ---------------------------------------------------------
@@ -366,23 +359,15 @@ class _Run:
 
         # -- 4. Sort ----------------------------------------------------------------
         start = self._stage_start(_SORT, count if survivors is None else len(survivors))
-        # Score descending, ties by index ascending (P1): a stable sort either way.
-        order: list[int]
-        sorted_scores: list[float]
-        if scores is None:
-            # Python's sort stays stable with reverse=True.
-            order = sorted(range(count) if survivors is None else survivors,
-                           key=score_list.__getitem__, reverse=True)
-            sorted_scores = [score_list[p] for p in order]
+        # A stable sort of the negated scores is (score desc, index asc), P1.
+        if survivors is None:
+            order_arr = np.argsort(-scores, kind="stable")
         else:
-            if survivors is None:
-                order_arr = np.argsort(-scores, kind="stable")
-            else:
-                kept = np.asarray(survivors, dtype=np.intp)
-                order_arr = kept[np.argsort(-scores[kept], kind="stable")]
-            order = order_arr.tolist()
-            sorted_scores = scores[order_arr].tolist()
+            kept = np.asarray(survivors, dtype=np.intp)
+            order_arr = kept[np.argsort(-scores[kept], kind="stable")]
+        order: list[int] = order_arr.tolist()
         sorted_items = [scoreable[p] for p in order]
+        sorted_scores: list[float] = scores[order_arr].tolist()
         # Token counts travel beside the items, read once in input order: the
         # later stages then need not chase every item in score order again.
         scoreable_tokens = list(map(_TOKENS, scoreable))
@@ -473,21 +458,12 @@ class _Run:
         return pinned, pinned_idx, scoreable, scoreable_idx
 
     def _score(self, scoreable: list[ContextItem], scoreable_idx: list[int]
-               ) -> tuple[list[float], np.ndarray[Any, np.dtype[np.float64]] | None]:
-        """The scores as a list, and as an array too above :data:`SMALL_N` items (the
-        Sort stage then sorts the array; at or below it, the list)."""
+               ) -> np.ndarray[Any, np.dtype[np.float64]]:
         scorer = self.pipeline.scorer
         if not scoreable:
-            return [], None
+            return np.zeros(0, dtype=np.float64)
         try:
             raw = scorer.score_all(scoreable)
-            if (len(scoreable) <= SMALL_N and type(raw) is list and len(raw) == len(scoreable)
-                    and all(type(v) is float for v in raw)):
-                if not all(map(math.isfinite, raw)):
-                    bad = next(k for k, v in enumerate(raw) if not math.isfinite(v))
-                    raise ScorerError(_name(scorer), scoreable_idx[bad],
-                                      f"returned {raw[bad]!r} (scores must be finite)")
-                return raw, None
             scores = np.asarray(raw, dtype=np.float64)
         except OverflowError as exc:
             # A Python int beyond float64's range: the score cannot be represented.
@@ -507,8 +483,7 @@ class _Run:
             bad = int(np.argmin(finite))
             raise ScorerError(_name(scorer), scoreable_idx[bad],
                               f"returned {scores[bad]!r} (scores must be finite)")
-        score_list: list[float] = scores.tolist()
-        return score_list, (scores if len(scoreable) > SMALL_N else None)
+        return scores
 
     def _deduplicate(self, scoreable: list[ContextItem], scoreable_idx: list[int],
                      score_list: list[float]) -> list[int] | None:

@@ -10,7 +10,7 @@ from reprlib import recursive_repr
 import numpy as np
 import numpy.typing as npt
 
-from .._model import SMALL_N, ContextItem
+from .._model import ContextItem
 from ..exceptions import ConfigurationError, InvalidTypeError, ScorerError
 from ._base import Scorer, ScorerBase, _Immutable, check_scorer, check_weight, scorer_label
 
@@ -32,15 +32,6 @@ def _scores_array(scorer: Scorer, items: Sequence[ContextItem]) -> npt.NDArray[n
             f"returned {scores.size} scores of shape {scores.shape} for {len(items)} items",
         )
     return scores
-
-
-def _scores_list(scorer: Scorer, items: Sequence[ContextItem]) -> list[float]:
-    """``scorer.score_all(items)`` as a list of floats, checked like :func:`_scores_array`."""
-    raw = scorer.score_all(items)
-    if type(raw) is list and len(raw) == len(items) and all(type(v) is float for v in raw):
-        return raw
-    converted: list[float] = _scores_array(scorer, items).tolist()
-    return converted
 
 
 def _children_of(node: object) -> Sequence[object]:
@@ -124,14 +115,6 @@ class CompositeScorer(_Immutable, ScorerBase):
 
     def score_all(self, items: Sequence[ContextItem], /) -> list[float]:
         """Every item's weighted average, summed child by child in order."""
-        if len(items) <= SMALL_N:
-            # The same float64 operations as the array path (score * weight,
-            # then the running sum), on plain lists: cheaper at small sizes.
-            total = [0.0] * len(items)
-            for scorer, weight in zip(self.scorers, self.weights, strict=True):
-                child = _scores_list(scorer, items)
-                total = [t + c * weight for t, c in zip(total, child, strict=True)]
-            return total
         result = np.zeros(len(items), dtype=np.float64)
         for scorer, weight in zip(self.scorers, self.weights, strict=True):
             # Element-wise, this is exactly result <- result + score * weight.

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .._model import SMALL_N, ContextItem
+from .._model import ContextItem
 from ._base import ScorerBase, _Immutable
 
 __all__ = ["PriorityScorer", "RecencyScorer"]
@@ -28,10 +28,6 @@ def rank_scores(keys: Sequence[Any]) -> list[float]:
     if count <= 1:
         return [0.0 if key is None else 1.0 for key in keys]
     denominator = count - 1
-    if count <= SMALL_N:
-        # Below a few hundred keys numpy's per-call cost outweighs its speed:
-        # the pure-Python path gives the identical result (both are exact).
-        return _rank_scores_generic(keys, present, denominator)
     try:
         values = np.array(present, dtype=np.int64)
     except (OverflowError, TypeError, ValueError):

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._model import SMALL_N, ContextBudget, ContextItem, ScoredItem
+from .._model import ContextBudget, ContextItem, ScoredItem
 from ..exceptions import InvalidValueError
 from ._common import check_budget, unpack
 
@@ -57,33 +57,6 @@ def greedy_order_select(tokens: list[int], scores: list[float], target: int) -> 
 
     ``target`` must be positive.
     """
-    if len(tokens) <= SMALL_N:
-        order = _density_order_small(tokens, scores)
-    else:
-        order = _density_order(tokens, scores)
-    remaining = target
-    selected: list[int] = []
-    take = selected.append
-    for index in order:
-        cost = tokens[index]
-        if cost == 0:
-            take(index)
-        elif 0 < cost <= remaining:
-            take(index)
-            remaining -= cost
-    return selected
-
-
-def _density_order_small(tokens: list[int], scores: list[float]) -> list[int]:
-    """:func:`_density_order` on plain lists, for small inputs (identical result:
-    the same float64 division, and Python's sort is stable with reverse=True)."""
-    density = [_MAX_FLOAT if cost == 0 else float(score) / float(cost)
-               for score, cost in zip(scores, tokens, strict=True)]
-    return sorted(range(len(density)), key=density.__getitem__, reverse=True)
-
-
-def _density_order(tokens: list[int], scores: list[float]) -> list[int]:
-    """Indices by density descending, ties in index order."""
     token_array = np.array(tokens, dtype=np.float64)
     score_array = np.array(scores, dtype=np.float64)
     zero = token_array == 0.0
@@ -95,4 +68,14 @@ def _density_order(tokens: list[int], scores: list[float]) -> list[int]:
     # A stable sort of the negated density is "density descending, then index
     # ascending": the spec's tie-break contract (-0.0 and 0.0 compare equal).
     order: list[int] = np.argsort(-density, kind="stable").tolist()
-    return order
+    remaining = target
+    selected: list[int] = []
+    take = selected.append
+    for index in order:
+        cost = tokens[index]
+        if cost == 0:
+            take(index)
+        elif 0 < cost <= remaining:
+            take(index)
+            remaining -= cost
+    return selected
