@@ -125,6 +125,8 @@ class LoggedRun:
     says what was missing or wrong (a gap in ``seq``, no ``run_completed``,
     hashed content, ...). ``started``/``completed``/``failed`` are the run's
     own events when found; ``source`` and ``line`` locate its first line.
+    ``events`` holds the run's events in the order read when the reader was
+    asked to keep them (``keep_events=True``), else it is empty.
     """
 
     run_id: str
@@ -135,6 +137,7 @@ class LoggedRun:
     source: str
     line: int
     event_count: int
+    events: tuple[PipelineEvent, ...] = ()
 
     @property
     def started_at(self) -> datetime | None:
@@ -173,14 +176,15 @@ class LoggedRun:
 class _Run:
     """A run being read: its builder and what the reader notes about it."""
 
-    __slots__ = ("builder", "completed", "count", "failed", "line", "next_seq", "pending",
-                 "pending_kind", "source", "started", "wanted")
+    __slots__ = ("builder", "completed", "count", "events", "failed", "line", "next_seq",
+                 "pending", "pending_kind", "source", "started", "wanted")
 
-    def __init__(self, run_id: str, source: str, line: int) -> None:
+    def __init__(self, run_id: str, source: str, line: int, keep_events: bool = False) -> None:
         self.builder: ReportBuilder | None = ReportBuilder(run_id)
         self.source = source
         self.line = line
         self.count = 0
+        self.events: list[PipelineEvent] | None = [] if keep_events else None
         self.started: RunStarted | None = None
         self.completed: RunCompleted | None = None
         self.failed: RunFailed | None = None
@@ -268,8 +272,10 @@ class LogReader(Iterator[LoggedRun]):
     def __init__(self, sources: Iterable[Source], *, run_id: str | None = None,
                  since: datetime | str | None = None, until: datetime | str | None = None,
                  rotated: bool = True, max_open_runs: int = 100_000,
-                 progress: Callable[[ReadStats], object] | None = None) -> None:
+                 progress: Callable[[ReadStats], object] | None = None,
+                 keep_events: bool = False) -> None:
         self.stats = ReadStats()
+        self._keep_events = bool(keep_events)
         self._run_id = run_id
         self._since = _as_datetime(since, "since")
         self._until = _as_datetime(until, "until")
@@ -409,7 +415,7 @@ class LogReader(Iterator[LoggedRun]):
                     if run_id in ended:
                         stats.late_records += 1
                         continue
-                    run = open_runs[run_id] = _Run(run_id, name, number)
+                    run = open_runs[run_id] = _Run(run_id, name, number, self._keep_events)
                     if len(open_runs) > self._max_open:
                         evicted = self._evict()
                         if evicted is not None:
@@ -422,6 +428,8 @@ class LogReader(Iterator[LoggedRun]):
                                   f"this run's {run.next_seq} (not folded)")
                     continue
                 run.count += 1
+                if run.events is not None:
+                    run.events.append(event)
                 kind = type(event)
                 if kind is ItemExcluded or kind is ItemIncluded:
                     seq = event.seq
@@ -558,7 +566,8 @@ class LogReader(Iterator[LoggedRun]):
         self.stats.runs += 1
         return LoggedRun(run_id=run_id, report=report, started=run.started,
                          completed=run.completed, failed=run.failed, source=run.source,
-                         line=run.line, event_count=run.count)
+                         line=run.line, event_count=run.count,
+                         events=() if run.events is None else tuple(run.events))
 
 
 def _binary(stream: Any) -> Any:
@@ -588,7 +597,8 @@ def _short(value: Any) -> str:
 def read_runs(*sources: Source, run_id: str | None = None,
               since: datetime | str | None = None, until: datetime | str | None = None,
               rotated: bool = True, max_open_runs: int = 100_000,
-              progress: Callable[[ReadStats], object] | None = None) -> LogReader:
+              progress: Callable[[ReadStats], object] | None = None,
+              keep_events: bool = False) -> LogReader:
     """Stream the runs recorded in log files, one :class:`LoggedRun` per run.
 
     ``sources`` are paths, ``"-"`` for standard input, or open file objects
@@ -618,6 +628,10 @@ def read_runs(*sources: Source, run_id: str | None = None,
     started in that window, which excludes runs whose ``run_started`` was not
     read. Damaged lines never raise: they are counted in ``reader.stats``
     with their file and line. Nothing is read until the first run is asked for.
+
+    ``keep_events=True`` also keeps each run's events (``LoggedRun.events``, in
+    the order read), for a consumer that needs the stream itself (replaying a run
+    as spans); memory then follows the size of the runs open at once.
     """
     return LogReader(sources, run_id=run_id, since=since, until=until, rotated=rotated,
-                     max_open_runs=max_open_runs, progress=progress)
+                     max_open_runs=max_open_runs, progress=progress, keep_events=keep_events)

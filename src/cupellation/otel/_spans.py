@@ -342,7 +342,9 @@ def spans_from_otlp_json(data: str | bytes | Mapping[str, Any]) -> list[SpanData
     if isinstance(whole, Mapping):
         return list(_otlp_document(whole, "trace"))
     spans: list[SpanData] = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    # Lines end at "\n" only: U+2028, U+0085 and the like may stand unescaped inside
+    # a JSON string (str.splitlines would cut the line there).
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:
