@@ -205,3 +205,26 @@ def otlp_value(value: dict[str, Any]) -> object:
 def otlp_attributes(pairs: list[dict[str, Any]] | None) -> dict[str, object]:
     """OTLP ``[{"key": ..., "value": {...}}]`` as a dict of Python values."""
     return {pair["key"]: otlp_value(pair["value"]) for pair in pairs or []}
+
+
+def _camel(key: str) -> str:
+    head, *rest = key.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def _otlp_json(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {_camel(key): _otlp_json(item) for key, item in value.items()
+                if item is not None}
+    if isinstance(value, list):
+        return [_otlp_json(item) for item in value]
+    return value
+
+
+def otlp_json_document(spans: list[Span]) -> dict[str, Any]:
+    """Spans as the REST API returns them (OTLP field names in snake_case, every
+    AnyValue member present with nulls) as one OTLP/JSON traces document (lowerCamelCase,
+    absent members left out), which ``cupellation.otel`` reads. Phoenix keeps no
+    resource or scope: the document has one empty resource and scope."""
+    return {"resourceSpans": [{"resource": {}, "scopeSpans": [
+        {"scope": {}, "spans": [_otlp_json(span) for span in spans]}]}]}

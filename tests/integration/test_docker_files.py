@@ -3,6 +3,9 @@ ports, endpoints, pipeline components, data source URLs, service name, span name
 
 from __future__ import annotations
 
+import base64
+import fnmatch
+import json
 import re
 import tomllib
 from pathlib import Path
@@ -11,13 +14,20 @@ from urllib.parse import urlsplit
 
 import pytest
 import yaml
+from google.protobuf import json_format
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.sdk.trace.export import SpanExportResult
 
+from cupellation import ContextBudget, ContextItem, GreedySlice, Pipeline, RecencyScorer
+from cupellation.otel import _names as otel_names
+from cupellation.testing import capture_spans
 from cupellation_exporters import (
     DEFAULT_GRPC_ENDPOINT,
     DEFAULT_GRPC_PORT,
     DEFAULT_HTTP_ENDPOINT,
     DEFAULT_HTTP_PORT,
     DEFAULT_SERVICE_NAME,
+    OtlpJsonFileSpanExporter,
 )
 from cupellation_exporters.conventions import (
     EXCLUSION_COUNT_ATTRIBUTE,
@@ -246,3 +256,74 @@ def test_guide_names_the_default_endpoint_service_and_span_vocabulary() -> None:
              f"span.{EXCLUSION_COUNT_ATTRIBUTE} > 0 }}")
     assert query in guide
     assert PHOENIX_PROJECT_ATTRIBUTE in guide
+
+
+def _container_path(compose: dict[str, Any], host_folder: Path, name: str) -> str:
+    """Where the collector sees ``host_folder/name`` (through its bind mounts)."""
+    for target, source in _mounts(compose["services"][COLLECTOR]).items():
+        if (DOCKER / source).resolve() == host_folder.resolve():
+            return f"{target.rstrip('/')}/{name}"
+    raise AssertionError(f"{host_folder} is not mounted into the collector")
+
+
+def test_otlp_json_files_from_cupellation_are_what_the_collector_reads(
+        compose: dict[str, Any], collector: dict[str, Any], tmp_path: Path) -> None:
+    """The file the guide tells `cupellation export --to file` to write lands where the
+    otlpjsonfile receiver's include pattern looks (read from the beginning), and
+    OtlpJsonFileSpanExporter's lines are what that receiver parses: one
+    ExportTraceServiceRequest per line in OTLP/JSON (hex ids), accepted by
+    protobuf's parser with no unknown member once the ids are in its base64."""
+    receiver = collector["receivers"]["otlpjsonfile"]
+    [pattern] = receiver["include"]
+    assert receiver.get("start_at") == "beginning"
+    guide = (DOCKER / "README.md").read_text(encoding="utf-8")
+    [written] = re.findall(r"--to file --out (docker/otlp-json/\S+)", guide)
+    name = Path(written).name
+    assert fnmatch.fnmatch(_container_path(compose, DOCKER / "otlp-json", name), pattern)
+
+    path = tmp_path / name
+    exporter = OtlpJsonFileSpanExporter(path)
+    with capture_spans() as captured:
+        Pipeline(RecencyScorer(), GreedySlice()).run(
+            [ContextItem(f"item {k}", 10 + k) for k in range(12)],
+            ContextBudget(max_tokens=100, target_tokens=60), captured.collector)
+        assert exporter.export(captured.spans) is SpanExportResult.SUCCESS
+    lines = path.read_text(encoding="utf-8").split("\n")
+    assert lines[-1] == ""
+    for line in lines[:-1]:
+        document = json.loads(line)
+        assert list(document) == ["resourceSpans"]
+        for resource in document["resourceSpans"]:
+            for scope in resource["scopeSpans"]:
+                for span in scope["spans"]:
+                    for key in ("traceId", "spanId", "parentSpanId"):
+                        if key in span:
+                            assert re.fullmatch(r"[0-9a-f]+", span[key])
+                            span[key] = base64.b64encode(bytes.fromhex(span[key])).decode()
+        json_format.ParseDict(document, ExportTraceServiceRequest())
+
+
+def test_the_guide_s_names_are_what_cupellation_otel_writes() -> None:
+    """The span and attribute names the guide queries (and the conventions module
+    gives) are cupellation.otel's own, and a real run's spans carry them: stage spans
+    cupel.exclusion.count, the root cupel.run.excluded_count and cupel.run.outcome;
+    the guide shows the demo's --otlp and cupellation export both ways."""
+    assert PIPELINE_SPAN == otel_names.ROOT_SPAN
+    assert STAGE_SPAN_PREFIX == otel_names.STAGE_PREFIX
+    assert EXCLUSION_COUNT_ATTRIBUTE == otel_names.EXCLUSION_COUNT
+    assert tuple(otel_names.stage_label(s) for s in otel_names.SPAN_STAGES) == STAGES
+    with capture_spans(tier="StageAndExclusions") as captured:
+        Pipeline(RecencyScorer(), GreedySlice()).run(
+            [ContextItem(f"item {k}", 10 + k) for k in range(12)],
+            ContextBudget(max_tokens=100, target_tokens=60), captured.collector)
+        spans = {span.name: dict(span.attributes or {}) for span in captured.spans}
+    root = spans[PIPELINE_SPAN]
+    assert root["cupel.run.excluded_count"] > 0
+    assert root["cupel.run.outcome"] == "completed"
+    assert spans[stage_span_name("slice")][EXCLUSION_COUNT_ATTRIBUTE] > 0
+    guide = (DOCKER / "README.md").read_text(encoding="utf-8")
+    for text in ('{ name = "cupel.pipeline" && span.cupel.run.excluded_count > 0 }',
+                 '{ name = "cupel.pipeline" && span.cupel.run.outcome = "failed" }',
+                 "cupellation demo --otlp", "cupellation export out/audit.jsonl --to otlp",
+                 "--to file --out docker/otlp-json/"):
+        assert text in guide, text

@@ -12,6 +12,16 @@
 providers instead of installing them globally (unless ``set_global=True``), and
 counts dropped spans (``DropCountingSpanProcessor``, ``DropCountingSpanExporter``),
 logging the first drop once on the ``cupellation`` logger.
+
+Files: ``EventLogExporter`` (the event stream as JSON lines, through
+``cupellation.logs.AuditLog``), ``ReportFileExporter`` (each SelectionReport as a JSON
+document, replaced atomically) and ``OtlpJsonFileSpanExporter`` (spans as OTLP/JSON
+lines, the Collector's ``otlpjsonfile`` format).
+
+Replay: ``replay(sources, exporter)`` sends runs recorded in audit logs, event files or
+trace files to any span exporter as spans with the runs' own times and deterministic
+ids (``spans_from_events``, ``spans_from_trace``, ``read_replay_sources``); it is what
+``cupellation export`` runs.
 """
 
 from __future__ import annotations
@@ -25,6 +35,14 @@ from ._accounting import (
     DropCounter,
     DropCountingSpanExporter,
     DropCountingSpanProcessor,
+)
+from ._files import (
+    RUN_ID_FIELD,
+    EventLogExporter,
+    OtlpJsonFileSpanExporter,
+    ReportFileExporter,
+    otlp_json_document,
+    otlp_json_line,
 )
 from ._otlp import (
     DEFAULT_GRPC_ENDPOINT,
@@ -42,10 +60,26 @@ from ._otlp import (
     PROTOCOLS,
     OtlpProtocol,
     OtlpProviders,
+    otlp_resource,
+    otlp_span_exporter,
     setup_otlp,
+)
+from ._replay import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_GIVE_UP_AFTER,
+    ReplayedRun,
+    ReplayResult,
+    is_trace_source,
+    read_replay_sources,
+    replay,
+    replay_id,
+    spans_from_events,
+    spans_from_trace,
 )
 
 __all__ = [
+    "DEFAULT_BATCH_SIZE",
+    "DEFAULT_GIVE_UP_AFTER",
     "DEFAULT_GRPC_ENDPOINT",
     "DEFAULT_GRPC_PORT",
     "DEFAULT_HTTP_ENDPOINT",
@@ -63,11 +97,27 @@ __all__ = [
     "HTTP_TRACES_PATH",
     "PROTOCOLS",
     "QUEUE_FULL",
+    "RUN_ID_FIELD",
     "SHUTDOWN",
     "DropCounter",
     "DropCountingSpanExporter",
     "DropCountingSpanProcessor",
-    "OtlpProviders",
+    "EventLogExporter",
+    "OtlpJsonFileSpanExporter",
     "OtlpProtocol",
+    "OtlpProviders",
+    "ReplayResult",
+    "ReplayedRun",
+    "ReportFileExporter",
+    "is_trace_source",
+    "otlp_json_document",
+    "otlp_json_line",
+    "otlp_resource",
+    "otlp_span_exporter",
+    "read_replay_sources",
+    "replay",
+    "replay_id",
     "setup_otlp",
+    "spans_from_events",
+    "spans_from_trace",
 ]

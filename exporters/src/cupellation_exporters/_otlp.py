@@ -51,6 +51,8 @@ __all__ = [
     "PROTOCOLS",
     "OtlpProviders",
     "OtlpProtocol",
+    "otlp_resource",
+    "otlp_span_exporter",
     "setup_otlp",
 ]
 
@@ -183,11 +185,8 @@ def setup_otlp(
     """
     traces_protocol = _protocol(protocol, "TRACES")
     metrics_protocol = _protocol(protocol, "METRICS")
-    if compression is not None and compression.strip().lower() not in _COMPRESSIONS:
-        raise ValueError(f"compression must be one of {_COMPRESSIONS}, not {compression!r}")
-    if timeout is not None and timeout <= 0:
-        raise ValueError(f"timeout must be positive seconds, not {timeout!r}")
-    resource = _resource(service_name, resource_attributes)
+    _check(compression, timeout)
+    resource = otlp_resource(service_name, resource_attributes)
 
     span_exporter = _span_exporter(traces_protocol, endpoint, headers, timeout, compression)
     export_timeout = timeout if timeout is not None else _env_timeout("TRACES")
@@ -217,6 +216,42 @@ def setup_otlp(
     return OtlpProviders(tracer_provider=tracer_provider, meter_provider=meter_provider,
                          span_processor=processor, protocol=traces_protocol,
                          resource=resource)
+
+
+def otlp_span_exporter(
+    *,
+    protocol: OtlpProtocol | None = None,
+    endpoint: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+    compression: str | None = None,
+) -> SpanExporter:
+    """The OTLP span exporter :func:`setup_otlp` would build, on its own: for code that
+    hands finished spans to an exporter directly (``cupellation export`` replays
+    recorded runs this way) rather than through a TracerProvider.
+
+    The arguments, and the environment variables they fall back to, are
+    :func:`setup_otlp`'s. Raises ``ValueError`` for an invalid argument.
+    """
+    _check(compression, timeout)
+    return _span_exporter(_protocol(protocol, "TRACES"), endpoint, headers, timeout,
+                          compression)
+
+
+def otlp_resource(service_name: str | None = None,
+                  resource_attributes: Mapping[str, str | bool | int | float] | None = None,
+                  ) -> Resource:
+    """The resource :func:`setup_otlp` reports: ``OTEL_RESOURCE_ATTRIBUTES``, then
+    ``resource_attributes``, with ``service.name`` from ``service_name``, else
+    ``OTEL_SERVICE_NAME``, else ``OTEL_RESOURCE_ATTRIBUTES``, else ``"cupellation"``."""
+    return _resource(service_name, resource_attributes)
+
+
+def _check(compression: str | None, timeout: float | None) -> None:
+    if compression is not None and compression.strip().lower() not in _COMPRESSIONS:
+        raise ValueError(f"compression must be one of {_COMPRESSIONS}, not {compression!r}")
+    if timeout is not None and timeout <= 0:
+        raise ValueError(f"timeout must be positive seconds, not {timeout!r}")
 
 
 def _protocol(argument: str | None, signal: _Signal) -> OtlpProtocol:

@@ -1,0 +1,213 @@
+"""``cupellation export``: recorded runs sent to a trace backend (or a file) as traces.
+
+The work is done by ``cupellation_exporters`` (the ``cupellation-exporters``
+distribution, which brings the OpenTelemetry SDK and the OTLP exporters); this
+module only parses the command line, so importing it needs neither.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import TYPE_CHECKING
+
+from ..exceptions import CupelError
+from ._logread import USAGE, UsageError, check_sources, safe, stats_lines
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace.export import SpanExporter
+
+__all__ = ["EXPORT_FAILED", "NAME", "add_export_parser", "add_parser", "run", "run_export"]
+
+NAME = "export"
+OK = 0
+NOTHING_FOUND = 1
+EXPORT_FAILED = 3
+"""Exit status when the backend did not take every span (refused, down, timed out)."""
+
+_TIERS = ("StageOnly", "StageAndExclusions", "Full")
+_PROTOCOLS = ("http/protobuf", "grpc")
+_EXPORTERS_MISSING = ("cupellation export needs the cupellation-exporters distribution "
+                      "(OpenTelemetry SDK and OTLP exporters): pip install ./exporters")
+
+_HELP_EXIT = (
+    "exit status: 0 every span was taken; 1 no run found in the sources; 2 bad usage or "
+    "unreadable input (one line on standard error); 3 the backend did not take every span "
+    "(down, refusing, timed out)."
+)
+
+
+def add_export_parser(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser], /
+) -> argparse.ArgumentParser:
+    """Add the ``export`` sub-parser."""
+    parser = subparsers.add_parser(
+        NAME, help="send recorded runs to a trace backend (OTLP) or a file, as traces",
+        description=(
+            "Replay recorded runs as OpenTelemetry traces. SOURCE is an audit log or any log "
+            "'cupellation audit' reads (JSON lines of events, gzip, rotated sets, '-' for "
+            "standard input), or a trace file (OTLP/JSON, Jaeger JSON, OTLP protobuf), which "
+            "is re-sent as it is. Spans keep the runs' own times (run_started.started_at and "
+            "the recorded durations; a trace file's span times) and ids (a trace file's; for "
+            "a log, ids derived from the run id, under the caller's span recorded in "
+            "run_started when there is one), so sending the same source twice sends the "
+            "same spans. --to otlp honours the OTEL_EXPORTER_OTLP_* variables (endpoint, "
+            "headers, timeout, compression, protocol) and OTEL_SERVICE_NAME / "
+            "OTEL_RESOURCE_ATTRIBUTES; --to file writes OTLP/JSON lines (the OpenTelemetry "
+            "Collector's otlpjsonfile format)."),
+        epilog=_HELP_EXIT)
+    parser.add_argument("sources", nargs="+", metavar="SOURCE",
+                        help="audit logs, event files or trace files")
+    parser.add_argument("--to", required=True, choices=["otlp", "file"],
+                        help="otlp: an OTLP endpoint; file: OTLP/JSON lines in --out")
+    parser.add_argument("--out", metavar="FILE",
+                        help="with --to file: the file to append to ('-': standard output)")
+    parser.add_argument("--protocol", choices=_PROTOCOLS, default=None,
+                        help="with --to otlp (default: OTEL_EXPORTER_OTLP_PROTOCOL, else "
+                             "http/protobuf)")
+    parser.add_argument("--endpoint", metavar="URL", default=None,
+                        help="with --to otlp: the base URL (default: "
+                             "OTEL_EXPORTER_OTLP_ENDPOINT, else localhost:4318 or 4317)")
+    parser.add_argument("--header", action="append", default=[], metavar="KEY=VALUE",
+                        help="with --to otlp: a header to send (repeatable), merged over "
+                             "OTEL_EXPORTER_OTLP_HEADERS; e.g. x-project-name=NAME for Phoenix")
+    parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                        help="with --to otlp: per export call (default: "
+                             "OTEL_EXPORTER_OTLP_TIMEOUT, else 10)")
+    parser.add_argument("--tier", choices=_TIERS, default="Full",
+                        help="what the spans carry (default Full; never more than the run "
+                             "recorded). Trace files are re-sent as they are.")
+    parser.add_argument("--content-capture", choices=["full", "hash", "none"], default=None,
+                        help="item content in the spans (default: "
+                             "CUPELLATION_CAPTURE_CONTENT, else none; never more than the "
+                             "log holds)")
+    parser.add_argument("--service-name", metavar="NAME", default=None,
+                        help="the resource's service.name (default: OTEL_SERVICE_NAME, else "
+                             "cupellation)")
+    parser.add_argument("--no-rotated", action="store_true",
+                        help="read only the log files named, not their rotated backups")
+    parser.add_argument("--quiet", action="store_true",
+                        help="print nothing but errors")
+    return parser
+
+
+def _fail(message: str) -> int:
+    print(f"cupellation {NAME}: error: {safe(message)}", file=sys.stderr)
+    return USAGE
+
+
+def _headers(pairs: list[str]) -> dict[str, str]:
+    headers = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--header {pair!r} is not KEY=VALUE")
+        headers[key.strip().lower()] = value.strip()
+    return headers
+
+
+def _check(args: argparse.Namespace) -> None:
+    if args.to == "file":
+        if not args.out:
+            raise UsageError("--to file needs --out FILE ('-' for standard output)")
+        used = [flag for flag, value in (("--protocol", args.protocol),
+                                         ("--endpoint", args.endpoint),
+                                         ("--header", args.header),
+                                         ("--timeout", args.timeout)) if value]
+        if used:
+            raise UsageError(f"{', '.join(used)} apply to --to otlp only")
+    elif args.out:
+        raise UsageError("--out applies to --to file only")
+    if args.timeout is not None and not args.timeout > 0:
+        raise UsageError(f"--timeout must be positive seconds, not {args.timeout}")
+    if args.sources.count("-") > 1:
+        raise UsageError("standard input ('-') can be read once")
+    check_sources(args.sources)
+
+
+def _destination(args: argparse.Namespace) -> str:
+    if args.to == "file":
+        return "standard output" if args.out == "-" else str(args.out)
+    protocol = args.protocol or (os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+                                 or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
+                                 or "http/protobuf").strip().lower()
+    endpoint = args.endpoint or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or (
+        os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")) or (
+        "http://localhost:4317" if protocol == "grpc" else "http://localhost:4318")
+    return f"{endpoint} ({protocol})"
+
+
+def run_export(args: argparse.Namespace, /) -> int:
+    """Replay the runs in ``args.sources``; see the parser for the exit statuses."""
+    try:
+        _check(args)
+        headers = _headers(args.header)
+    except UsageError as exc:
+        return _fail(str(exc))
+    try:
+        import cupellation_exporters as exporters  # noqa: PLC0415 - a separate distribution
+    except ImportError:
+        return _fail(_EXPORTERS_MISSING)
+
+    try:
+        resource = exporters.otlp_resource(args.service_name)
+        exporter: SpanExporter
+        if args.to == "file":
+            exporter = exporters.OtlpJsonFileSpanExporter(
+                sys.stdout if args.out == "-" else args.out)
+        else:
+            exporter = exporters.DropCountingSpanExporter(exporters.otlp_span_exporter(
+                protocol=args.protocol, endpoint=args.endpoint, headers=headers or None,
+                timeout=args.timeout))
+    except OSError as exc:
+        return _fail(f"cannot write {exc.filename or args.out}: {exc.strerror or exc}")
+    except ValueError as exc:
+        return _fail(str(exc))
+
+    try:
+        result = exporters.replay(args.sources, exporter, tier=args.tier,
+                                  content_capture=args.content_capture, resource=resource,
+                                  rotated=not args.no_rotated)
+    except CupelError as exc:
+        return _fail(str(exc))
+    except OSError as exc:
+        return _fail(f"cannot read {exc.filename}: {exc.strerror or exc}")
+    finally:
+        exporter.shutdown()
+
+    parts = [f"{result.runs} run(s)"] if result.runs or not result.trace_files else []
+    if result.trace_files:
+        parts.append(f"{result.trace_files} trace file(s)")
+    what = " and ".join(parts) + f" ({result.spans} spans)"
+    lines = []
+    if result.failed:
+        lines.append(f"exported {what} to {_destination(args)}: {result.delivered} taken, "
+                     f"{result.failed} NOT taken (the backend refused them, was down or "
+                     "timed out" + ("; gave up sending after repeated failures)"
+                                    if result.gave_up else ")"))
+    else:
+        lines.append(f"exported {what} to {_destination(args)}")
+    lines.extend(f"skipped run {safe(run.run_id)} ({safe(run.source)}): {safe(run.problem)}"
+                 for run in result.skipped[:10] if run.problem)
+    if result.skipped_count > 10:
+        lines.append(f"  ... and {result.skipped_count - 10} more skipped")
+    if result.incomplete_count:
+        shown = ", ".join(safe(run_id) for run_id in result.incomplete[:5])
+        lines.append(f"{result.incomplete_count} run(s) were incomplete in the log and are "
+                     f"sent as recorded: {shown}"
+                     + (", ..." if result.incomplete_count > 5 else ""))
+    lines.extend(stats_lines(result.stats))
+    if not args.quiet or result.failed:
+        for line in lines:
+            print(line, file=sys.stderr)
+    if not result.runs and not result.trace_files:
+        if not args.quiet:
+            print(f"cupellation {NAME}: no run found in the sources", file=sys.stderr)
+        return NOTHING_FOUND
+    return EXPORT_FAILED if result.failed else OK
+
+
+#: The names the ``cupellation`` command's subcommand table expects of a module.
+add_parser = add_export_parser
+run = run_export
