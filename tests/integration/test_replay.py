@@ -363,8 +363,9 @@ def test_trace_files_are_re_exported_as_they_were(tmp_path: Path, form: str) -> 
 
 def test_sources_are_told_apart(tmp_path: Path, selections: list[Selection]) -> None:
     """Trace files are recognised by their content (OTLP/JSON lines or one pretty
-    object, Tempo's batches, Jaeger's JSON, protobuf, gzip of these); audit logs,
-    container logs, empty files, missing files and standard input are not traces."""
+    object, Tempo's batches, Jaeger's JSON, protobuf, gzip of these); audit logs
+    (gzipped too), records a shipper nested under "data" (which replay reads as a
+    log), empty files, missing files and standard input are not traces."""
     source = tmp_path / "t.jsonl"
     live, _ = _spans_to_file(source, 1, UNLIMITED)
     document = json.loads(source.read_text(encoding="utf-8").splitlines()[0])
@@ -386,9 +387,15 @@ def test_sources_are_told_apart(tmp_path: Path, selections: list[Selection]) -> 
     _audit(audit, selections[:2])
     (tmp_path / "audit.jsonl.gz").write_bytes(gzip.compress(audit.read_bytes()))
     (tmp_path / "empty.log").write_text("", encoding="utf-8")
-    for name in ("audit.jsonl", "audit.jsonl.gz", "empty.log", "missing.log"):
+    shipped = tmp_path / "shipped.jsonl"  # each record nested under "data" by a shipper
+    shipped.write_text("".join(json.dumps({"data": json.loads(line)}) + "\n" for line in
+                               audit.read_text(encoding="utf-8").split("\n")[:-1]),
+                       encoding="utf-8")
+    for name in ("audit.jsonl", "audit.jsonl.gz", "empty.log", "missing.log", "shipped.jsonl"):
         assert not is_trace_source(tmp_path / name), name
     assert not is_trace_source("-")
+    runs = list(read_replay_sources([shipped], content_capture="full"))
+    assert [run.run_id for run in runs] == [s.run_id for s in selections[:2]]
 
 
 def test_a_broken_trace_file_is_a_decode_error_naming_it(tmp_path: Path) -> None:
@@ -448,6 +455,20 @@ def test_replay_sends_batches_and_counts_what_was_not_taken(
                                  if not s.reports["Full"].is_complete]
     assert result.incomplete_count == len(result.incomplete) > 0
     assert result.stats.runs == 10
+
+
+def test_a_batch_goes_out_before_it_holds_too_many_span_events(
+        tmp_path: Path, selections: list[Selection]) -> None:
+    """With batch_events=1 every run's spans go out in a batch of their own (a batch
+    never grows past the limit by taking another run), and all of them arrive."""
+    audit = tmp_path / "audit.jsonl"
+    _audit(audit, selections[:8])
+    exporter = _Flaky(always=False)
+    exporter.batches = [0, 0, 0]  # past the refusing and raising calls
+    result = replay([audit], exporter, batch_events=1, content_capture="full")
+    per_run = [len(spans_from_events(s.events["Full"])) for s in selections[:8]]
+    assert exporter.batches[3:] == per_run
+    assert result.delivered == sum(per_run)
 
 
 def test_replay_gives_up_on_a_backend_that_takes_nothing(

@@ -65,6 +65,7 @@ from ._otlp import (
     setup_otlp,
 )
 from ._replay import (
+    DEFAULT_BATCH_EVENTS,
     DEFAULT_BATCH_SIZE,
     DEFAULT_GIVE_UP_AFTER,
     ReplayedRun,
@@ -78,6 +79,7 @@ from ._replay import (
 )
 
 __all__ = [
+    "DEFAULT_BATCH_EVENTS",
     "DEFAULT_BATCH_SIZE",
     "DEFAULT_GIVE_UP_AFTER",
     "DEFAULT_GRPC_ENDPOINT",

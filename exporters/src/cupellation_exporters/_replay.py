@@ -23,8 +23,9 @@ get the run's own times and ids:
 
 A trace file (OTLP/JSON lines or one object, Jaeger's JSON, OTLP protobuf; gzip
 allowed) is re-exported as it is: every span keeps its trace and span ids, its
-parent, its times, attributes, events and dropped counts (its kind, status,
-links and resource are not kept by the readers and are not re-sent).
+parent, its times, attributes, events and dropped counts, and its scope, kind and
+status where the file gives them as Jaeger tags (the readers keep no resource or
+links, and OTLP's own kind and status fields: those are not re-sent).
 """
 
 from __future__ import annotations
@@ -80,7 +81,10 @@ from cupellation.exceptions import DecodeError
 from cupellation.logs import ReadStats, read_runs
 from cupellation.otel import CAPTURE_CONTENT_ENV, SpanCollector, SpanData, parse_trace
 
+from .conventions import PIPELINE_SPAN
+
 __all__ = [
+    "DEFAULT_BATCH_EVENTS",
     "DEFAULT_BATCH_SIZE",
     "DEFAULT_GIVE_UP_AFTER",
     "ReplayResult",
@@ -94,19 +98,23 @@ __all__ = [
 ]
 
 DEFAULT_BATCH_SIZE: Final = 512
-"""Spans handed to the exporter per ``export`` call."""
+"""Spans handed to the exporter per ``export`` call, at most."""
+DEFAULT_BATCH_EVENTS: Final = 8192
+"""Span events per ``export`` call above which a batch goes out early (a Full-tier run
+of thousands of candidates is thousands of events: a batch of such spans must stay
+under the 4 MiB a gRPC receiver takes by default)."""
 
-_ROOT_SPAN: Final = "cupel.pipeline"
-_RUN_ID: Final = "cupel.run.id"
 _ID_SALT: Final = b"cupellation-replay\x00"
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _SAMPLED: Final = TraceFlags(TraceFlags.SAMPLED)
 _SNIFF_BYTES: Final = 1 << 16
 #: How a trace document begins: its first member is one only traces have (OTLP/JSON,
 #: Tempo, Jaeger's download or one Jaeger trace); an event log line begins with
-#: "schema" or another event field.
+#: "schema" or another event field. "data" must hold a list (a shipper may nest a log
+#: record under "data") and "trace" an OTLP document.
 _TRACE_START: Final = re.compile(
-    rb'\[?\s*\{\s*"(resourceSpans|batches|data|trace|traceID|spans|processes)"\s*:')
+    rb'\[?\s*\{\s*(?:"(?:resourceSpans|batches|traceID|spans|processes)"\s*:'
+    rb'|"data"\s*:\s*\[|"trace"\s*:\s*\{\s*"(?:resourceSpans|batches)"\s*:)')
 _GZIP_MAGIC: Final = b"\x1f\x8b"
 #: Strictness of content capture: a replay never shows more than was recorded.
 _STRICTNESS: Final = {ContentCapture.FULL: 0, ContentCapture.HASH: 1, ContentCapture.NONE: 2}
@@ -242,7 +250,7 @@ class _Recorder(trace.Tracer):
     def _span_id(self, name: str) -> int:
         ordinal = self._roles.get(name, 0)
         self._roles[name] = ordinal + 1
-        role = "root" if name == _ROOT_SPAN and ordinal == 0 else f"{name}#{ordinal}"
+        role = "root" if name == PIPELINE_SPAN and ordinal == 0 else f"{name}#{ordinal}"
         return replay_id(self.run_id, role)
 
     def start_span(self, name: str, context: otel_context.Context | None = None,
@@ -705,12 +713,14 @@ def replay(sources: Sequence[str | os.PathLike[str]], exporter: SpanExporter, *,
            content_capture: ContentCapture | str | None = None,
            resource: Resource | None = None, rotated: bool = True,
            batch_size: int = DEFAULT_BATCH_SIZE,
+           batch_events: int = DEFAULT_BATCH_EVENTS,
            give_up_after: int | None = DEFAULT_GIVE_UP_AFTER,
            on_run: Callable[[ReplayedRun], object] | None = None) -> ReplayResult:
     """Send the runs recorded in ``sources`` (see :func:`read_replay_sources`) to
-    ``exporter`` directly, ``batch_size`` spans per ``export`` call, as they are read
-    (memory follows the batch and the runs open in the logs, not the sources' size).
-    The exporter is not shut down.
+    ``exporter`` directly, as they are read: ``batch_size`` spans per ``export`` call,
+    fewer when the next run's spans would take the batch past ``batch_events`` span
+    events. Memory follows the batch and the runs open in the logs, not the sources'
+    size. The exporter is not shut down.
 
     An ``export`` that fails (or raises) counts its spans in ``failed``; after
     ``give_up_after`` failed batches in a row (None: never) nothing more is sent and
@@ -722,12 +732,14 @@ def replay(sources: Sequence[str | os.PathLike[str]], exporter: SpanExporter, *,
         raise ValueError(f"batch_size must be at least 1, not {batch_size}")
     result = ReplayResult()
     pending: list[ReadableSpan] = []
+    pending_events = 0
     failures = 0
 
     def send() -> None:
-        nonlocal failures
+        nonlocal failures, pending_events
         batch = list(pending)
         pending.clear()
+        pending_events = 0
         if result.gave_up:
             result.failed += len(batch)
             return
@@ -762,12 +774,16 @@ def replay(sources: Sequence[str | os.PathLike[str]], exporter: SpanExporter, *,
                 if len(result.incomplete) < _LISTED:
                     result.incomplete.append(run.run_id)
         result.spans += len(run.spans)
+        if pending and pending_events + sum(len(s.events) for s in run.spans) > batch_events:
+            send()  # this run's spans would make the batch too large: send what is there
         pending.extend(run.spans)
+        pending_events += sum(len(s.events) for s in run.spans)
         while len(pending) >= batch_size:
             rest = pending[batch_size:]
             del pending[batch_size:]
             send()
             pending.extend(rest)
+            pending_events = sum(len(s.events) for s in rest)
     if pending:
         send()
     return result
