@@ -55,13 +55,15 @@ def test_select_reads_json_lines_and_honours_options(tmp_path: Path,
 
 def test_select_reports_the_line_of_a_damaged_candidate(tmp_path: Path,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
-    """A JSON Lines candidate with a bad field fails with its line number, field and value."""
+    """A JSON Lines candidate with a bad field fails with its line number, field and value.
+
+    Changed deliberately: the line is now given compiler-style, ``FILE:2: tokens: ...``
+    (it was ``line 2: tokens: ...``), as every select error names its place."""
     source = tmp_path / "c.jsonl"
     source.write_text('{"content": "ok", "tokens": 1}\n{"content": "bad", "tokens": "many"}\n')
     assert main(["select", str(source), "--max-tokens", "10", "--target-tokens", "5"]) == 2
     err = capsys.readouterr().err
-    assert "line 2" in err
-    assert "tokens" in err
+    assert f"{source}:2: tokens: " in err
     assert "'many'" in err
 
 

@@ -1,18 +1,35 @@
-"""The ``cupellation`` command: argument parsing and subcommand dispatch."""
+"""The ``cupellation`` command: argument parsing, subcommand dispatch, and the one
+place where every error becomes one line on standard error and an exit status."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
-from typing import Protocol
+from typing import NoReturn, Protocol, cast
 
 from .. import __version__
-from . import _conformance, _demo, _logcmds, _select
+from ..exceptions import CupelError, PipelineError
+from . import _conformance, _demo, _logcmds, _policycmds, _select
+from ._common import (
+    FAILED,
+    INTERNAL,
+    INTERRUPTED,
+    PIPE_CLOSED,
+    USAGE,
+    CliError,
+    describe,
+    safe,
+)
+from ._telemetry import one_line_warnings
 
 __all__ = ["SUBCOMMANDS", "Subcommand", "build_parser", "main"]
 
 PROG = "cupellation"
+
+#: Set to 1 to see the traceback of an internal error.
+DEBUG_ENV = "CUPELLATION_DEBUG"
 
 
 class Subcommand(Protocol):
@@ -36,37 +53,142 @@ SUBCOMMANDS: dict[str, Subcommand] = {
     "audit": _logcmds.AUDIT,
     "conformance": _conformance,
     "demo": _demo,
+    "policy": _policycmds.POLICY,
+    "presets": _policycmds.PRESETS,
     "report": _logcmds.REPORT,
     "select": _select,
     "why": _logcmds.WHY,
 }
 
+_DESCRIPTION = """\
+Context selection for LLMs, following the Cupel specification: pick the items
+that fit a token budget and explain every decision.
+
+Start with 'cupellation demo', then 'cupellation select ITEMS --policy chat
+--max-tokens N --target-tokens N'. 'cupellation COMMAND --help' explains each."""
+
+_EPILOG = """\
+exit status: 0 success; 1 the selection failed (select, demo) or nothing was found
+(audit, report, why); 2 bad input or usage, with one line on standard error;
+70 an internal error (set CUPELLATION_DEBUG=1 for the traceback); 130
+interrupted; 141 standard output closed early (e.g. '| head')."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line naming the command and where to read more."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(USAGE, f"{self.prog}: error: {safe(message, 400)} (see '{self.prog} "
+                         "--help')\n")
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser, with one sub-parser per entry of :data:`SUBCOMMANDS`."""
-    parser = argparse.ArgumentParser(
-        prog=PROG,
-        description="Context selection for LLMs, following the Cupel specification.",
-    )
+    parser = _Parser(prog=PROG, description=_DESCRIPTION, epilog=_EPILOG,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers = cast("argparse._SubParsersAction[argparse.ArgumentParser]",
+                      parser.add_subparsers(dest="command", metavar="COMMAND"))
     for module in SUBCOMMANDS.values():
         module.add_parser(subparsers).set_defaults(_cupellation_run=module.run)
     return parser
 
 
+def _silence_stdout() -> None:
+    """Point standard output at /dev/null, so the interpreter's last flush of a
+    closed pipe does not print "Exception ignored ... BrokenPipeError" (the
+    recipe of the Python documentation on SIGPIPE)."""
+    try:
+        descriptor = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # a captured or replaced stream
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, descriptor)
+    finally:
+        os.close(devnull)
+
+
+def _say(message: str) -> None:
+    try:
+        print(f"{PROG}: {message}", file=sys.stderr)
+        sys.stderr.flush()
+    except (OSError, ValueError):  # standard error itself is gone
+        pass
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    try:
+        status: int = args._cupellation_run(args)
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:
+        _silence_stdout()
+        return PIPE_CLOSED
+    except KeyboardInterrupt:
+        _say("interrupted")
+        return INTERRUPTED
+    except SystemExit as exc:
+        code = exc.code
+        return code if isinstance(code, int) else (0 if code is None else USAGE)
+    except CliError as exc:
+        _say(exc.message)
+        return exc.status
+    except PipelineError as exc:
+        _say(f"selection failed: {safe(str(exc), 400)}")
+        return FAILED
+    except RecursionError:
+        _say("the input is nested too deeply to read")
+        return USAGE
+    except MemoryError:
+        _say("out of memory reading the input")
+        return USAGE
+    except UnicodeError as exc:
+        _say(f"not valid Unicode text: {safe(str(exc), 300)}")
+        return USAGE
+    except ModuleNotFoundError as exc:
+        extra = " 'cupellation[cli]'" if exc.name in ("rich", "tomli") else f" {exc.name}"
+        _say(f"this needs the Python package {exc.name}: pip install{extra}")
+        return USAGE
+    except OSError as exc:
+        where = f"{safe(str(exc.filename))}: " if exc.filename else ""
+        _say(f"{where}{safe(exc.strerror or str(exc), 300)}")
+        return USAGE
+    except (CupelError, ValueError) as exc:
+        _say(describe(exc))
+        return USAGE
+    except Exception as exc:
+        if os.environ.get(DEBUG_ENV):
+            raise
+        _say(f"internal error: {type(exc).__name__}: {safe(str(exc), 300)} (a bug in "
+             f"cupellation; {DEBUG_ENV}=1 shows the traceback)")
+        return INTERNAL
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line ``argv`` (default: ``sys.argv[1:]``); return the exit status."""
+    """Run the command line ``argv`` (default: ``sys.argv[1:]``); return the exit status.
+
+    Never lets an exception out for anything a user can give: errors are one
+    line on standard error (see the exit statuses in ``cupellation --help``).
+    """
     parser = build_parser()
     try:
         args = parser.parse_args(None if argv is None else list(argv))
     except SystemExit as exc:  # --help, --version and usage errors
         code = exc.code
-        return code if isinstance(code, int) else (0 if code is None else 2)
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            _silence_stdout()
+            return PIPE_CLOSED
+        return code if isinstance(code, int) else (0 if code is None else USAGE)
+    except BrokenPipeError:
+        _silence_stdout()
+        return PIPE_CLOSED
     if args.command is None:
         parser.print_usage(sys.stderr)
         print(f"{PROG}: error: a command is required ({', '.join(SUBCOMMANDS)})",
               file=sys.stderr)
-        return 2
-    status: int = args._cupellation_run(args)
-    return status
+        return USAGE
+    with one_line_warnings("cupellation"):
+        return _dispatch(args)

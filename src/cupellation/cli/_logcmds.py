@@ -10,10 +10,12 @@ import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
+from .._model import ContextBudget
 from .._report import ExcludedItem, IncludedItem, SelectionReport, build_report
-from ..events import PipelineEvent, content_digest
+from ..events import PipelineEvent, RunStarted, content_digest
 from ..logs import LoggedRun, ReadStats
 from ..reasons import (
     CountCapExceeded,
@@ -21,6 +23,14 @@ from ..reasons import (
     NegativeTokens,
     PinnedOverride,
     reason_to_dict,
+)
+from ._common import (
+    CliError,
+    Output,
+    check_file_destination,
+    console_class,
+    html_for_terminal,
+    write_outputs,
 )
 from ._logread import (
     EXIT_CODES_HELP,
@@ -47,10 +57,8 @@ def _fail(command: str, message: str) -> int:
 
 
 def _console() -> Any:
-    from rich.console import Console  # noqa: PLC0415 - rich is the cli extra's
-
-    return Console(file=sys.stdout, highlight=False, markup=False, emoji=False,
-                   soft_wrap=not sys.stdout.isatty())
+    return console_class()(file=sys.stdout, highlight=False, markup=False, emoji=False,
+                           soft_wrap=not sys.stdout.isatty())
 
 
 def _when(value: datetime | None) -> str:
@@ -254,7 +262,7 @@ def _print_audit(data: dict[str, Any], stats: ReadStats) -> None:
 
 
 class _Report:
-    """``cupellation report LOG --run RUN_ID``."""
+    """``cupellation report LOG [--run RUN_ID] [--html FILE]``."""
 
     def add_parser(self, subparsers: argparse._SubParsersAction[argparse.ArgumentParser], /
                    ) -> argparse.ArgumentParser:
@@ -262,45 +270,95 @@ class _Report:
             "report", help="show one run's SelectionReport from logs or a trace file",
             description="Rebuild one run's SelectionReport from log files (or from a trace "
                         "file: OTLP/JSON lines with resourceSpans, or Jaeger JSON) and print "
-                        "it as a table, or as the seeds' JSON with --format json.",
+                        "it as a table, or as the seeds' JSON with --format json. Without "
+                        "--run, the last run read (a note on standard error says how many "
+                        "there were). --html FILE also writes the run as one self-contained "
+                        "HTML page ('-': the page on standard output instead).",
             epilog=EXIT_CODES_HELP)
         add_log_arguments(parser)
-        parser.add_argument("--run", required=True, metavar="RUN_ID", help="the run's id")
+        parser.add_argument("--run", metavar="RUN_ID",
+                            help="the run's id (default: the last run read)")
         parser.add_argument("--format", choices=["text", "json"], default="text")
+        parser.add_argument("--html", metavar="FILE",
+                            help="write the run's report as an HTML page (written whole, "
+                                 "through a temporary file)")
         return parser
 
     def run(self, args: argparse.Namespace, /) -> int:
         traces = [path for path in args.logs if is_trace_file(path)]
+        budget: ContextBudget | None = None
         try:
+            if args.html not in (None, "-"):
+                _check_html_destination(args.html)
             if traces:
                 found = _from_traces(traces, args.run)
                 started = None
+                if found is not None:
+                    run_id, report, budget, count = found
             else:
-                with open_reader(args, run_id=args.run) as reader:
-                    run = next(iter(reader), None)
+                with open_reader(args, **({} if args.run is None else {"run_id": args.run})
+                                 ) as reader:
+                    run, count = None, 0
+                    for candidate in reader:
+                        run, count = candidate, count + 1
+                        if args.run is not None:
+                            break
                     stats = reader.stats
                 if run is None:
-                    print(f"cupellation report: run {safe(args.run)} not found in "
-                          f"{stats.lines} line(s)", file=sys.stderr)
+                    what = "no run" if args.run is None else f"run {safe(args.run)} not"
+                    print(f"cupellation report: {what} found in {stats.lines} line(s)",
+                          file=sys.stderr)
                     for line in stats_lines(stats):
                         print(line, file=sys.stderr)
                     return NOTHING_FOUND
-                found, started = run.report, run
+                run_id, report, started, budget = run.run_id, run.report, run, run.budget
+                found = (run_id, report, budget, count)
         except UsageError as exc:
             return _fail("report", str(exc))
         if found is None:
-            print(f"cupellation report: run {safe(args.run)} not found in the trace file",
-                  file=sys.stderr)
+            what = "no run" if args.run is None else f"run {safe(args.run)} not"
+            print(f"cupellation report: {what} found in the trace file", file=sys.stderr)
             return NOTHING_FOUND
+        if args.run is None and count > 1:
+            print(f"cupellation report: {count} runs read; showing the last, "
+                  f"{safe(run_id)} (choose one with --run)", file=sys.stderr)
+        if args.html is not None:
+            from ..html import render_html  # noqa: PLC0415
+
+            page = render_html(report, budget=budget, title=f"cupellation run {run_id}")
+            if args.html == "-":
+                sys.stdout.write(html_for_terminal(page))
+                return OK
+            try:
+                write_outputs([Output(Path(args.html), page, "html")])
+            except CliError as exc:
+                return _fail("report", exc.message)
         if args.format == "json":
-            sys.stdout.write(found.to_json(indent=2) + "\n")
+            sys.stdout.write(report.to_json(indent=2) + "\n")
         else:
-            _print_report(args.run, found, started)
+            _print_report(run_id, report, started, budget)
         return OK
 
 
-def _from_traces(paths: list[str], run_id: str) -> SelectionReport | None:
-    """The run's report from trace files, through ``cupellation.otel.read_trace_file``."""
+def _check_html_destination(path: str) -> None:
+    try:
+        check_file_destination("--html", Path(path))
+    except CliError as exc:
+        raise UsageError(exc.message) from None
+
+
+def _budget_of(entry: Any) -> ContextBudget | None:
+    for event in getattr(entry, "events", ()) or ():
+        if isinstance(event, RunStarted):
+            return event.budget
+    return None
+
+
+def _from_traces(paths: list[str], run_id: str | None
+                 ) -> tuple[str, SelectionReport, ContextBudget | None, int] | None:
+    """The run's id, report, budget (when known), and how many runs were read, from
+    trace files, through ``cupellation.otel.read_trace_file``. Without ``run_id``: the
+    last run."""
     try:
         otel = importlib.import_module("cupellation.otel")  # only for trace files
     except ImportError as exc:
@@ -310,15 +368,33 @@ def _from_traces(paths: list[str], run_id: str) -> SelectionReport | None:
     if reader is None:
         raise UsageError("cannot read trace files: this version's cupellation.otel has no "
                          "read_trace_file")
+    last: tuple[str, SelectionReport, ContextBudget | None, int] | None = None
+    count = 0
     for path in paths:
         try:
             result = reader(path)
         except (OSError, ValueError) as exc:
             raise UsageError(f"cannot read the trace file {path}: {exc}") from None
-        report = _report_in(result, run_id)
-        if report is not None:
-            return report
-    return None
+        if run_id is not None:
+            report = _report_in(result, run_id)
+            if report is not None:
+                budget = next((_budget_of(entry) for entry in _entries(result)
+                               if getattr(entry, "run_id", None) == run_id), None)
+                return run_id, report, budget, 1
+            continue
+        for entry in _entries(result):
+            report = getattr(entry, "report", None)
+            found_id = getattr(entry, "run_id", None)
+            if isinstance(report, SelectionReport) and isinstance(found_id, str):
+                count += 1
+                last = (found_id, report, _budget_of(entry), count)
+    return last
+
+
+def _entries(result: Any) -> list[Any]:
+    if isinstance(result, SelectionReport | Mapping) or not isinstance(result, Iterable):
+        return []
+    return list(result)
 
 
 def _report_in(result: Any, run_id: str) -> SelectionReport | None:
@@ -342,7 +418,8 @@ def _report_in(result: Any, run_id: str) -> SelectionReport | None:
     return build_report(events) if events else None
 
 
-def _print_report(run_id: str, report: SelectionReport, run: LoggedRun | None) -> None:
+def _print_report(run_id: str, report: SelectionReport, run: LoggedRun | None,
+                  budget: ContextBudget | None = None) -> None:
     from rich.table import Table  # noqa: PLC0415 - rich is the cli extra's
 
     console = _console()
@@ -351,6 +428,9 @@ def _print_report(run_id: str, report: SelectionReport, run: LoggedRun | None) -
         budget = run.started.budget
         head += (f", started {_when(run.started_at)}; budget: max {budget.max_tokens}, "
                  f"target {budget.target_tokens}, output reserve {budget.output_reserve}")
+    elif budget is not None:
+        head += (f"; budget: max {budget.max_tokens}, target {budget.target_tokens}, "
+                 f"output reserve {budget.output_reserve}")
     console.print(head)
     if run is not None and run.started is not None:
         pipeline = ", ".join(f"{k}={safe(str(v), 80)}" for k, v in run.started.pipeline.items())

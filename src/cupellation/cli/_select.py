@@ -1,59 +1,121 @@
-"""``cupellation select`` and ``cupellation demo``: run the pipeline on candidates
-from a file (or the bundled demo data), print why each one was or was not
-chosen, and write the report and the event stream."""
+"""``cupellation select`` and ``cupellation demo``: run a policy on candidates (a
+file, standard input or the bundled demo data) and write the placed items, the
+report, the event stream, the HTML page and spans."""
 
 from __future__ import annotations
 
 import argparse
-import json
+import importlib
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Literal
 
 from .._collectors import DiagnosticTraceCollector, FanOutCollector, TraceDetailLevel
 from .._model import ContextBudget, ContextItem
-from .._pipeline import Pipeline
 from .._report import SelectionReport
-from ..conformance._placing import build_placer
-from ..conformance._scoring import build_scorer
-from ..conformance._slicing import build_slicer
-from ..events import event_to_json
-from ..exceptions import CupelError, DecodeError
+from ..events import PipelineEvent, event_to_json
+from ..exceptions import BudgetOverflowError, CupelError, TableTooLargeError
+from ..html import render_html
 from ..logs import AuditLog
-from ..reasons import reason_to_dict
-from ..scoring import CompositeScorer, Scorer
+from ..placing import ChronologicalPlacer
+from ..policy import Policy
+from ._common import (
+    EXIT_CODES,
+    FAILED,
+    OK,
+    CliError,
+    Output,
+    check_file_destination,
+    check_folder_destination,
+    console,
+    dumps_items,
+    html_for_terminal,
+    json_for_terminal,
+    read_input,
+    safe,
+    write_outputs,
+)
+from ._config import (
+    DEFAULT_PRESET,
+    add_budget_options,
+    add_policy_options,
+    apply_overrides,
+    resolve_budget,
+    resolve_policy,
+)
+from ._inputs import parse_candidates
+from ._summary import print_selection
+from ._telemetry import OTLP_INSTALL_HINT, Otlp, TraceFile, add_otlp_options
 
 __all__ = ["add_demo_parser", "add_parser", "load_candidates", "run", "run_demo"]
 
-_DEMO_SCORERS = ("recency:2", "priority:2", "kind:1", "reflexive:1")
+#: The demo's budget when neither its policy nor a flag gives one.
+DEMO_BUDGET = ContextBudget(max_tokens=1024, target_tokens=400, output_reserve=256)
+_DEMO_ITEMS = "_data/demo_candidates.json"
+_DEMO_POLICY = "_data/demo_policy.json"
+
+_SELECT_DESCRIPTION = f"""\
+Run a selection policy on candidate context items and explain every decision.
+
+ITEMS is a JSON array of ContextItem objects (the seeds' shape: content, tokens,
+kind, source, priority, tags, metadata, timestamp, futureRelevanceHint, pinned,
+originalTokens), JSON Lines of them, or a chat transcript (an OpenAI-style list
+of messages with roles, or an Anthropic-style {{"system", "messages"}} object,
+also as JSON Lines): transcripts are recognised by their 'messages' or 'role'
+keys, or forced with --chat. '-' reads standard input. Files are read as UTF-8.
+
+The policy is --policy FILE|PRESET (default: the {DEFAULT_PRESET} preset: recency x3 and
+kind x1, greedy slicing, chronological placement). The budget comes from the
+policy's [budget] and the budget flags; one of them must give it.
+
+Standard output gets exactly one thing: the placed items as a JSON array in
+placed order (the seeds' item shape) by default; the summary tables with
+--format text; or the one output named '-' (--report -, --events - or --html -)
+instead. --quiet prints nothing there. Notes (such as a chronological placer
+putting items without a timestamp after the timestamped ones) and errors go to
+standard error, one line each. Output files are written whole (a temporary file
+renamed into place) once the run is over, and not at all for bad input."""
+
+_SELECT_EPILOG = f"""\
+examples:
+  cupellation select items.json --max-tokens 8000 --target-tokens 6000
+  cupellation select chat.json --policy chat --max-tokens 8000 --target-tokens 6000 \\
+      --report report.json --html report.html
+  cupellation policy show chat --max-tokens 8000 --target-tokens 6000 > my.toml
+  cat items.jsonl | cupellation select - --policy my.toml --report - | jq .excluded
+
+{EXIT_CODES}"""
 
 
-def _add_pipeline_options(parser: argparse.ArgumentParser, *, demo: bool) -> None:
-    parser.add_argument("--max-tokens", type=int, default=1024 if demo else None,
-                        required=not demo, help="the model's context window (maxTokens)")
-    parser.add_argument("--target-tokens", type=int, default=400 if demo else None,
-                        required=not demo, help="the soft goal for the selection (targetTokens)")
-    parser.add_argument("--output-reserve", type=int, default=256 if demo else 0,
-                        help="tokens kept free for the model's answer (outputReserve)")
-    parser.add_argument("--scorer", action="append", metavar="NAME[:WEIGHT]",
-                        help="a scorer and its weight, repeatable (recency, priority, kind, tag, "
-                             "frequency, reflexive, ...); several make a CompositeScorer")
-    parser.add_argument("--slicer", default="greedy",
-                        help="greedy (default), knapsack, ...")
-    parser.add_argument("--placer", default="u-shaped" if demo else "chronological",
-                        help="chronological or u-shaped")
-    parser.add_argument("--overflow", default="throw", choices=["throw", "truncate", "proceed"],
-                        help="what to do when the selection exceeds the target")
-    parser.add_argument("--no-dedup", action="store_true", help="keep duplicate contents")
-    parser.add_argument("--out", type=Path, default=Path("out") if demo else None,
-                        help="folder for report.json and events.jsonl")
-    parser.add_argument("--quiet", action="store_true", help="do not print the summary")
-    parser.add_argument("--audit-log", type=Path, default=None, metavar="FILE",
-                        help="also append the run's events to FILE as JSON lines (the audit "
-                             "log that 'cupellation audit', 'report' and 'why' read); content "
-                             "capture follows CUPELLATION_CAPTURE_CONTENT (default full)")
+# -- parsers ----------------------------------------------------------------------------
+
+
+def _add_output_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("outputs")
+    group.add_argument("--format", choices=["json", "text"], default="json",
+                       help="standard output: the placed items as JSON (default) or the "
+                            "summary tables (text)")
+    group.add_argument("--report", metavar="FILE", help="write the SelectionReport JSON "
+                       "('-': to standard output, instead of the items)")
+    group.add_argument("--events", metavar="FILE", help="write the event stream as JSON lines, "
+                       "one event per line ('-': to standard output)")
+    group.add_argument("--html", metavar="FILE", help="write the report as one self-contained "
+                       "HTML page ('-': to standard output)")
+    group.add_argument("-o", "--output", metavar="FILE",
+                       help="write the placed items (JSON) to FILE instead of standard output")
+    group.add_argument("--out", type=Path, metavar="DIR",
+                       help="also write report.json, events.jsonl and report.html in DIR "
+                            "(made if missing)")
+    group.add_argument("--audit-log", type=Path, metavar="FILE",
+                       help="append the run's events to FILE as JSON lines (the audit log "
+                            "'cupellation audit', 'report' and 'why' read); content capture "
+                            "follows CUPELLATION_CAPTURE_CONTENT (default full)")
+    group.add_argument("-q", "--quiet", action="store_true",
+                       help="print nothing on standard output (unless an output is '-') and "
+                            "no notes; errors still go to standard error")
 
 
 def add_parser(
@@ -61,13 +123,51 @@ def add_parser(
 ) -> argparse.ArgumentParser:
     """Add the ``select`` sub-parser."""
     parser = subparsers.add_parser(
-        "select", help="select context items from a JSON or JSONL file",
-        description="Run the Cupel pipeline on candidates (a JSON array or JSON Lines of "
-                    "ContextItem objects) and explain every decision.",
-    )
-    parser.add_argument("candidates", type=Path, help="the candidates file")
-    _add_pipeline_options(parser, demo=False)
+        "select", help="select context items from a file or standard input",
+        description=_SELECT_DESCRIPTION, epilog=_SELECT_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("items", metavar="ITEMS",
+                        help="a JSON or JSON Lines file of ContextItems or chat messages; "
+                             "'-' for standard input")
+    group = parser.add_argument_group("input")
+    kind = group.add_mutually_exclusive_group()
+    kind.add_argument("--chat", action="store_true",
+                      help="read ITEMS as a chat transcript (without it: recognised by its "
+                           "keys)")
+    kind.add_argument("--items", dest="force_items", action="store_true",
+                      help="read ITEMS as ContextItems, never as a transcript")
+    group.add_argument("--chat-format", choices=["openai", "anthropic"],
+                       help="the transcript's format (default: recognised)")
+    group.add_argument("--estimate-tokens", action="store_true",
+                       help="for transcripts, estimate tokens as ceil(characters / 4) instead "
+                            "of counting with tiktoken (used when installed and its encoding "
+                            "is available)")
+    add_policy_options(parser, default_help=f"default: the {DEFAULT_PRESET} preset")
+    add_budget_options(parser, defaults="with no budget in the policy, --max-tokens and "
+                                        "--target-tokens are required")
+    _add_output_options(parser)
+    otlp = parser.add_argument_group("OpenTelemetry")
+    add_otlp_options(otlp, default_capture=None)
     return parser
+
+
+_DEMO_DESCRIPTION = """\
+Select context for a bundled support-agent conversation (22 candidates: a pinned
+system prompt, messages, tool output, documents, memories, a duplicate and a
+corrupted token count) and write in DIR (default out/demo):
+
+  candidates.json  the bundled candidates, as 'cupellation select' reads them
+  policy.toml      the policy and budget used (edit it, pass it to --policy)
+  report.json      the SelectionReport
+  events.jsonl     the event stream, one JSON object per line
+  report.html      the report as a page to open in a browser
+  trace.jsonl      the run's spans as OTLP/JSON lines (cupellation report DIR/trace.jsonl)
+
+Then it prints the decisions (tables of the included items in placed order and
+of the excluded ones with their reasons), each file written, and commands to try
+next. The demo policy scores by recency, priority, kind and relevance hint and
+places U-shaped, so the pinned system prompt comes first. It reads nothing but
+its bundled data."""
 
 
 def add_demo_parser(
@@ -76,166 +176,305 @@ def add_demo_parser(
     """Add the ``demo`` sub-parser."""
     parser = subparsers.add_parser(
         "demo", help="run the pipeline on the bundled support-agent conversation",
-        description="Select context for a bundled support-agent conversation, print the "
-                    "decisions, and write out/report.json and out/events.jsonl.",
-    )
-    _add_pipeline_options(parser, demo=True)
+        description=_DEMO_DESCRIPTION, epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, default=Path("out/demo"), metavar="DIR",
+                        help="the folder to write in (default out/demo; made if missing)")
+    parser.add_argument("--audit-log", type=Path, metavar="FILE",
+                        help="also append the run's events to FILE as JSON lines (for "
+                             "'cupellation audit', 'report' and 'why')")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="print nothing on standard output; errors still go to "
+                             "standard error")
+    add_policy_options(parser, default_help="default: the bundled demo policy "
+                                            "(written to DIR/policy.toml)")
+    add_budget_options(parser, defaults="default: max 1024, target 400, output reserve 256")
+    otlp = parser.add_argument_group("OpenTelemetry")
+    add_otlp_options(otlp, default_capture="full")
     return parser
 
 
-def load_candidates(path: Path) -> list[ContextItem]:
-    """Candidates from a JSON array or a JSON Lines file of ContextItem objects.
-
-    Raises :class:`~cupellation.exceptions.DecodeError` naming the line (JSON
-    Lines) or the array index and the offending field.
-    """
-    text = path.read_text(encoding="utf-8")
-    return _parse_candidates(text, str(path))
+# -- running ----------------------------------------------------------------------------
 
 
-def _parse_candidates(text: str, where: str) -> list[ContextItem]:
-    stripped = text.lstrip()
-    if stripped.startswith("["):
-        try:
-            rows = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise DecodeError(where, exc.msg, "is not valid JSON", line=exc.lineno) from None
-        items = []
-        for index, row in enumerate(rows):
-            try:
-                items.append(ContextItem.from_dict(row))
-            except DecodeError as exc:
-                raise DecodeError(f"[{index}].{exc.field}", exc.value, exc.problem) from None
-        return items
-    items = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            items.append(ContextItem.from_dict(json.loads(line)))
-        except json.JSONDecodeError as exc:
-            raise DecodeError(where, line[:60], f"is not valid JSON ({exc.msg})",
-                              line=number) from None
-        except DecodeError as exc:
-            raise DecodeError(exc.field, exc.value, exc.problem, line=number) from None
-    return items
+@dataclass(slots=True)
+class Outcome:
+    """What a run produced."""
+
+    report: SelectionReport
+    events: tuple[PipelineEvent, ...]
+    placed: list[ContextItem] | None
+    failure: CupelError | None
+    trace_text: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def run_id(self) -> str | None:
+        """The run's id, from its events."""
+        return self.events[0].run_id if self.events else None
 
 
-def _build_scorer(specs: Sequence[str]) -> Scorer:
-    children: list[tuple[Scorer, float]] = []
-    for spec in specs:
-        name, _, weight = spec.partition(":")
-        try:
-            value = float(weight) if weight else 1.0
-        except ValueError:
-            raise CupelError(f"--scorer {spec!r}: the weight must be a number") from None
-        children.append((build_scorer(name.strip(), {}), value))
-    return children[0][0] if len(children) == 1 else CompositeScorer(children)
-
-
-def _build_pipeline(args: argparse.Namespace, default_scorers: Sequence[str]) -> Pipeline:
-    return Pipeline(
-        scorer=_build_scorer(args.scorer or default_scorers),
-        slicer=build_slicer(args.slicer, {}),
-        placer=build_placer(args.placer),
-        deduplication=not args.no_dedup,
-        overflow_strategy=args.overflow,
-    )
-
-
-def _reason_detail(fields: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in fields.items() if k != "reason")
-
-
-def print_summary(report: SelectionReport, budget: ContextBudget, stream: TextIO) -> None:
-    """A human-readable account of the report: what went in, what stayed out and why."""
-    used = sum(entry.item.tokens for entry in report.included)
-    stream.write(f"Selected {len(report.included)} of {report.total_candidates} candidates: "
-                 f"{used} tokens (target {budget.target_tokens}, max {budget.max_tokens}, "
-                 f"output reserve {budget.output_reserve})\n\n")
-    stream.write("Included, in placed order:\n")
-    for position, included in enumerate(report.included):
-        stream.write(f"  {position:>2}. [{included.reason.name:<9}] score {included.score:5.3f} "
-                     f"{included.item.tokens:>5} tok  {_clip(included.item.content)}\n")
-    stream.write("\nExcluded, highest score first:\n")
-    for excluded in report.excluded:
-        wire = reason_to_dict(excluded.reason)
-        stream.write(f"  [{wire['reason']}] score {excluded.score:5.3f} "
-                     f"{excluded.item.tokens:>5} tok  {_clip(excluded.item.content)}\n"
-                     f"      {_reason_detail(wire)}\n")
-    stream.write("\nStages:\n")
-    for event in report.events:
-        stream.write(f"  {event.stage!s:<12} {event.duration_ms:8.3f} ms  "
-                     f"{event.item_count} items\n")
-
-
-def _clip(text: str, width: int = 70) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def _execute(args: argparse.Namespace, candidates: list[ContextItem],
-             default_scorers: Sequence[str]) -> int:
-    budget = ContextBudget(args.max_tokens, args.target_tokens, args.output_reserve)
-    pipeline = _build_pipeline(args, default_scorers)
-    collector = DiagnosticTraceCollector(TraceDetailLevel.ITEM)
-    audit = None
-    if args.audit_log is not None:
-        try:
-            audit = AuditLog(args.audit_log)
-        except OSError as exc:
-            print(f"cupellation: error: cannot open the audit log {args.audit_log}: "
-                  f"{exc.strerror}", file=sys.stderr)
-            return 2
-    status = 0
+def _check_otlp_installed(args: argparse.Namespace) -> None:
+    if not args.otlp:
+        return
     try:
-        pipeline.run(candidates, budget,
-                     collector if audit is None else FanOutCollector(collector, audit))
-    except CupelError as exc:
-        print(f"cupellation: the run failed: {exc}", file=sys.stderr)
-        status = 1
+        importlib.import_module("cupellation_exporters")
+    except ImportError:
+        raise CliError(OTLP_INSTALL_HINT) from None
+
+
+def _execute(policy: Policy, budget: ContextBudget, items: list[ContextItem],
+             args: argparse.Namespace, trace: TraceFile | None) -> Outcome:
+    """Run the policy, feeding the report collector, the audit log, --otlp and the
+    trace file; the audit log and the OTLP providers are closed before returning."""
+    report_collector = DiagnosticTraceCollector(TraceDetailLevel.FULL)
+    children: list[object] = [report_collector]
+    audit: AuditLog | None = None
+    otlp: Otlp | None = None
+    try:
+        if args.otlp:
+            otlp = Otlp(args.otlp_tier, args.otlp_content)
+            children.append(otlp.collector)
+        if args.audit_log is not None:
+            try:
+                audit = AuditLog(args.audit_log)
+            except OSError as exc:
+                raise CliError(f"--audit-log {safe(str(args.audit_log))}: cannot open it: "
+                               f"{exc.strerror or exc}") from None
+            children.append(audit)
+        if trace is not None:
+            children.append(trace.collector)
+        collector = (report_collector if len(children) == 1
+                     else FanOutCollector(*children))  # type: ignore[arg-type]
+        pipeline = policy.build_pipeline(budget)
+        placed: list[ContextItem] | None = None
+        failure: CupelError | None = None
+        try:
+            placed = pipeline.run(items, budget, collector)
+        except CupelError as exc:
+            failure = exc
     finally:
         if audit is not None:
             audit.close()
-    report = collector.build_report()
-    if not args.quiet and status == 0:
-        print_summary(report, budget, sys.stdout)
+        if otlp is not None:
+            otlp.close()
+    outcome = Outcome(report_collector.build_report(), report_collector.events, placed,
+                      failure)
+    if trace is not None:
+        outcome.trace_text = trace.text()
+    if placed is not None and isinstance(policy.placer, ChronologicalPlacer):
+        note = _untimed_note(placed)
+        if note:
+            outcome.notes.append(note)
+    return outcome
+
+
+def _untimed_note(placed: Sequence[ContextItem]) -> str | None:
+    """A note when the chronological placer put items without a timestamp after
+    timestamped ones (the specification's order, easily a surprise)."""
+    first_timed = next((k for k, item in enumerate(placed) if item.timestamp is not None), None)
+    if first_timed is None:
+        return None
+    late = [item for item in placed[first_timed:] if item.timestamp is None]
+    if not late:
+        return None
+    pinned = [item for item in late if item.pinned]
+    example = (pinned or late)[0]
+    what = (f"the pinned {example.kind.value} " if example.pinned
+            else f"the {example.kind.value} ")
+    return (f"note: the chronological placer put {len(late)} item(s) without a timestamp "
+            f"after the timestamped ones, {what}{safe(repr(example.content[:40]))} among them; "
+            "give them timestamps, or place with --placer u-shaped (or --policy rag)")
+
+
+def _failure_line(exc: CupelError) -> str:
+    text = safe(str(exc), 400)
+    if isinstance(exc, BudgetOverflowError):
+        text += (" (the policy's overflow_strategy is Throw: --overflow truncate or proceed "
+                 "keeps the selection)")
+    elif isinstance(exc, TableTooLargeError):
+        text += " (or choose --slicer greedy)"
+    return f"cupellation: selection failed: {text}"
+
+
+def _print_stdout(text: str, *, is_json: bool = True) -> None:
+    """``text`` on standard output, in pieces, flushed as it goes: a reader that
+    goes away (``| head``) is noticed at once, not at exit. JSON has its
+    non-printable characters written as escapes (the same JSON value)."""
+    text = json_for_terminal(text) if is_json else html_for_terminal(text)
+    for start in range(0, len(text), 1 << 16):
+        sys.stdout.write(text[start:start + (1 << 16)])
+        sys.stdout.flush()
+
+
+# -- select -----------------------------------------------------------------------------
+
+
+def _stdout_target(args: argparse.Namespace) -> str:
+    dashes = [name for name in ("report", "events", "html", "output")
+              if getattr(args, name) == "-"]
+    if "output" in dashes:
+        dashes.remove("output")  # -o - is standard output, the default anyway
+    if len(dashes) > 1:
+        raise CliError("only one output can go to standard output: "
+                       + " and ".join(f"--{name} -" for name in dashes))
+    if dashes:
+        if args.format == "text":
+            raise CliError(f"--format text and --{dashes[0]} - both want standard output")
+        return dashes[0]
+    if args.output not in (None, "-") or args.quiet:
+        return "none"
+    return "text" if args.format == "text" else "items"
+
+
+def _check_destinations(args: argparse.Namespace) -> None:
+    for option in ("report", "events", "html", "output"):
+        value = getattr(args, option)
+        if value not in (None, "-"):
+            check_file_destination(f"--{option}", Path(value))
     if args.out is not None:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "report.json").write_text(
-            report.to_json(indent=2) + "\n", encoding="utf-8")
-        with (args.out / "events.jsonl").open("w", encoding="utf-8") as handle:
-            for event in collector.events:
-                handle.write(event_to_json(event) + "\n")
-        if not args.quiet:
-            print(f"\nWrote {args.out / 'report.json'} and {args.out / 'events.jsonl'} "
-                  f"({len(collector.events)} events)")
-    return status
+        check_folder_destination("--out", args.out)
+    if args.audit_log is not None and args.audit_log.is_dir():
+        raise CliError(f"--audit-log {safe(str(args.audit_log))}: is a folder, not a file")
+
+
+def load_candidates(path: Path | str, *,
+                    mode: Literal["auto", "items", "chat"] = "auto") -> list[ContextItem]:
+    """The candidates in a file (``-``: standard input), as ``select`` reads them.
+
+    Raises :class:`~cupellation.cli._common.CliError` naming the file, the line
+    or the JSON path, and the field.
+    """
+    text, shown = read_input(str(path))
+    return parse_candidates(text, shown, mode=mode).items
 
 
 def run(args: argparse.Namespace, /) -> int:
-    """Run ``select``: 0 on success, 1 when the run failed, 2 for unreadable input."""
-    try:
-        candidates = load_candidates(args.candidates)
-        return _execute(args, candidates, ("recency",))
-    except OSError as exc:
-        print(f"cupellation select: error: cannot read {args.candidates}: {exc.strerror}",
+    """Run ``select``: 0 on success, 1 when the selection failed, 2 for bad input."""
+    target = _stdout_target(args)
+    _check_destinations(args)
+    _check_otlp_installed(args)
+    policy = apply_overrides(resolve_policy(args.policy or DEFAULT_PRESET), args)
+    budget = resolve_budget(policy, args)
+    if args.items == "-" and sys.stdin.isatty() and not args.quiet:
+        print("cupellation: reading items from standard input (end with Ctrl-D)",
               file=sys.stderr)
-        return 2
-    except CupelError as exc:
-        print(f"cupellation select: error: {exc}", file=sys.stderr)
-        return 2
+    text, source = read_input(args.items)
+    mode: Literal["auto", "items", "chat"] = (
+        "chat" if args.chat else "items" if args.force_items else "auto")
+    chat_options = {"format": args.chat_format, "use_tiktoken": not args.estimate_tokens}
+    loaded = parse_candidates(text, source, mode=mode, chat_options=chat_options)
+    outcome = _execute(policy, budget, loaded.items, args, None)
+    report = outcome.report
+
+    def html() -> str:
+        return render_html(report, budget=budget, title=f"cupellation select {source}")
+
+    outputs: list[Output] = []
+    folders: list[Path] = []
+    if args.report not in (None, "-"):
+        outputs.append(Output(Path(args.report), report.to_json(indent=2) + "\n", "report"))
+    if args.events not in (None, "-"):
+        outputs.append(Output(Path(args.events), _events_text(outcome.events), "events"))
+    if args.html not in (None, "-"):
+        outputs.append(Output(Path(args.html), html(), "html"))
+    if args.output not in (None, "-") and outcome.placed is not None:
+        outputs.append(Output(Path(args.output), dumps_items(outcome.placed), "items"))
+    if args.out is not None:
+        folders.append(args.out)
+        outputs += [Output(args.out / "report.json", report.to_json(indent=2) + "\n", "report"),
+                    Output(args.out / "events.jsonl", _events_text(outcome.events), "events"),
+                    Output(args.out / "report.html", html(), "html")]
+    stdout_text = ""
+    if target == "report":
+        stdout_text = report.to_json(indent=2) + "\n"
+    elif target == "events":
+        stdout_text = _events_text(outcome.events)
+    elif target == "html":
+        stdout_text = html()
+    elif target == "items" and outcome.placed is not None:
+        stdout_text = dumps_items(outcome.placed)
+    write_outputs(outputs, folders)
+    if target == "text" and outcome.failure is None:
+        print_selection(console(), report, budget, title=f"{source} with {_policy_name(policy)}")
+    elif stdout_text:
+        _print_stdout(stdout_text, is_json=target != "html")
+    if not args.quiet:
+        for note in outcome.notes:
+            print(f"cupellation: {note}", file=sys.stderr)
+    if outcome.failure is not None:
+        print(_failure_line(outcome.failure), file=sys.stderr)
+        return FAILED
+    return OK
+
+
+def _events_text(events: Sequence[PipelineEvent]) -> str:
+    return "".join(event_to_json(event) + "\n" for event in events)
+
+
+def _policy_name(policy: Policy) -> str:
+    return f"the {policy.name} policy" if policy.name else "the policy"
+
+
+# -- demo -------------------------------------------------------------------------------
+
+
+def _bundled(name: str) -> str:
+    return resources.files("cupellation").joinpath(name).read_text(encoding="utf-8")
 
 
 def run_demo(args: argparse.Namespace, /) -> int:
-    """Run ``demo`` on the bundled data."""
-    data = resources.files("cupellation").joinpath("_data/demo_candidates.json")
-    try:
-        candidates = _parse_candidates(data.read_text(encoding="utf-8"), "demo_candidates.json")
-        return _execute(args, candidates, _DEMO_SCORERS)
-    except OSError as exc:
-        print(f"cupellation demo: error: cannot write {exc.filename}: {exc.strerror}",
-              file=sys.stderr)
-        return 2
-    except CupelError as exc:
-        print(f"cupellation demo: error: {exc}", file=sys.stderr)
-        return 2
+    """Run ``demo`` on the bundled data; write its files in ``--out``."""
+    out: Path = args.out
+    check_folder_destination("--out", out)
+    if args.audit_log is not None and args.audit_log.is_dir():
+        raise CliError(f"--audit-log {safe(str(args.audit_log))}: is a folder, not a file")
+    _check_otlp_installed(args)
+    if args.policy is None:
+        policy = Policy.from_json(_bundled(_DEMO_POLICY))
+    else:
+        policy = resolve_policy(args.policy)
+    policy = apply_overrides(policy, args)
+    budget = resolve_budget(policy, args, fallback=DEMO_BUDGET)
+    candidates_text = _bundled(_DEMO_ITEMS)
+    items = parse_candidates(candidates_text, "demo_candidates.json", mode="items").items
+    trace = TraceFile.create()
+    outcome = _execute(policy, budget, items, args, trace)
+    report = outcome.report
+    policy_text = policy.with_budget(budget).to_toml()
+    outputs = [
+        Output(out / "candidates.json", candidates_text,
+               f"the {len(items)} bundled candidates (ContextItem JSON)"),
+        Output(out / "policy.toml", policy_text, "the policy and budget used"),
+        Output(out / "report.json", report.to_json(indent=2) + "\n", "the SelectionReport"),
+        Output(out / "events.jsonl", _events_text(outcome.events),
+               f"the event stream, {len(outcome.events)} events, one per line"),
+        Output(out / "report.html",
+               render_html(report, budget=budget, title="cupellation demo"),
+               "the report as a web page: open it in a browser"),
+    ]
+    if outcome.trace_text:
+        outputs.append(Output(out / "trace.jsonl", outcome.trace_text,
+                              "the run's spans as OTLP/JSON lines"))
+    write_outputs(outputs, [out])
+    if not args.quiet:
+        if outcome.failure is None:
+            print_selection(console(), report, budget,
+                            title=f"The demo with {_policy_name(policy)}")
+            print()
+        print("Wrote:")
+        width = max(len(str(output.path)) for output in outputs)
+        for output in outputs:
+            print(f"  {safe(str(output.path)):<{width}}  {output.label}")
+        if trace is None:
+            print(f"  (no trace file: {TraceFile.why_not})")
+        print("Next:")
+        if outcome.trace_text:
+            print(f"  cupellation report {safe(str(out / 'trace.jsonl'))}")
+        print(f"  cupellation select {safe(str(out / 'candidates.json'))} --policy "
+              f"{safe(str(out / 'policy.toml'))} --format text")
+        print("  cupellation presets")
+    if outcome.failure is not None:
+        print(_failure_line(outcome.failure), file=sys.stderr)
+        return FAILED
+    return OK

@@ -1,0 +1,316 @@
+"""What every command shares: one-line errors, strict UTF-8 input, atomic output
+files, output-path checks, and text that is safe to show on a terminal."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ._logread import safe
+
+__all__ = [
+    "EXIT_CODES",
+    "FAILED",
+    "INTERNAL",
+    "INTERRUPTED",
+    "OK",
+    "PIPE_CLOSED",
+    "USAGE",
+    "CliError",
+    "Output",
+    "check_file_destination",
+    "check_folder_destination",
+    "console",
+    "console_class",
+    "decode_utf8",
+    "dumps_items",
+    "describe",
+    "html_for_terminal",
+    "json_for_terminal",
+    "read_input",
+    "safe",
+    "value_text",
+    "write_outputs",
+]
+
+OK = 0
+#: The selection failed (PinnedBudgetError, BudgetOverflowError under Throw, ...).
+FAILED = 1
+#: Bad input or usage.
+USAGE = 2
+#: A bug in cupellation (the one line says how to see the traceback).
+INTERNAL = 70
+#: Interrupted with Ctrl-C (128 + SIGINT).
+INTERRUPTED = 130
+#: The reader of standard output went away (``cupellation demo | head``): 128 + SIGPIPE.
+PIPE_CLOSED = 141
+
+EXIT_CODES = """\
+exit status:
+  0    success
+  1    the selection failed (pinned items over the window, BudgetOverflowError
+       under the Throw overflow strategy, a count requirement under Throw); the
+       report, events and HTML files are still written, the items are not
+  2    bad input or usage; nothing is written; one line on standard error, e.g.
+       'cupellation: items.jsonl:3: tokens: must be an integer, not str'
+  70   an internal error (CUPELLATION_DEBUG=1 shows the traceback)
+  130  interrupted (Ctrl-C)
+  141  standard output was closed early (e.g. '| head')"""
+
+
+class CliError(Exception):
+    """A problem to report as one line on standard error, with an exit status."""
+
+    def __init__(self, message: str, status: int = USAGE) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
+def value_text(value: Any, limit: int = 60) -> str:
+    """A short, terminal-safe ``repr`` of an offending value."""
+    text = repr(value)
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return safe(text)
+
+
+def describe(exc: BaseException, *, source: str | None = None, line: int | None = None,
+             prefix: str | None = None) -> str:
+    """One line for ``exc``: ``SOURCE:LINE: FIELD: PROBLEM (got VALUE)``.
+
+    ``prefix`` is put before the error's own field (``items[3]`` + ``tokens`` gives
+    ``items[3].tokens``); ``line`` is used when the error has none of its own.
+    """
+    field = getattr(exc, "field", None)
+    problem = getattr(exc, "problem", None)
+    own_line = getattr(exc, "line", None)
+    if own_line is not None:
+        line = own_line
+    if not isinstance(field, str) or not isinstance(problem, str):
+        body = safe(str(exc) or type(exc).__name__, 400)
+    else:
+        if prefix:
+            field = (f"{prefix}{field}" if field.startswith("[")
+                     else f"{prefix}.{field}" if field else prefix)
+        value = getattr(exc, "value", None)
+        got = "" if value is None else f" (got {value_text(value)})"
+        body = f"{safe(field, 200)}: {safe(problem, 300)}{got}" if field else \
+            f"{safe(problem, 300)}{got}"
+    where = ""
+    if source is not None:
+        where = f"{safe(source, 200)}:{line}: " if line is not None else f"{safe(source, 200)}: "
+    elif line is not None:
+        where = f"line {line}: "
+    return where + body
+
+
+# -- input --------------------------------------------------------------------------
+
+
+def read_input(name: str, *, what: str = "file") -> tuple[str, str]:
+    """The text of file ``name`` (``-``: standard input), decoded as strict UTF-8
+    (a leading byte-order mark is dropped), and the name to use in messages."""
+    shown = "<stdin>" if name == "-" else name
+    try:
+        if name == "-":
+            data = sys.stdin.buffer.read()
+        else:
+            with open(name, "rb") as handle:
+                data = handle.read()
+    except FileNotFoundError:
+        raise CliError(f"{safe(shown)}: no such {what}") from None
+    except IsADirectoryError:
+        raise CliError(f"{safe(shown)}: is a folder, not a {what}") from None
+    except PermissionError:
+        raise CliError(f"{safe(shown)}: permission denied") from None
+    except OSError as exc:
+        raise CliError(f"{safe(shown)}: cannot read: {exc.strerror or exc}") from None
+    return decode_utf8(data, shown), shown
+
+
+def decode_utf8(data: bytes, source: str) -> str:
+    """``data`` as strict UTF-8, or a :class:`CliError` naming the byte and line."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        bad = data[exc.start:exc.end].hex(" ")
+        raise CliError(f"{safe(source)}: not UTF-8 at byte {exc.start} (line {line}): "
+                       f"0x{bad} (save the file as UTF-8)") from None
+    return text.removeprefix("\ufeff")
+
+
+# -- output -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    """One output file: where, what, and how to describe it."""
+
+    path: Path
+    text: str
+    label: str
+
+
+def _nearest_existing(path: Path) -> Path:
+    current = path.absolute()
+    while not current.exists() and current != current.parent:
+        current = current.parent
+    return current
+
+
+def check_file_destination(option: str, path: Path) -> None:
+    """Refuse, before anything runs, an output file that cannot be written."""
+    if path.is_dir():
+        raise CliError(f"{option} {safe(str(path))}: is a folder, not a file")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.exists():
+        raise CliError(f"{option} {safe(str(path))}: the folder {safe(str(parent))} "
+                       "does not exist")
+    if not parent.is_dir():
+        raise CliError(f"{option} {safe(str(path))}: {safe(str(parent))} is a file, "
+                       "not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise CliError(f"{option} {safe(str(path))}: cannot write in {safe(str(parent))} "
+                       "(permission denied)")
+
+
+def check_folder_destination(option: str, path: Path) -> None:
+    """Refuse, before anything runs, an output folder that cannot be made or used."""
+    if str(path) == "-":
+        raise CliError(f"{option} needs a folder; '-' (standard output) is not one "
+                       "(for the report on standard output use 'cupellation select ... "
+                       "--report -')")
+    if path.exists():
+        if not path.is_dir():
+            raise CliError(f"{option} {safe(str(path))}: is a file, not a folder")
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise CliError(f"{option} {safe(str(path))}: cannot write there "
+                           "(permission denied)")
+        return
+    existing = _nearest_existing(path)
+    if not existing.is_dir():
+        raise CliError(f"{option} {safe(str(path))}: {safe(str(existing))} is a file, "
+                       "not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise CliError(f"{option} {safe(str(path))}: cannot create it in "
+                       f"{safe(str(existing))} (permission denied)")
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _write_atomically(path: Path, data: bytes, mode: int) -> None:
+    """``data`` to a temporary file beside ``path``, then renamed over it: a reader
+    (or an interrupted run) never leaves half a file."""
+    folder = path.parent if str(path.parent) else Path(".")
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp",
+                                             dir=folder)
+    try:
+        with os.fdopen(descriptor, "wb") as out:
+            out.write(data)
+            os.fchmod(out.fileno(), mode)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def write_outputs(outputs: Sequence[Output], folders: Iterable[Path] = ()) -> None:
+    """Encode every output first (so nothing is written if one cannot be), make
+    ``folders``, then write each file atomically."""
+    encoded = [(output, output.text.encode("utf-8")) for output in outputs]
+    for folder in folders:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise CliError(f"cannot create the folder {safe(str(folder))}: "
+                           f"{exc.strerror or exc}") from None
+    mode = 0o666 & ~_umask()
+    for output, data in encoded:
+        try:
+            _write_atomically(output.path, data, mode)
+        except OSError as exc:
+            raise CliError(f"cannot write {safe(str(output.path))}: "
+                           f"{exc.strerror or exc}") from None
+
+
+# -- terminal text ------------------------------------------------------------------
+
+
+def _escape_line(line: str) -> str:
+    out = []
+    for char in line:
+        if char.isprintable():
+            out.append(char)
+            continue
+        code = ord(char)
+        if code > 0xFFFF:
+            code -= 0x10000
+            out.append(f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}")
+        else:
+            out.append(f"\\u{code:04x}")
+    return "".join(out)
+
+
+def json_for_terminal(text: str) -> str:
+    """JSON text with every non-printable character inside it (format characters
+    such as bidi overrides, C1 controls, DEL) written as a ``\\u`` escape: the same
+    JSON value, nothing a terminal would act on."""
+    lines = text.split("\n")
+    return "\n".join(line if line.isprintable() else _escape_line(line) for line in lines)
+
+
+def html_for_terminal(text: str) -> str:
+    """An HTML page with every non-printable character (escape sequences, bidi
+    overrides) written as a character reference: the same document, nothing a
+    terminal would act on."""
+    lines = text.split("\n")
+    return "\n".join(line if line.isprintable() else "".join(
+        char if char.isprintable() or char == "\t" else f"&#x{ord(char):x};"
+        for char in line) for line in lines)
+
+
+def dumps_items(items: Iterable[Any]) -> str:
+    """Items as the seeds' JSON array (``ContextItem.to_dict`` each), indented."""
+    return json.dumps([item.to_dict() for item in items], indent=2, ensure_ascii=False,
+                      allow_nan=False) + "\n"
+
+
+_CONSOLE_CLASS: list[Any] = []
+
+
+def console_class() -> Any:
+    """rich's Console, except that a closed pipe raises ``BrokenPipeError`` (for
+    ``main`` to handle) instead of rich's own ``SystemExit(1)``."""
+    if not _CONSOLE_CLASS:
+        from rich.console import Console  # noqa: PLC0415 - rich is the cli extra's
+
+        class _Console(Console):
+            def on_broken_pipe(self) -> None:
+                self.quiet = True
+                raise BrokenPipeError
+
+        _CONSOLE_CLASS.append(_Console)
+    return _CONSOLE_CLASS[0]
+
+
+def console(*, stderr: bool = False) -> Any:
+    """A rich console on standard output (or error): no markup, no highlighting,
+    wide enough in a pipe that rows stay whole."""
+    stream = sys.stderr if stderr else sys.stdout
+    terminal = stream.isatty()
+    return console_class()(file=stream, highlight=False, markup=False, emoji=False,
+                           soft_wrap=not terminal, width=None if terminal else 160)

@@ -1,0 +1,278 @@
+"""Spans from the command line: ``--otlp`` (the standard ``OTEL_EXPORTER_OTLP_*``
+variables, through ``cupellation_exporters.setup_otlp``) and the demo's trace
+file (OTLP/JSON lines); and library warnings as single lines on stderr."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import importlib
+import io
+import json
+import logging
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from ..otel import SpanCollector
+from ._common import CliError, safe
+
+__all__ = [
+    "OTLP_INSTALL_HINT",
+    "Otlp",
+    "TraceFile",
+    "add_otlp_options",
+    "one_line_warnings",
+]
+
+OTLP_INSTALL_HINT = ("--otlp needs the cupellation-exporters package: pip install "
+                     "cupellation-exporters (in a checkout: pip install -e exporters)")
+_TIERS = ("StageOnly", "StageAndExclusions", "Full")
+_CAPTURES = ("none", "hash", "full")
+
+
+def add_otlp_options(parser: Any, *, default_capture: str | None) -> None:
+    """``--otlp``, ``--otlp-tier`` and ``--otlp-content``."""
+    parser.add_argument("--otlp", action="store_true",
+                        help="also send the run's spans and metrics over OTLP to the endpoint "
+                             "the standard OTEL_EXPORTER_OTLP_* variables name (default "
+                             "http://localhost:4318, HTTP/protobuf); needs "
+                             "cupellation-exporters")
+    parser.add_argument("--otlp-tier", choices=_TIERS, default="Full", metavar="TIER",
+                        help="how much --otlp sends: StageOnly, StageAndExclusions or Full "
+                             "(default Full: every decision, so 'cupellation report' can "
+                             "rebuild the run from the backend's export)")
+    capture = ("default: CUPELLATION_CAPTURE_CONTENT, else none" if default_capture is None
+               else f"default {default_capture}")
+    parser.add_argument("--otlp-content", choices=_CAPTURES, default=default_capture,
+                        metavar="CAPTURE",
+                        help=f"item content in the spans: none, hash or full ({capture})")
+
+
+def _endpoint(protocol: str) -> str:
+    for name in ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"):
+        value = os.environ.get(name, "").strip()
+        if value:
+            return value
+    return "http://localhost:4317" if protocol == "grpc" else "http://localhost:4318"
+
+
+class _Gather(logging.Handler):
+    """Keeps the export's own warnings (the SDK's retries and failures, the
+    exporters' drop notice) for one summary line instead of a line each.
+    ``muffle`` is the filter that takes the exporters' records (logged on the
+    ``cupellation`` logger from files under ``folder``) away from other handlers."""
+
+    def __init__(self, folder: str) -> None:
+        super().__init__(logging.WARNING)
+        self.folder = folder
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with contextlib.suppress(Exception):
+            lines = record.getMessage().strip().splitlines()
+            if lines:
+                self.messages.append(lines[0])
+
+    def muffle(self, record: logging.LogRecord) -> bool:
+        """False (drop) for the exporters' own records, which are kept here instead."""
+        if self.folder and record.pathname.startswith(self.folder):
+            if record.levelno >= logging.WARNING:
+                self.emit(record)
+            return False
+        return True
+
+
+class Otlp:
+    """The ``--otlp`` providers and their SpanCollector; ``close()`` shuts them down
+    (bounded by the export timeout) and sums up a failed export in one line."""
+
+    def __init__(self, tier: str, content: str | None) -> None:
+        try:
+            exporters = importlib.import_module("cupellation_exporters")
+        except ImportError:
+            raise CliError(OTLP_INSTALL_HINT) from None
+        folder = os.path.dirname(getattr(exporters, "__file__", "") or "")
+        self._gather = _Gather(folder + os.sep if folder else "")
+        logging.getLogger("opentelemetry").addHandler(self._gather)
+        logging.getLogger("cupellation").addFilter(self._gather.muffle)
+        self._closed = False
+        try:
+            self.providers = exporters.setup_otlp()
+        except (ValueError, ImportError) as exc:
+            self._detach()
+            raise CliError(f"--otlp: {safe(str(exc), 300)}") from None
+        self.endpoint = _endpoint(str(getattr(self.providers, "protocol", "")))
+        self.collector = SpanCollector(tracer_provider=self.providers.tracer_provider,
+                                       meter_provider=self.providers.meter_provider,
+                                       tier=tier, content_capture=content)
+
+    def _detach(self) -> None:
+        logging.getLogger("opentelemetry").removeHandler(self._gather)
+        logging.getLogger("cupellation").removeFilter(self._gather.muffle)
+
+    def close(self) -> None:
+        """Flush and shut the providers down; one warning line if the export failed."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.providers.shutdown()
+        finally:
+            self._detach()
+        dropped = int(getattr(self.providers, "dropped_spans", 0) or 0)
+        messages = self._gather.messages
+        first = f": {safe(messages[0], 200)}" if messages else ""
+        if dropped:
+            print(f"cupellation: warning: --otlp: export to {safe(self.endpoint)} failed "
+                  f"({dropped} span(s) dropped){first}", file=sys.stderr)
+        elif messages:
+            print(f"cupellation: warning: --otlp{first}", file=sys.stderr)
+
+
+# -- the demo's trace file -----------------------------------------------------------
+
+
+def _hex_ids(entry: dict[str, Any]) -> None:
+    for key in ("traceId", "spanId", "parentSpanId"):
+        value = entry.get(key)
+        if isinstance(value, str) and value:
+            with contextlib.suppress(binascii.Error, ValueError):
+                entry[key] = base64.b64decode(value, validate=True).hex()
+
+
+def _otlp_json_line(spans: Sequence[Any]) -> str:
+    """Spans as one line of OTLP/JSON: the OTLP exporters' own protobuf encoder, then
+    protobuf's JSON mapping with trace and span ids as hex (as OTLP/JSON wants)."""
+    from google.protobuf import json_format  # noqa: PLC0415 - optional
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import (  # noqa: PLC0415
+        encode_spans,
+    )
+
+    document: dict[str, Any] = json_format.MessageToDict(
+        encode_spans(spans), use_integers_for_enums=True, preserving_proto_field_name=False)
+    for resource in document.get("resourceSpans", ()):
+        for scope in resource.get("scopeSpans", ()):
+            for span in scope.get("spans", ()):
+                _hex_ids(span)
+                for link in span.get("links", ()):
+                    _hex_ids(link)
+    document.setdefault("resourceSpans", [])
+    return json.dumps(document, separators=(",", ":"), ensure_ascii=False) + "\n"
+
+
+class TraceFile:
+    """A run's spans kept in memory (an SDK TracerProvider, Full tier, full content),
+    then written as one line of OTLP/JSON: by ``cupellation_exporters``' span file
+    exporter when it offers one, else encoded here the same way.
+
+    ``TraceFile.create()`` returns None (and ``why_not`` says why) when the
+    OpenTelemetry SDK or the OTLP encoder is not installed.
+    """
+
+    why_not: str = ""
+
+    def __init__(self) -> None:
+        from opentelemetry.sdk.resources import Resource  # noqa: PLC0415 - optional
+        from opentelemetry.sdk.trace import SpanLimits, TracerProvider  # noqa: PLC0415
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: PLC0415
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import (  # noqa: PLC0415
+            InMemorySpanExporter,
+        )
+
+        self._memory = InMemorySpanExporter()
+        limits = SpanLimits(max_span_attributes=10_000, max_events=100_000,
+                            max_event_attributes=10_000, max_attributes=10_000)
+        self._provider = TracerProvider(
+            resource=Resource.create({"service.name": "cupellation"}), span_limits=limits)
+        self._provider.add_span_processor(SimpleSpanProcessor(self._memory))
+        self.collector = SpanCollector(tracer_provider=self._provider, tier="Full",
+                                       content_capture="full")
+        self.writer = "cupellation"
+
+    @classmethod
+    def create(cls) -> TraceFile | None:
+        """A TraceFile, or None when the optional packages are missing."""
+        try:
+            importlib.import_module("opentelemetry.sdk.trace")
+            importlib.import_module("google.protobuf.json_format")
+            importlib.import_module("opentelemetry.exporter.otlp.proto.common.trace_encoder")
+        except ImportError as exc:
+            cls.why_not = (f"the trace file needs {exc.name or 'the OpenTelemetry SDK'}: pip "
+                           "install cupellation-exporters")
+            return None
+        return cls()
+
+    def text(self) -> str:
+        """The spans recorded so far as OTLP/JSON lines ('' when there are none)."""
+        self._provider.force_flush()
+        spans = self._memory.get_finished_spans()
+        self._provider.shutdown()
+        if not spans:
+            return ""
+        exporter_class = _file_exporter_class()
+        if exporter_class is not None:
+            buffer = io.StringIO()
+            exporter = exporter_class(buffer)
+            try:
+                result = exporter.export(spans)
+            finally:
+                exporter.shutdown()
+            if getattr(result, "name", "SUCCESS") == "SUCCESS" and buffer.getvalue():
+                self.writer = f"cupellation_exporters.{exporter_class.__name__}"
+                return buffer.getvalue()
+        return _otlp_json_line(spans)
+
+
+def _file_exporter_class() -> Any:
+    """``cupellation_exporters``' OTLP/JSON span file exporter, if it offers one."""
+    try:
+        exporters = importlib.import_module("cupellation_exporters")
+    except ImportError:
+        return None
+    for name in getattr(exporters, "__all__", ()):
+        if "span" in name.lower() and "file" in name.lower() and "exporter" in name.lower():
+            return getattr(exporters, name, None)
+    return None
+
+
+# -- logging ---------------------------------------------------------------------------
+
+
+class _OneLine(logging.Handler):
+    """Each distinct warning once, as one line: ``cupellation: warning: ...`` (no
+    traceback, control characters escaped)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self._seen: set[str] = set()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            message = record.getMessage().strip().splitlines()
+            text = message[0] if message else record.name
+            text = text.removeprefix("cupellation: ")
+            if text in self._seen:
+                return
+            self._seen.add(text)
+            level = "error" if record.levelno >= logging.ERROR else "warning"
+            print(f"cupellation: {level}: {safe(text, 300)}", file=sys.stderr)
+        except Exception:  # a logging handler never raises
+            return
+
+
+@contextmanager
+def one_line_warnings(*names: str) -> Iterator[None]:
+    """Show warnings of the named loggers as single lines on stderr while inside."""
+    handler = _OneLine()
+    loggers = [logging.getLogger(name) for name in names]
+    for logger in loggers:
+        logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        for logger in loggers:
+            logger.removeHandler(handler)

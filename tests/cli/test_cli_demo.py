@@ -1,0 +1,171 @@
+"""``cupellation demo``: bundled data only, the six files it writes and what it prints,
+its trace file read back by ``cupellation report``, and the pinned prompt placed first."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from _cli_support import cli, files_in
+
+from cupellation import SelectionReport
+from cupellation.cli import _telemetry, main
+from cupellation.otel import read_trace_file
+from cupellation.policy import load_policy
+
+DEMO_FILES = ["candidates.json", "events.jsonl", "policy.toml", "report.html", "report.json",
+              "trace.jsonl"]
+
+
+def test_demo_runs_anywhere_and_prints_each_file(tmp_path: Path) -> None:
+    """From an empty folder (no ../shared, no repository around it) the demo writes its
+    six files in out/demo, prints the decisions, one line per file written and the
+    commands to try next, and exits 0 with nothing on stderr."""
+    result = cli("demo", cwd=tmp_path)
+    assert result.code == 0, result.err
+    assert result.err == ""
+    assert files_in(tmp_path / "out" / "demo") == DEMO_FILES
+    out = result.out
+    for reason in ("Pinned", "BudgetExceeded", "Deduplicated", "NegativeTokens"):
+        assert reason in out
+    wrote = out[out.index("Wrote:"):]
+    for name in DEMO_FILES:
+        assert f"out/demo/{name}" in wrote
+    assert "cupellation report out/demo/trace.jsonl" in out
+    assert ("cupellation select out/demo/candidates.json --policy out/demo/policy.toml"
+            in out)
+
+
+def test_demo_places_the_pinned_system_prompt_first(tmp_path: Path) -> None:
+    """The demo's policy is U-shaped: the pinned system prompt is the first item."""
+    assert main(["demo", "--quiet", "--out", str(tmp_path)]) == 0
+    report = SelectionReport.from_json((tmp_path / "report.json").read_text())
+    first = report.included[0]
+    assert first.item.pinned
+    assert first.item.kind.value == "SystemPrompt"
+    assert load_policy(tmp_path / "policy.toml").placer.__class__.__name__ == "UShapedPlacer"
+
+
+def test_trace_file_is_read_back_by_report(tmp_path: Path) -> None:
+    """trace.jsonl (OTLP/JSON lines) rebuilds, through cupellation.otel.read_trace_file,
+    to the report the demo wrote; ``cupellation report out/demo/trace.jsonl`` (no
+    --run: the file's one run) prints it, as a table or as JSON."""
+    assert cli("demo", "--quiet", cwd=tmp_path).code == 0
+    demo = tmp_path / "out" / "demo"
+    written = SelectionReport.from_json((demo / "report.json").read_text())
+    runs = read_trace_file(demo / "trace.jsonl")
+    assert len(runs) == 1
+    assert runs[0].report == written
+    assert runs[0].report.is_complete
+    first_line = json.loads((demo / "trace.jsonl").read_text().splitlines()[0])
+    span = first_line["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+    assert len(span["traceId"]) == 32
+    int(span["traceId"], 16)  # hex, as OTLP/JSON wants
+    table = cli("report", "out/demo/trace.jsonl", cwd=tmp_path)
+    assert table.code == 0, table.err
+    assert f"Run {runs[0].run_id}; budget: max 1024, target 400" in table.out
+    as_json = cli("report", "out/demo/trace.jsonl", "--format", "json", cwd=tmp_path)
+    assert SelectionReport.from_json(as_json.out) == written
+
+
+def test_select_on_the_demo_files_reproduces_the_demo(tmp_path: Path) -> None:
+    """``select out/demo/candidates.json --policy out/demo/policy.toml`` (the command the
+    demo suggests) places exactly what the demo placed."""
+    assert cli("demo", "--quiet", cwd=tmp_path).code == 0
+    demo = tmp_path / "out" / "demo"
+    result = cli("select", demo / "candidates.json", "--policy", demo / "policy.toml")
+    assert result.code == 0, result.err
+    report = SelectionReport.from_json((demo / "report.json").read_text())
+    assert [row["content"] for row in json.loads(result.out)] == [
+        entry.item.content for entry in report.included]
+
+
+def test_demo_takes_a_preset_and_budget_flags(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """``demo --policy chat --target-tokens 200`` runs the Chat preset on the demo data
+    with the demo's other budget values, and writes that policy and budget."""
+    assert main(["demo", "--out", str(tmp_path), "--policy", "chat",
+                 "--target-tokens", "200"]) == 0
+    assert "The demo with the Chat policy" in capsys.readouterr().out
+    policy = load_policy(tmp_path / "policy.toml")
+    assert policy.name == "Chat"
+    assert policy.budget is not None
+    assert (policy.budget.max_tokens, policy.budget.target_tokens) == (1024, 200)
+
+
+class _FakeSpanFileExporter:
+    """Stands in for a span file exporter that cupellation_exporters may offer."""
+
+    calls: ClassVar[list[int]] = []
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+
+    def export(self, spans: Sequence[Any]) -> Any:
+        type(self).calls.append(len(spans))
+        self.stream.write(_telemetry._otlp_json_line(spans))
+        return type("Result", (), {"name": "SUCCESS"})()
+
+    def shutdown(self) -> None:
+        """Nothing to release."""
+
+
+def test_trace_file_uses_the_exporters_span_file_exporter_when_offered(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """When cupellation_exporters lists a span file exporter in __all__, the demo's
+    trace file is written through it (here a stand-in), once, with all the spans."""
+    exporters = importlib.import_module("cupellation_exporters")
+    monkeypatch.setattr(exporters, "__all__", ["FakeSpanFileExporter", *exporters.__all__])
+    monkeypatch.setattr(exporters, "FakeSpanFileExporter", _FakeSpanFileExporter,
+                        raising=False)
+    _FakeSpanFileExporter.calls = []
+    assert main(["demo", "--quiet", "--out", str(tmp_path)]) == 0
+    assert len(_FakeSpanFileExporter.calls) == 1
+    assert _FakeSpanFileExporter.calls[0] >= 6  # the root and five stage spans
+    assert read_trace_file(tmp_path / "trace.jsonl")[0].report.is_complete
+
+
+def test_trace_file_through_the_real_otlp_json_file_exporter(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With cupellation_exporters' own OtlpJsonFileSpanExporter (where this checkout has
+    it), the demo's trace file still reads back to the demo's report."""
+    files = pytest.importorskip("cupellation_exporters._files")
+    exporter = getattr(files, "OtlpJsonFileSpanExporter", None)
+    if exporter is None:
+        pytest.skip("cupellation_exporters has no OtlpJsonFileSpanExporter here")
+    exporters = importlib.import_module("cupellation_exporters")
+    if "OtlpJsonFileSpanExporter" not in exporters.__all__:
+        monkeypatch.setattr(exporters, "__all__", [*exporters.__all__,
+                                                   "OtlpJsonFileSpanExporter"])
+        monkeypatch.setattr(exporters, "OtlpJsonFileSpanExporter", exporter, raising=False)
+    assert main(["demo", "--quiet", "--out", str(tmp_path)]) == 0
+    written = SelectionReport.from_json((tmp_path / "report.json").read_text())
+    assert read_trace_file(tmp_path / "trace.jsonl")[0].report == written
+
+
+def test_demo_again_replaces_its_files(tmp_path: Path) -> None:
+    """A second demo into the same folder replaces every file (the trace holds one run,
+    the new one), leaving no temporary files."""
+    for _ in range(2):
+        assert main(["demo", "--quiet", "--out", str(tmp_path)]) == 0
+    assert files_in(tmp_path) == DEMO_FILES
+    events = (tmp_path / "events.jsonl").read_text().splitlines()
+    run_id = json.loads(events[0])["run_id"]
+    assert [run.run_id for run in read_trace_file(tmp_path / "trace.jsonl")] == [run_id]
+
+
+def test_demo_without_the_sdk_skips_only_the_trace_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Without the OpenTelemetry SDK (only the API is a core dependency) the demo still
+    writes its other five files and says why there is no trace file."""
+    monkeypatch.setitem(__import__("sys").modules, "opentelemetry.sdk.trace", None)
+    assert main(["demo", "--out", str(tmp_path)]) == 0
+    assert files_in(tmp_path) == [name for name in DEMO_FILES if name != "trace.jsonl"]
+    out = capsys.readouterr().out
+    assert "(no trace file: the trace file needs opentelemetry.sdk.trace" in out
+    assert "cupellation report" not in out
