@@ -275,13 +275,18 @@ class SelectionReport:
 # test checks that the text decodes to exactly ``to_dict()``.
 
 
+#: The default source, passed as this very object: msgspec's omit_defaults tests a
+#: string default by identity, and a decoded "Chat" is another string object.
+_CHAT = "Chat"
+
+
 class _WireItem(msgspec.Struct, omit_defaults=True, gc=False,
                 rename={"future_relevance_hint": "futureRelevanceHint",
                         "original_tokens": "originalTokens"}):
     content: str
     tokens: int
     kind: str
-    source: str = "Chat"
+    source: str = _CHAT
     priority: int | None = None
     tags: tuple[str, ...] = ()
     metadata: Any = None
@@ -304,7 +309,9 @@ def _wire_item(item: ContextItem) -> _WireItem:
     metadata = item.metadata
     # A plain dict of the top level here is cheaper than a call into the encoder's
     # hook for it; deeper read-only mappings (rare) still go through the hook.
-    return _WireItem(item.content, item.tokens, item.kind.value, item.source.value,
+    source = item.source.value
+    return _WireItem(item.content, item.tokens, item.kind.value,
+                     _CHAT if source == _CHAT else source,
                      item.priority, item.tags, dict(metadata) if metadata else None,
                      item.timestamp, hint, item.pinned, item.original_tokens)
 
@@ -345,7 +352,8 @@ def _wire_entries(entries: Sequence[IncludedItem | ExcludedItem],
     # writing a large report costs. The fields are _wire_item's, in order.
     return [
         _WireEntry(
-            _WireItem(i.content, i.tokens, i.kind.value, i.source.value, i.priority, i.tags,
+            _WireItem(i.content, i.tokens, i.kind.value,
+                      _CHAT if i.source.value == _CHAT else i.source.value, i.priority, i.tags,
                       dict(i.metadata) if i.metadata else None, i.timestamp, hint, i.pinned,
                       i.original_tokens),
             e.score, e.reason if type(e.reason) in tagged else _wire_reason(e.reason, cache))

@@ -8,8 +8,9 @@ from types import MappingProxyType
 
 from hypothesis import given, settings
 
-from cupellation import ContextBudget, ContextItem, SelectionReport
+from cupellation import ContextBudget, ContextItem, SelectionReport, build_report
 from cupellation._report import ExcludedItem, IncludedItem
+from cupellation.events import event_from_json, event_to_json
 from cupellation.reasons import InclusionReason, UnknownExclusionReason
 
 from ._runs import RecordedRun, runs
@@ -42,3 +43,15 @@ def test_unusual_items_and_reasons_are_written_like_to_dict() -> None:
     assert json.loads(report.to_json(indent=2)) == report.to_dict()
     budget = ContextBudget(max_tokens=5, target_tokens=5)
     assert json.loads(budget.to_json()) == budget.to_dict()
+
+
+@settings(max_examples=100, deadline=None)
+@given(runs)
+def test_report_json_of_a_rebuilt_report_equals_the_original(run: RecordedRun) -> None:
+    """A report rebuilt from decoded events (whose strings are new objects, not the
+    interned literals of the original) writes the same JSON text as the original —
+    a default source "Chat" is left out either way."""
+    rebuilt = build_report(event_from_json(event_to_json(e)) for e in run.events)
+    assert json.loads(rebuilt.to_json()) == rebuilt.to_dict()
+    if not run.failed:
+        assert rebuilt.to_json() == run.report.to_json()

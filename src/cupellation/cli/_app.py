@@ -11,7 +11,7 @@ from typing import NoReturn, Protocol, cast
 
 from .. import __version__
 from ..exceptions import CupelError, PipelineError
-from . import _conformance, _demo, _logcmds, _policycmds, _select
+from . import _conformance, _demo, _export, _logcmds, _policycmds, _select
 from ._common import (
     FAILED,
     INTERNAL,
@@ -53,6 +53,7 @@ SUBCOMMANDS: dict[str, Subcommand] = {
     "audit": _logcmds.AUDIT,
     "conformance": _conformance,
     "demo": _demo,
+    "export": _export,
     "policy": _policycmds.POLICY,
     "presets": _policycmds.PRESETS,
     "report": _logcmds.REPORT,
