@@ -34,8 +34,19 @@ _CLASS_SAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
 def _e(value: object) -> str:
-    """``value`` as text, escaped for element content and quoted attributes."""
-    return html.escape(str(value), quote=True)
+    """HTML-escape ``value`` for text or attribute context, with control and bidi
+    characters shown as visible ``\\uXXXX`` escapes: they cannot run in a page, but
+    raw they could hide or reorder what a reader sees."""
+    return html.escape(str(value).translate(_VISIBLE_CONTROLS), quote=True)
+
+
+#: C0 and C1 controls (but tab and newline), and the bidirectional overrides and
+#: isolates, mapped to their escapes.
+_VISIBLE_CONTROLS = {
+    code: f"\\u{code:04x}" for code in (
+        *(c for c in range(0x20) if c not in (0x09, 0x0A)), 0x7F, *range(0x80, 0xA0),
+        *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+}
 
 
 # -- reading the report --------------------------------------------------------

@@ -223,3 +223,15 @@ def test_bad_budgets_and_titles_are_refused() -> None:
         render_html([])  # type: ignore[arg-type]
     with pytest.raises(InvalidTypeError):
         render_html(demo_report(), title=3)  # type: ignore[arg-type]
+
+
+def test_control_and_bidi_characters_are_shown_not_applied() -> None:
+    """Escape sequences, carriage returns and bidi overrides in content appear on the
+    page as visible escapes, never raw (they could hide or reorder what is read)."""
+    report = demo_report()
+    report["excluded"][0]["item"]["content"] = "ok\x1b[31mred\rback\u202eevil"
+    page = render_html(report)
+    assert "\x1b" not in page
+    assert "\r" not in page
+    assert "\u202e" not in page
+    assert "ok\\u001b[31mred\\u000dback\\u202eevil" in page
