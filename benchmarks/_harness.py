@@ -26,20 +26,36 @@ from typing import Any
 import numpy as np
 
 import cupellation
-from cupellation import ContextItem, ContextKind
+from cupellation import (
+    CompositeScorer,
+    ContextBudget,
+    ContextItem,
+    ContextKind,
+    GreedySlice,
+    Pipeline,
+    PriorityScorer,
+    RecencyScorer,
+    UShapedPlacer,
+)
+
+#: The target budget as a share of the candidates' tokens (max_tokens is twice it).
+TARGET_FRACTION = 0.4
 
 __all__ = [
     "BASE_TIME",
     "CLOCK_NOW",
     "TAG_VOCABULARY",
+    "TARGET_FRACTION",
     "BenchmarkArgs",
     "Measurement",
     "Target",
     "environment",
     "format_columns",
     "format_table",
+    "budget_for",
     "format_targets",
     "make_items",
+    "reference_pipeline",
     "measure",
     "measure_interleaved",
     "parse_args",
@@ -393,3 +409,16 @@ def write_json(path: Path, payload: dict[str, Any]) -> None:
     """Write ``payload`` as indented JSON, creating the parent folder."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+
+
+def reference_pipeline() -> Pipeline:
+    """The configuration the .NET implementation benchmarks, used by every pipeline-level
+    script here: Composite(Recency x2, Priority x1), GreedySlice, UShapedPlacer."""
+    return Pipeline(CompositeScorer([(RecencyScorer(), 2.0), (PriorityScorer(), 1.0)]),
+                    GreedySlice(), UShapedPlacer())
+
+
+def budget_for(items: Sequence[ContextItem]) -> ContextBudget:
+    """A target of TARGET_FRACTION of the candidates' tokens, max_tokens twice that."""
+    target = int(sum(item.tokens for item in items) * TARGET_FRACTION)
+    return ContextBudget(max_tokens=2 * target, target_tokens=target)

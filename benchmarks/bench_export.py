@@ -53,6 +53,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (  # noqa: E4
 from _harness import (  # noqa: E402
     Measurement,
     Target,
+    budget_for,
     environment,
     format_columns,
     format_table,
@@ -60,17 +61,13 @@ from _harness import (  # noqa: E402
     make_items,
     measure_interleaved,
     parse_args,
+    reference_pipeline,
     write_json,
 )
 from cupellation import (  # noqa: E402
-    CompositeScorer,
     ContextBudget,
     ContextItem,
-    GreedySlice,
     Pipeline,
-    PriorityScorer,
-    RecencyScorer,
-    UShapedPlacer,
 )
 from cupellation.otel import SpanCollector  # noqa: E402
 from cupellation_exporters import (  # noqa: E402
@@ -84,7 +81,6 @@ __all__ = ["MODE_NAMES", "main"]
 DEFAULT_SIZES = (1_000,)
 DEFAULT_REPEATS = 21
 SEED = 20_251_123
-TARGET_FRACTION = 0.4
 EXPORT_TIMEOUT_SECONDS = 10.0
 SHUTDOWN_TIMEOUT_MILLIS = 1_000.0
 SCHEDULE_DELAY_MILLIS = 100.0
@@ -97,16 +93,6 @@ MODE_NAMES: tuple[str, ...] = (MODE_NONE, MODE_MEMORY, MODE_HTTP, MODE_GRPC)
 UNREACHABLE: dict[str, OtlpProtocol] = {MODE_HTTP: "http/protobuf", MODE_GRPC: "grpc"}
 LIMIT = 1.2
 """An unreachable backend's run over the in-memory one's, at 1,000 items."""
-
-
-def _pipeline() -> Pipeline:
-    return Pipeline(CompositeScorer([(RecencyScorer(), 2.0), (PriorityScorer(), 1.0)]),
-                    GreedySlice(), UShapedPlacer())
-
-
-def _budget(items: Sequence[ContextItem]) -> ContextBudget:
-    target = int(sum(item.tokens for item in items) * TARGET_FRACTION)
-    return ContextBudget(max_tokens=2 * target, target_tokens=target)
 
 
 @contextmanager
@@ -154,7 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     env = environment()
     # The SDK exporters log every refused attempt; the accounting below tells the story.
     logging.getLogger("opentelemetry.exporter").setLevel(logging.CRITICAL)
-    pipeline = _pipeline()
+    pipeline = reference_pipeline()
     rows: list[Measurement] = []
     accounting: list[dict[str, Any]] = []
     with unreachable_endpoint() as endpoint:
@@ -165,7 +151,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             for n in args.sizes:
                 items = make_items(n, SEED + n, pinned_index=n // 2)
-                budget = _budget(items)
+                budget = budget_for(items)
                 fns: list[Callable[[], object]] = [
                     partial(pipeline.run, items, budget, None)]
                 for mode in MODE_NAMES[1:]:

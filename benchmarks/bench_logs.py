@@ -36,23 +36,17 @@ if str(_HERE) not in sys.path:
 
 from _harness import (  # noqa: E402
     Target,
+    budget_for,
     environment,
     format_columns,
     format_targets,
     make_items,
     peak_bytes,
+    reference_pipeline,
     write_json,
 )
 from cupellation import (  # noqa: E402
-    CompositeScorer,
-    ContextBudget,
-    ContextItem,
-    GreedySlice,
-    Pipeline,
-    PriorityScorer,
-    RecencyScorer,
     TraceDetailLevel,
-    UShapedPlacer,
 )
 from cupellation.events import PipelineEvent  # noqa: E402
 from cupellation.logs import AuditLog, read_runs  # noqa: E402
@@ -63,19 +57,9 @@ SEED = 20_251_123
 ITEMS = 1_000
 
 
-def _pipeline() -> Pipeline:
-    return Pipeline(CompositeScorer([(RecencyScorer(), 2.0), (PriorityScorer(), 1.0)]),
-                    GreedySlice(), UShapedPlacer())
-
-
-def _budget(items: Sequence[ContextItem]) -> ContextBudget:
-    target = int(sum(item.tokens for item in items) * 0.4)
-    return ContextBudget(max_tokens=2 * target, target_tokens=target)
-
-
 def write_log(path: Path, events: int, *, unique: bool) -> int:
     """Append runs to ``path`` until it holds at least ``events`` events; the count."""
-    pipeline = _pipeline()
+    pipeline = reference_pipeline()
     items = make_items(ITEMS, SEED, pinned_index=ITEMS // 2)
     written = 0
     run = 0
@@ -83,7 +67,7 @@ def write_log(path: Path, events: int, *, unique: bool) -> int:
         while written < events:
             if unique and run:
                 items = make_items(ITEMS, SEED + run, pinned_index=ITEMS // 2)
-            pipeline.run(items, _budget(items), audit)
+            pipeline.run(items, budget_for(items), audit)
             written += ITEMS + 14
             run += 1
     with path.open("rb") as handle:
@@ -107,9 +91,9 @@ class _Nop:
 
 def audit_overhead(directory: Path, pairs: int) -> dict[str, float]:
     """Median per-pair ratios: AuditLog vs no collector, Full no-op vs no collector."""
-    pipeline = _pipeline()
+    pipeline = reference_pipeline()
     items = make_items(ITEMS, SEED, pinned_index=ITEMS // 2)
-    budget = _budget(items)
+    budget = budget_for(items)
     audit = AuditLog(directory / "overhead.jsonl")
     nop = _Nop()
     fns: dict[str, Callable[[], object]] = {

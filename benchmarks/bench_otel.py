@@ -51,6 +51,7 @@ from opentelemetry.util.types import Attributes  # noqa: E402
 from _harness import (  # noqa: E402
     Measurement,
     Target,
+    budget_for,
     environment,
     format_columns,
     format_table,
@@ -58,17 +59,13 @@ from _harness import (  # noqa: E402
     make_items,
     measure_interleaved,
     parse_args,
+    reference_pipeline,
     write_json,
 )
 from cupellation import (  # noqa: E402
-    CompositeScorer,
     ContextBudget,
     ContextItem,
-    GreedySlice,
     Pipeline,
-    PriorityScorer,
-    RecencyScorer,
-    UShapedPlacer,
 )
 from cupellation.otel import SpanCollector, runs_from_spans  # noqa: E402
 
@@ -76,7 +73,6 @@ __all__ = ["MODE_NAMES", "main"]
 
 DEFAULT_SIZES = (1_000,)
 SEED = 20_251_123
-TARGET_FRACTION = 0.4
 
 MODE_NONE = "untraced"
 MODE_STAGE = "StageOnly"
@@ -86,16 +82,6 @@ MODE_OWN = "Full, no-op spans"
 MODE_NAMES: tuple[str, ...] = (MODE_NONE, MODE_STAGE, MODE_EXCLUSIONS, MODE_FULL, MODE_OWN)
 LIMITS = {MODE_STAGE: 1.15, MODE_EXCLUSIONS: 1.5, MODE_FULL: 3.0}
 UNCONFIGURED_LIMIT = 1.03
-
-
-def _pipeline() -> Pipeline:
-    return Pipeline(CompositeScorer([(RecencyScorer(), 2.0), (PriorityScorer(), 1.0)]),
-                    GreedySlice(), UShapedPlacer())
-
-
-def _budget(items: Sequence[ContextItem]) -> ContextBudget:
-    target = int(sum(item.tokens for item in items) * TARGET_FRACTION)
-    return ContextBudget(max_tokens=2 * target, target_tokens=target)
 
 
 class _QuietSpan(trace.Span):
@@ -212,7 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                       quick_sizes=(100, 1000))
     pairs = 9 if args.quick else 51
     env = environment()
-    pipeline = _pipeline()
+    pipeline = reference_pipeline()
     rows: list[Measurement] = []
     unconfigured: list[dict[str, Any]] = []
     rebuild: list[dict[str, Any]] = []
@@ -220,7 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "the benchmark needs no global tracer provider set")
     for n in args.sizes:
         items = make_items(n, SEED + n, pinned_index=n // 2)
-        budget = _budget(items)
+        budget = budget_for(items)
         fns: list[Callable[[], object]] = [partial(pipeline.run, items, budget, None)]
         for tier in (MODE_STAGE, MODE_EXCLUSIONS, MODE_FULL):
             provider, exporter = _sdk()

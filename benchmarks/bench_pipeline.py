@@ -36,8 +36,10 @@ if str(_HERE) not in sys.path:  # imported by path (the smoke test) rather than 
 
 from _harness import (  # noqa: E402
     MIB,
+    TARGET_FRACTION,
     Measurement,
     Target,
+    budget_for,
     environment,
     format_columns,
     format_table,
@@ -46,28 +48,23 @@ from _harness import (  # noqa: E402
     measure_interleaved,
     parse_args,
     parse_sizes,
+    reference_pipeline,
     write_json,
 )
 from cupellation import (  # noqa: E402
     NULL_COLLECTOR,
-    CompositeScorer,
     ContextBudget,
     ContextItem,
     DiagnosticTraceCollector,
-    GreedySlice,
     Pipeline,
-    PriorityScorer,
-    RecencyScorer,
     SelectionReport,
     TraceDetailLevel,
-    UShapedPlacer,
 )
 
 __all__ = ["MODE_NAMES", "RUST_REFERENCE_MS", "main"]
 
 DEFAULT_SIZES = (100, 500, 1_000, 2_000, 10_000, 20_000, 100_000)
 SEED = 20_251_123
-TARGET_FRACTION = 0.4
 
 MODE_NONE = "run(collector=None)"
 MODE_NULL = "run(NULL_COLLECTOR)"
@@ -80,19 +77,6 @@ MODE_NAMES: tuple[str, ...] = (MODE_NONE, MODE_NULL, MODE_ITEM, MODE_JSON)
 RUST_REFERENCE_MS: dict[int, float] = {500: 1.4, 1_000: 4.8, 10_000: 413.0, 100_000: 132_000.0}
 
 DOUBLINGS = ((1_000, 2_000), (10_000, 20_000))
-
-
-def _pipeline() -> Pipeline:
-    return Pipeline(
-        CompositeScorer([(RecencyScorer(), 2.0), (PriorityScorer(), 1.0)]),
-        GreedySlice(),
-        UShapedPlacer(),
-    )
-
-
-def _budget(items: Sequence[ContextItem]) -> ContextBudget:
-    target = int(sum(item.tokens for item in items) * TARGET_FRACTION)
-    return ContextBudget(max_tokens=2 * target, target_tokens=target)
 
 
 def _traced_build(n: int) -> tuple[list[ContextItem], int, int]:
@@ -159,13 +143,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(message, file=sys.stderr, flush=True)
 
     env = environment()
-    pipeline = _pipeline()
+    pipeline = reference_pipeline()
     rows: list[Measurement] = []
     memory: list[dict[str, Any]] = []
     overhead: list[dict[str, Any]] = []
     for n in sorted(set(args.sizes) | set(overhead_sizes)):
         items, input_bytes, input_peak = _traced_build(n)
-        budget = _budget(items)
+        budget = budget_for(items)
         run_none = partial(pipeline.run, items, budget, None)
         run_null = partial(pipeline.run, items, budget, NULL_COLLECTOR)
         if n in args.sizes:
