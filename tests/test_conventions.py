@@ -76,3 +76,13 @@ def test_names_follow_one_convention_for_mappings_and_json_text() -> None:
         [item], cupellation.ContextBudget(max_tokens=5, target_tokens=5))
     assert isinstance(report.to_dict(), dict)
     assert cupellation.SelectionReport.from_json(report.to_json()) == report
+
+
+def test_the_version_is_one_everywhere() -> None:
+    """``cupellation.__version__`` (the instrumentation scope's version) is the
+    pyproject version, and CHANGELOG's newest entry names it."""
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert f'\nversion = "{cupellation.__version__}"\n' in text
+    changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    newest = next(line for line in changelog.splitlines() if line.startswith("## "))
+    assert newest.startswith(f"## {cupellation.__version__} ")

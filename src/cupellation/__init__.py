@@ -53,7 +53,7 @@ from .slicing import (
     QuotaSlice,
 )
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 # A library never configures logging; it only makes sure its logger is quiet
 # until the application does.
