@@ -101,6 +101,11 @@ class PipelineStage(enum.Enum):
     def __str__(self) -> str:
         return self.value
 
+    # Members are singletons compared by identity, so the identity hash agrees
+    # with equality; Enum's own __hash__ is a Python-level call, and the report
+    # fold keys several dicts by stage on every run.
+    __hash__ = object.__hash__
+
 
 #: A stage as found in events: a known :class:`PipelineStage`, or the name of
 #: a stage this version does not know (decoded from elsewhere).
