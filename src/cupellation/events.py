@@ -44,7 +44,13 @@ from typing import Any, ClassVar, TypeAlias, get_type_hints, overload
 
 import msgspec
 
-from ._model import ContextBudget, ContextItem, format_timestamp, parse_timestamp
+from ._model import (
+    ContextBudget,
+    ContextItem,
+    _thaw_json,
+    format_timestamp,
+    parse_timestamp,
+)
 from .exceptions import DecodeError, InvalidTypeError, InvalidValueError
 from .reasons import (
     REFERENCE_FIELDS,
@@ -643,15 +649,6 @@ def _json_text(key: str, value: Any) -> str:
         raise InvalidValueError(key, value, f"cannot be written as JSON ({exc})") from None
 
 
-def _plain(value: Any) -> Any:
-    """Read-only mappings and tuples (deep-frozen metadata) as plain JSON values."""
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, tuple | list):
-        return [_plain(v) for v in value]
-    return value
-
-
 def _json_value(key: str, value: Any) -> Any:
     if not isinstance(value, str):
         raise DecodeError(key, value, "must be a JSON text")
@@ -688,7 +685,7 @@ class _Item(_Codec):
         if item.tags:
             out[self.tags] = list(item.tags)
         if item.metadata:
-            out[self.metadata] = _json_text(self.metadata, _plain(item.metadata))
+            out[self.metadata] = _json_text(self.metadata, _thaw_json(item.metadata))
         if item.timestamp is not None:
             out[self.timestamp] = format_timestamp(item.timestamp)
         for name, key, kind in self.fields:
