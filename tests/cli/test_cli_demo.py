@@ -22,7 +22,7 @@ DEMO_FILES = ["candidates.json", "events.jsonl", "policy.toml", "report.html", "
 
 
 def test_demo_runs_anywhere_and_prints_each_file(tmp_path: Path) -> None:
-    """From an empty folder (no ../shared, no repository around it) the demo writes its
+    """From an empty folder (no repository around it, nothing beside it) the demo writes its
     six files in out/demo, prints the decisions, one line per file written and the
     commands to try next, and exits 0 with nothing on stderr."""
     result = cli("demo", cwd=tmp_path)

@@ -109,8 +109,8 @@ def test_console_script_module_runs_the_demo(tmp_path: Path) -> None:
 
 def test_conformance_command_passes_all_58_required_vectors(
         capsys: pytest.CaptureFixture[str]) -> None:
-    """``cupellation conformance ../shared/conformance/required`` prints only the
-    summary line '58 passed, 0 failed' and exits 0."""
-    required = Path(__file__).resolve().parents[3] / "shared" / "conformance" / "required"
+    """``cupellation conformance tests/data/conformance/required`` (the vendored
+    vectors) prints only the summary line '58 passed, 0 failed' and exits 0."""
+    required = Path(__file__).resolve().parents[1] / "data" / "conformance" / "required"
     assert main(["conformance", str(required)]) == 0
     assert capsys.readouterr().out.splitlines() == ["58 passed, 0 failed"]

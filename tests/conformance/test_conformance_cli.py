@@ -13,9 +13,8 @@ import pytest
 import cupellation
 from cupellation.cli import SUBCOMMANDS, main
 
-PLACING_DIR = (
-    Path(__file__).resolve().parents[2].parent / "shared" / "conformance" / "required" / "placing"
-)
+#: The specification's required placing vectors, vendored in tests/data.
+PLACING_DIR = Path(__file__).resolve().parents[1] / "data" / "conformance" / "required" / "placing"
 SUMMARY = re.compile(r"^(\d+) passed, (\d+) failed$")
 
 WRONG_VECTOR = """\

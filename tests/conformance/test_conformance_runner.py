@@ -22,7 +22,8 @@ from cupellation.conformance import (
     run_vector_file,
 )
 
-REQUIRED_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "conformance" / "required"
+#: The specification's required vectors, vendored in tests/data.
+REQUIRED_DIR = Path(__file__).resolve().parents[1] / "data" / "conformance" / "required"
 PLACING_DIR = REQUIRED_DIR / "placing"
 
 GOOD_PLACING = """\

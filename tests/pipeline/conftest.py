@@ -6,11 +6,12 @@ from pathlib import Path
 
 import pytest
 
-SHARED_DIR = Path(__file__).resolve().parents[3] / "shared"
+#: The seeds' JSON examples, vendored as fixtures (see its README.md).
+SEEDS_DIR = Path(__file__).resolve().parents[1] / "data" / "seeds"
 
 
 @pytest.fixture
-def shared_dir() -> Path:
-    """The ``shared`` folder beside the repository (seeds and conformance vectors)."""
-    assert SHARED_DIR.is_dir(), f"expected the shared folder at {SHARED_DIR}"
-    return SHARED_DIR
+def seeds_dir() -> Path:
+    """The folder of the seeds' JSON examples inside the repository."""
+    assert SEEDS_DIR.is_dir(), f"expected the vendored seed examples at {SEEDS_DIR}"
+    return SEEDS_DIR

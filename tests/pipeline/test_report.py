@@ -6,7 +6,6 @@ import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import msgspec
 import pytest
@@ -46,25 +45,11 @@ from cupellation.reasons import (
 )
 
 
-def _seed_json(seed: Path, marker: str) -> dict[str, Any]:
-    """The first JSON object after ``marker`` in a seed document."""
-    text = seed.read_text(encoding="utf-8")
-    start = text.index("{", text.index(marker))
-    depth = 0
-    for end in range(start, len(text)):
-        depth += {"{": 1, "}": -1}.get(text[end], 0)
-        if depth == 0:
-            parsed: dict[str, Any] = json.loads(text[start:end + 1])
-            return parsed
-    raise AssertionError(f"no complete JSON object after {marker!r} in {seed}")
-
-
-def test_seed_complete_example_round_trips_exactly(shared_dir: Path) -> None:
+def test_seed_complete_example_round_trips_exactly(seeds_dir: Path) -> None:
     """The seed's complete SelectionReport example decodes and re-encodes to the
     identical JSON: field names, reason envelopes, omitted absent fields. Both
     the mapping (from_dict/to_dict) and the text (from_json/to_json) forms."""
-    seed = next((shared_dir / "seeds").glob("000_*.txt"))
-    wire = _seed_json(seed, "Complete JSON example:")
+    wire = json.loads((seeds_dir / "selection_report_complete.json").read_text(encoding="utf-8"))
     report = SelectionReport.from_dict(wire)
     assert report.total_candidates == 5
     assert [e.reason.name for e in report.excluded] == ["BudgetExceeded", "Deduplicated"]

@@ -12,14 +12,13 @@ from cupellation.conformance._placing import build_placer, run_placing_vector
 from cupellation.exceptions import ConfigurationError
 from cupellation.placing import ChronologicalPlacer, UShapedPlacer
 
-PLACING_DIR = (
-    Path(__file__).resolve().parents[2].parent / "shared" / "conformance" / "required" / "placing"
-)
+#: The specification's required placing vectors, vendored in tests/data.
+PLACING_DIR = Path(__file__).resolve().parents[1] / "data" / "conformance" / "required" / "placing"
 VECTORS = sorted(PLACING_DIR.glob("*.toml"))
 
 
 def test_vectors_are_present() -> None:
-    """The shared placing vectors are where the tests expect them (4 files)."""
+    """The vendored placing vectors are where the tests expect them (4 files)."""
     assert len(VECTORS) == 4
 
 

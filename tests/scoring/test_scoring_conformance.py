@@ -35,10 +35,8 @@ from cupellation.scoring import (
     WindowCurve,
 )
 
-# /work/main/tests/scoring/<this file> -> /work/shared beside the checkout.
-VECTORS = (
-    Path(__file__).resolve().parents[2].parent / "shared" / "conformance" / "required" / "scoring"
-)
+#: The specification's required scoring vectors, vendored in tests/data.
+VECTORS = Path(__file__).resolve().parents[1] / "data" / "conformance" / "required" / "scoring"
 VECTOR_FILES = sorted(VECTORS.glob("*.toml"))
 
 
@@ -50,7 +48,7 @@ def load(name: str) -> dict[str, Any]:
 
 
 def test_all_required_scoring_vectors_are_present() -> None:
-    """The shared folder holds the 28 required scoring vectors this suite runs."""
+    """The vendored folder holds the 28 required scoring vectors this suite runs."""
     assert len(VECTOR_FILES) == 28
 
 

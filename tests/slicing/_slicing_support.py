@@ -12,9 +12,10 @@ from hypothesis import strategies as st
 from cupellation import ContextBudget, ContextItem
 from cupellation.slicing import CapExclusion, CountQuotaEntry, ScoredItem
 
-#: The shared conformance folder beside the repository root.
-SHARED = Path(__file__).resolve().parents[3] / "shared"
-SLICING_VECTORS = SHARED / "conformance" / "required" / "slicing"
+#: The specification's required slicing vectors, vendored in tests/data.
+SLICING_VECTORS = (
+    Path(__file__).resolve().parents[1] / "data" / "conformance" / "required" / "slicing"
+)
 
 
 def scored(*specs: tuple[str, int, float] | tuple[str, int, float, str]) -> list[ScoredItem]:

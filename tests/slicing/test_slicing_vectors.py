@@ -32,7 +32,7 @@ def _load(path: Path) -> dict[str, Any]:
 
 
 def test_all_sixteen_vectors_are_present() -> None:
-    """The shared folder holds the 16 required slicing vectors this suite runs."""
+    """The vendored folder holds the 16 required slicing vectors this suite runs."""
     assert len(VECTOR_FILES) == 16
 
 
