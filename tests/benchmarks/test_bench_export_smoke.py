@@ -11,6 +11,9 @@ import pytest
 
 BENCHMARKS_DIR = Path(__file__).resolve().parents[2] / "benchmarks"
 
+#: The benchmark scripts take seconds each: the exhaustive run (scripts/test.sh) has them.
+pytestmark = pytest.mark.exhaustive
+
 
 def test_bench_export_tiny_prints_every_mode_the_accounting_and_the_targets(
         tmp_path: Path, capsys: pytest.CaptureFixture[str],

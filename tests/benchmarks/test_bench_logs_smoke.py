@@ -8,7 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 BENCHMARKS_DIR = Path(__file__).resolve().parents[2] / "benchmarks"
+
+#: The benchmark scripts take seconds each: the exhaustive run (scripts/test.sh) has them.
+pytestmark = pytest.mark.exhaustive
 
 
 def test_bench_logs_runs_and_writes_its_targets(tmp_path: Path) -> None:

@@ -15,6 +15,9 @@ import pytest
 
 BENCHMARKS_DIR = Path(__file__).resolve().parents[2] / "benchmarks"
 
+#: The benchmark scripts take seconds each: the exhaustive run (scripts/test.sh) has them.
+pytestmark = pytest.mark.exhaustive
+
 SCORERS = (
     "RecencyScorer", "PriorityScorer", "KindScorer", "TagScorer", "FrequencyScorer",
     "ReflexiveScorer", "CompositeScorer", "ScaledScorer", "MetadataTrustScorer",

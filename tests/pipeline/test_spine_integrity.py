@@ -87,15 +87,9 @@ def mutated(draw: st.DrawFn) -> tuple[RecordedRun, list[str], str]:
     return run, lines, kind
 
 
-@settings(max_examples=int(os.environ.get("CUPELLATION_MUTATIONS", "10000")), deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-@given(mutated())
-def test_any_single_mutation_of_an_event_file_is_detected(case: tuple[RecordedRun, list[str],
-                                                                      str]) -> None:
-    """Dropping, duplicating, swapping, retyping or truncating any one line of a
-    run's JSON lines gives the identical report, a DecodeError, or a report whose
-    ``incomplete`` says what is wrong — never a different report presented as whole
-    (10,000 generated cases)."""
+def _check_mutation_is_detected(case: tuple[RecordedRun, list[str], str]) -> None:
+    """The property: a mutated run's JSON lines give the identical report, a
+    DecodeError, or a report whose ``incomplete`` says what is wrong."""
     run, lines, kind = case
     try:
         rebuilt = _fold_lines(lines)
@@ -106,6 +100,31 @@ def test_any_single_mutation_of_an_event_file_is_detected(case: tuple[RecordedRu
         return
     assert run.report.is_complete
     assert rebuilt == run.report or rebuilt.incomplete, (kind, rebuilt.incomplete)
+
+
+@settings(max_examples=300, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(mutated())
+def test_a_sample_of_single_mutations_of_an_event_file_is_detected(
+        case: tuple[RecordedRun, list[str], str]) -> None:
+    """Dropping, duplicating, swapping, retyping or truncating any one line of a
+    run's JSON lines gives the identical report, a DecodeError, or a report whose
+    ``incomplete`` says what is wrong (300 generated cases in the default run; the
+    exhaustive run tries 10,000)."""
+    _check_mutation_is_detected(case)
+
+
+@pytest.mark.exhaustive
+@settings(max_examples=int(os.environ.get("CUPELLATION_MUTATIONS", "10000")), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(mutated())
+def test_any_single_mutation_of_an_event_file_is_detected(case: tuple[RecordedRun, list[str],
+                                                                      str]) -> None:
+    """Dropping, duplicating, swapping, retyping or truncating any one line of a
+    run's JSON lines gives the identical report, a DecodeError, or a report whose
+    ``incomplete`` says what is wrong — never a different report presented as whole
+    (10,000 generated cases, or ``CUPELLATION_MUTATIONS``; marked exhaustive)."""
+    _check_mutation_is_detected(case)
 
 
 @settings(max_examples=300, deadline=None)
