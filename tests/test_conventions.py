@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import importlib
 import pkgutil
+import re
 from pathlib import Path
 
 import cupellation
@@ -86,3 +87,63 @@ def test_the_version_is_one_everywhere() -> None:
     changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
     newest = next(line for line in changelog.splitlines() if line.startswith("## "))
     assert newest.startswith(f"## {cupellation.__version__} ")
+
+
+#: Where tests, examples, benchmarks and scripts live: none may read outside the clone.
+_SELF_CONTAINED = ("tests", "examples", "benchmarks", "scripts", ".ci", "docker")
+#: Text that names a place outside the repository: a sibling folder ("../x"), this
+#: machine's work tree, or a shell path climbing above the repository root.
+_OUTSIDE = re.compile(r"\.\./|/work/|\$\{?root\}?/\.\.")
+#: ``Path(__file__)`` followed by ``.parent`` / ``.parents[N]`` steps.
+_FILE_PARENTS = re.compile(
+    r"__file__\)(?:\.resolve\(\)|\.absolute\(\))?((?:\.parent\b|\.parents\[\d+\])+)")
+
+
+def _levels_up(chain: str) -> int:
+    """How many folders ``chain`` (``.parent`` / ``.parents[N]`` steps) climbs from a file."""
+    return sum(1 if step == ".parent" else int(step[len(".parents["):-1]) + 1
+               for step in re.findall(r"\.parent\b(?!s)|\.parents\[\d+\]", chain))
+
+
+def _outside_reference(relative: Path, line: str) -> bool:
+    """Whether ``line`` of the file at ``relative`` (to the root) names a path outside
+    the repository."""
+    # tests/x/probe.py (3 parts) reaches the root with 3 steps up: parents[2].
+    return bool(_OUTSIDE.search(line)) or any(
+        _levels_up(match.group(1)) > len(relative.parts)
+        for match in _FILE_PARENTS.finditer(line))
+
+
+def test_no_test_example_benchmark_or_script_reads_outside_the_repository() -> None:
+    """A bare clone tests itself: nothing in tests/, examples/, benchmarks/, scripts/,
+    .ci/ or docker/ refers to ../shared, to this machine's work tree, or climbs from
+    its own file above the repository root (the conformance vectors and the seeds'
+    examples are vendored in tests/data). The checker itself is checked on lines
+    that must and must not be flagged."""
+    offenders: list[str] = []
+    for top in _SELF_CONTAINED:
+        for path in sorted((ROOT / top).rglob("*")):
+            if (not path.is_file() or path == Path(__file__).resolve()
+                    or "__pycache__" in path.parts):
+                continue
+            relative = path.relative_to(ROOT)
+            text = path.read_text(encoding="utf-8", errors="replace")
+            offenders.extend(f"{relative}:{number}: {line.strip()}"
+                             for number, line in enumerate(text.splitlines(), start=1)
+                             if _outside_reference(relative, line))
+    assert offenders == []
+    probe = Path("tests", "x", "probe.py")
+    probe_lines = {
+        'Path(__file__).resolve().parents[2].parent / "shared"': True,
+        "Path(__file__).resolve().parents[3]": True,
+        "Path(__file__).resolve().parents[1].parent.parent": True,
+        "Path(__file__).parent.parent.parent.parent": True,
+        'open("../shared/seeds/a.txt")': True,
+        'vectors="$root/../shared/conformance"': True,
+        'root = "/work/main"': True,
+        "Path(__file__).resolve().parents[2]": False,
+        'Path(__file__).parent.parent / "data"': False,
+        'tmp_path / "nested" / ".." / "b.toml"': False,
+        'root="$(cd "$(dirname "$0")/.." && pwd)"': False,
+    }
+    assert {line: _outside_reference(probe, line) for line in probe_lines} == probe_lines

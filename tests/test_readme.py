@@ -28,12 +28,31 @@ def test_python_examples_run_and_select_both_items() -> None:
 
 def test_the_two_commands_exist_and_ci_runs_the_test_command() -> None:
     """The two commands README gives are scripts in the repository, and .ci/run
-    calls the same test command."""
+    runs the test command from the repository root and nothing else."""
     commands = re.findall(r"^bash (scripts/\S+)", README, re.M)
     assert commands == ["scripts/demo.sh", "scripts/test.sh"]
     for command in commands:
         assert (ROOT / command).is_file()
-    assert "bash scripts/test.sh" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert ci[0] == "#!/usr/bin/env bash"
+    assert [line for line in ci[1:] if line.strip() and not line.startswith("#")] == [
+        'cd "$(dirname "$0")/.." && exec bash scripts/test.sh']
+
+
+def test_the_test_command_installs_each_component_and_runs_every_test() -> None:
+    """scripts/test.sh installs Chromium (apt, only when dpkg lacks it) and Phoenix (its
+    own venv), runs the exhaustive tests the default pytest run leaves out, and the
+    README says both."""
+    script = (ROOT / "scripts" / "test.sh").read_text(encoding="utf-8")
+    assert "\ndebian_packages chromium chromium chromium-driver\n" in script
+    assert "\ninstaller_script phoenix scripts/install-phoenix.sh\n" in script
+    assert 'dpkg -s "$@"' in script
+    assert '.venv/bin/pytest -m "exhaustive or not exhaustive" "$@"' in script
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert """addopts = '-ra --strict-markers -m "not exhaustive"'""" in pyproject
+    two_commands = README[README.index("## The two commands"):README.index("## Quickstart")]
+    for words in ("chromium-driver", "Phoenix", "exhaustive", ".venv/bin/pytest"):
+        assert words in two_commands
 
 
 def test_python_example_prints_the_report_as_json(capsys: pytest.CaptureFixture[str]) -> None:
