@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import platform
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,3 +73,30 @@ def assert_one_line_error(result: Result, code: int = 2, *contains: str) -> str:
 def files_in(folder: Path) -> list[str]:
     """Every file under ``folder`` (relative paths, sorted), temporary files included."""
     return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+
+
+#: The number of the ``read`` system call, as /proc/PID/syscall shows it.
+_READ_SYSCALL = {"x86_64": 0, "aarch64": 63}
+
+
+def wait_until_blocked_reading_stdin(process: subprocess.Popen[bytes],
+                                     timeout: float = 60.0) -> None:
+    """Return once ``process`` sits in ``read(0, ...)`` (waiting on its standard input,
+    so its start-up is over), as /proc/PID/syscall shows it; fail if it exits first or
+    is not there within ``timeout`` seconds. A readiness state, not a guessed sleep."""
+    machine = platform.machine()
+    if machine not in _READ_SYSCALL:
+        pytest.fail(f"no read syscall number known for {machine}: add it to _READ_SYSCALL")
+    reading_stdin = [str(_READ_SYSCALL[machine]), "0x0"]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"the process exited with {process.returncode} before reading stdin")
+        try:
+            fields = Path(f"/proc/{process.pid}/syscall").read_text().split()
+        except OSError:  # gone between poll() and the read: poll() says so next time
+            fields = []
+        if fields[:2] == reading_stdin:
+            return
+        time.sleep(0.01)
+    pytest.fail(f"the process was not blocked reading stdin after {timeout} s")

@@ -9,11 +9,16 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from _cli_support import BUDGET, assert_one_line_error, cli, files_in
+from _cli_support import (
+    BUDGET,
+    assert_one_line_error,
+    cli,
+    files_in,
+    wait_until_blocked_reading_stdin,
+)
 
 GOOD = '[{"content": "a", "tokens": 1}]\n'
 
@@ -229,7 +234,7 @@ def test_ctrl_c_exits_130_with_one_line(tmp_path: Path) -> None:
                                 *BUDGET, "--out", str(tmp_path / "o")],
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE)
-    time.sleep(1.5)  # let it import and block reading stdin
+    wait_until_blocked_reading_stdin(process)
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=30)
     assert process.returncode == 130
