@@ -147,3 +147,30 @@ def test_no_test_example_benchmark_or_script_reads_outside_the_repository() -> N
         'root="$(cd "$(dirname "$0")/.." && pwd)"': False,
     }
     assert {line: _outside_reference(probe, line) for line in probe_lines} == probe_lines
+
+
+#: The machine's own device files, and mounting, named in a test.
+_REAL_SPECIAL_FILES = re.compile(r"/dev/(?:null|full|zero)\b|\bu?mount\s*\(|[\"']u?mount[\"']")
+
+
+def test_no_test_touches_the_real_device_files_or_mounts() -> None:
+    """Outside tests/conftest.py (which guards them), no test or helper names /dev/null,
+    /dev/full or /dev/zero, or mounts anything: tests use the mknod-made devices, the
+    FIFO and the injected full disk of tests/conftest.py (stdin from /dev/null is
+    ``subprocess.DEVNULL``). The pattern is checked on lines it must and must not flag."""
+    offenders = [f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+                 for path in sorted((ROOT / "tests").rglob("*.py"))
+                 if path.name != "conftest.py" or path.parent != ROOT / "tests"
+                 if path != Path(__file__).resolve()
+                 for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(),
+                                               start=1)
+                 if _REAL_SPECIAL_FILES.search(line)]
+    assert offenders == []
+    flagged = {'cli("select", src, "-o", "/dev/null")': True,
+               'open("/dev/full", "wb")': True,
+               'subprocess.run(["mount", "-t", "tmpfs", "x", d])': True,
+               "libc.mount(b'tmpfs', d)": True,
+               "stdin=subprocess.DEVNULL": False,
+               "mounts = _mounts(service)": False,
+               'Path("/dev/stdin")': False}
+    assert {line: bool(_REAL_SPECIAL_FILES.search(line)) for line in flagged} == flagged
