@@ -524,7 +524,10 @@ class ContextBudget:
     """Token budget constraints, validated at construction (all seven rules).
 
     ``reserved_slots`` keys may be given as strings; they are stored as
-    :class:`ContextKind`, so lookups are case-insensitive.
+    :class:`ContextKind`, so lookups are case-insensitive. The sum of its
+    values (:attr:`reserved_tokens`) is taken off the slicer's budget as
+    tokens, and the safety margin then scales what is left: see
+    :meth:`effective`.
     """
 
     max_tokens: int
@@ -595,23 +598,49 @@ class ContextBudget:
         """Reserved slots for ``kind`` (case-insensitive), 0 when none."""
         return self.reserved_slots.get(ContextKind(kind), 0)
 
+    @property
+    def reserved_tokens(self) -> int:
+        """The sum of ``reserved_slots``'s values: the ``reservedTokens`` that
+        ``COMPUTE-EFFECTIVE-BUDGET`` subtracts from the slicer's budget."""
+        return sum(self.reserved_slots.values())
+
     def effective(self, pinned_tokens: int) -> ContextBudget:
         """The slicer's budget, exactly as ``COMPUTE-EFFECTIVE-BUDGET``
-        (``spec/src/pipeline/slice.md``)::
+        (``spec/src/pipeline/slice.md`` and ``data-model/context-budget.md`` of
+        the specification snapshot)::
 
-            effectiveMax    <- max(0, maxTokens - outputReserve - pinnedTokens)
-            effectiveTarget <- max(0, targetTokens - pinnedTokens)
+            reservedTokens  <- sum(reservedSlots.values)
+            effectiveMax    <- max(0, maxTokens - outputReserve - pinnedTokens - reservedTokens)
+            effectiveTarget <- max(0, targetTokens - pinnedTokens - reservedTokens)
             effectiveTarget <- min(effectiveTarget, effectiveMax)
+            if estimationSafetyMarginPercent > 0:
+                multiplier      <- 1.0 - estimationSafetyMarginPercent / 100.0
+                effectiveMax    <- floor(effectiveMax * multiplier)
+                effectiveTarget <- floor(effectiveTarget * multiplier)
+                effectiveTarget <- min(effectiveTarget, effectiveMax)
+
+        For example ``ContextBudget(1000, 800, reserved_slots={"Message": 100},
+        estimation_safety_margin_percent=10).effective(0)`` is ``(810, 630)``:
+        900 and 700 after the reserved tokens, then 90% of each.
 
         The result is a fresh budget with only ``max_tokens`` and
-        ``target_tokens`` set: as the chapter's conformance notes say,
-        ``output_reserve``, ``reserved_slots`` and
-        ``estimation_safety_margin_percent`` are not forwarded, and the
-        pseudocode subtracts neither of the last two (``reservedSlots`` counts
-        items, for QuotaSlice; the margin is for the caller's own estimates).
+        ``target_tokens`` set: as the chapter's conformance notes say, the
+        effects of ``output_reserve``, ``reserved_slots`` and
+        ``estimation_safety_margin_percent`` are in those two numbers, and the
+        original fields are not forwarded. The product is a float64, as in the
+        chapter; where its rounding would lift a value above the one it was
+        taken from (only possible near 2**53 tokens), the value is kept.
         """
-        effective_max = max(0, self.max_tokens - self.output_reserve - pinned_tokens)
-        effective_target = min(max(0, self.target_tokens - pinned_tokens), effective_max)
+        reserved = self.reserved_tokens
+        effective_max = max(0, self.max_tokens - self.output_reserve - pinned_tokens - reserved)
+        effective_target = min(max(0, self.target_tokens - pinned_tokens - reserved),
+                               effective_max)
+        margin = self.estimation_safety_margin_percent
+        if margin > 0:
+            multiplier = 1.0 - margin / 100.0
+            effective_max = min(math.floor(effective_max * multiplier), effective_max)
+            effective_target = min(math.floor(effective_target * multiplier),
+                                   effective_target, effective_max)
         return ContextBudget(max_tokens=effective_max, target_tokens=effective_target)
 
     def to_dict(self) -> dict[str, Any]:

@@ -7,7 +7,7 @@ import itertools
 import logging
 import os
 import time
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -564,7 +564,7 @@ class _Run:
                                               count=selected_by_kind[item.kind])
             elif pinned and target < item_tokens <= unpinned_target:
                 reasons[j] = PinnedOverride(displaced_by=pinned_idx[_displacer(
-                    pinned_prefix, unpinned_target - item_tokens)])
+                    pinned_prefix, item_tokens, self.budget)])
         self._batch(_SLICE, map(scoreable_idx.__getitem__, map(order.__getitem__, unchosen)),
                     left_out, map(sorted_scores.__getitem__, unchosen), reasons)
 
@@ -606,7 +606,7 @@ class _Run:
             for position in removed:
                 tokens = items[position].tokens
                 if pinned_kept > 0 and sliced_kept + tokens <= target:
-                    reasons.append(PinnedOverride(displaced_by=pinned_idx[_displacer(
+                    reasons.append(PinnedOverride(displaced_by=pinned_idx[_room_displacer(
                         pinned_prefix, target - sliced_kept - tokens)]))
                 else:
                     reasons.append(BudgetExceeded(item_tokens=tokens,
@@ -738,7 +738,22 @@ def _positions(selected: Sequence[ContextItem], pool: list[ContextItem], who: st
     return positions
 
 
-def _displacer(prefix: list[int], room: int) -> int:
+def _room_displacer(prefix: list[int], room: int) -> int:
     """Position (among the pinned items) of the one whose tokens, added in order,
     first left less than the item needed; ``room`` is what the item could spare."""
     return min(bisect_right(prefix, room), len(prefix) - 1)
+
+
+def _displacer(prefix: list[int], item_tokens: int, budget: ContextBudget) -> int:
+    """Position (among the pinned items) of the one whose tokens, added in order,
+    first brought the effective target below ``item_tokens``.
+
+    ``prefix`` holds the pinned items' running token sums. The effective target
+    falls as pinned tokens grow (by the reserved tokens and the safety margin's
+    floors as well, so it is computed, not subtracted), which makes the first
+    such prefix a binary search.
+    """
+    def pushed_out(pinned_tokens: int) -> bool:
+        return budget.effective(pinned_tokens).target_tokens < item_tokens
+
+    return min(bisect_left(prefix, True, key=pushed_out), len(prefix) - 1)
