@@ -13,9 +13,16 @@ from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 from typing import Any, ClassVar, NamedTuple, Self, overload
 
-from .exceptions import DecodeError, InvalidTypeError, InvalidValueError
+from .exceptions import (
+    DecodeError,
+    InvalidTextError,
+    InvalidTypeError,
+    InvalidValueError,
+    MetadataTooDeepError,
+)
 
 __all__ = [
+    "MAX_METADATA_DEPTH",
     "ContextBudget",
     "ContextItem",
     "ContextKind",
@@ -40,6 +47,29 @@ def ascii_fold(text: str) -> str:
     return text.translate(_ASCII_LOWER)
 
 
+#: How many levels of mappings and lists ``ContextItem.metadata`` may nest, counting
+#: the metadata mapping itself: ``{"a": {"b": [1]}}`` is 3 levels. Real metadata is a
+#: few levels deep; the limit keeps every encoder and decoder clear of unbounded
+#: recursion (Python's own limit is about 1,000 frames).
+MAX_METADATA_DEPTH = 64
+
+
+def check_text(field_name: str, value: str) -> str:
+    """``value``, after checking it is Unicode text: no lone surrogate (U+D800..U+DFFF).
+
+    Raises :class:`~cupellation.exceptions.InvalidTextError` naming ``field_name``
+    and the position. ASCII text is settled without a scan; other text by one
+    UTF-8 encoding, which fails exactly on a lone surrogate.
+    """
+    if value.isascii():
+        return value
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidTextError(field_name, value, exc.start) from None
+    return value
+
+
 class _FoldedName:
     """An extensible string enumeration compared with ASCII case folding."""
 
@@ -55,6 +85,7 @@ class _FoldedName:
             raise InvalidTypeError(self._field, value, "a string")
         if not value.strip():
             raise InvalidValueError(self._field, value, "must not be empty or whitespace-only")
+        check_text(self._field, value)
         object.__setattr__(self, "value", value)
         object.__setattr__(self, "_folded", ascii_fold(value))
 
@@ -183,11 +214,15 @@ def _loads(text: Any, owner: str) -> Any:
 
     try:
         return json.loads(text, parse_constant=reject_constant)
+    except RecursionError:
+        raise DecodeError("json", text[:40], "nests arrays or objects too deeply") from None
     except json.JSONDecodeError as exc:
         raise DecodeError("json", exc.doc[max(0, exc.pos - 20):exc.pos + 20], exc.msg,
                           line=exc.lineno) from None
     except UnicodeDecodeError as exc:
         raise DecodeError("json", text[:40], f"is not UTF-8 ({exc.reason})") from None
+    except ValueError as exc:  # an integer of more than 4,300 digits
+        raise DecodeError("json", text[:40], f"is not valid JSON ({exc})") from None
 
 
 def _dumps(data: Mapping[str, Any]) -> str:
@@ -215,6 +250,34 @@ def _hint_from_json(value: Any) -> Any:
 
 _INT64_MIN = -(2**63)
 _INT64_MAX = 2**63 - 1
+
+
+def fits_int64(value: int) -> bool:
+    """True when ``value`` is a signed 64-bit integer, the specification's integers
+    (and what OpenTelemetry, protobuf and numpy can carry)."""
+    return _INT64_MIN <= value <= _INT64_MAX
+
+
+def first_wide_int(value: Any) -> tuple[str, int] | None:
+    """The first integer beyond int64 inside decoded JSON data, as (its path below
+    ``value``, such as ``"['a'][0]"``, the integer), or None.
+
+    Walks mappings, lists and tuples without recursion, so data nested as deep as
+    a JSON decoder allows is walked safely.
+    """
+    pending: list[tuple[str, Any]] = [("", value)]
+    while pending:
+        path, current = pending.pop()
+        if isinstance(current, int):
+            if not isinstance(current, bool) and not fits_int64(current):
+                return path, current
+        elif isinstance(current, Mapping):
+            pending.extend(reversed([(f"{path}[{key!r}]", nested)
+                                     for key, nested in current.items()]))
+        elif isinstance(current, list | tuple):
+            pending.extend(reversed([(f"{path}[{index}]", nested)
+                                     for index, nested in enumerate(current)]))
+    return None
 
 
 def _check_int(field_name: str, value: Any, *, optional: bool = False) -> None:
@@ -272,16 +335,21 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 
 
-def _freeze_json(value: Any, path: str, open_containers: set[int]) -> Any:
+def _freeze_json(value: Any, path: str, open_containers: set[int], depth: int = 1) -> Any:
     """``value`` checked to be JSON data and made read-only: mappings become
     ``MappingProxyType`` over a copy, lists and tuples become tuples.
 
     Raises :class:`InvalidValueError` naming ``path`` (``metadata['a'][0]``)
     for anything JSON cannot hold: a set, bytes, any other object, NaN or an
-    infinity, a key that is not a string, or a container that contains itself.
+    infinity, a key that is not a string, or a container that contains itself;
+    :class:`InvalidTextError` for a key or string holding a lone surrogate; and
+    :class:`MetadataTooDeepError` for containers nested more than
+    :data:`MAX_METADATA_DEPTH` levels (``depth`` is the level of ``value``).
     """
-    if value is None or isinstance(value, str | int):  # bool is an int
+    if value is None or isinstance(value, int):  # bool is an int
         return value
+    if isinstance(value, str):
+        return check_text(path, value)
     if isinstance(value, float):
         if not math.isfinite(value):
             raise InvalidValueError(path, value, "must be finite: JSON has no NaN or infinity")
@@ -289,7 +357,10 @@ def _freeze_json(value: Any, path: str, open_containers: set[int]) -> Any:
     if isinstance(value, Mapping | list | tuple):
         if id(value) in open_containers:
             raise InvalidValueError(path, value, "contains itself: JSON cannot hold a cycle")
+        if depth > MAX_METADATA_DEPTH:
+            raise MetadataTooDeepError(path, value, MAX_METADATA_DEPTH)
         open_containers.add(id(value))
+        inner = depth + 1
         try:
             if isinstance(value, Mapping):
                 frozen: dict[str, Any] = {}
@@ -297,9 +368,11 @@ def _freeze_json(value: Any, path: str, open_containers: set[int]) -> Any:
                     if not isinstance(key, str):
                         raise InvalidValueError(f"{path}[{key!r}]", key,
                                                 "keys must be strings, as JSON object keys are")
-                    frozen[key] = _freeze_json(nested, f"{path}[{key!r}]", open_containers)
+                    check_text(f"{path} key {key!r}", key)
+                    frozen[key] = _freeze_json(nested, f"{path}[{key!r}]", open_containers,
+                                               inner)
                 return MappingProxyType(frozen)
-            return tuple(_freeze_json(nested, f"{path}[{index}]", open_containers)
+            return tuple(_freeze_json(nested, f"{path}[{index}]", open_containers, inner)
                          for index, nested in enumerate(value))
         finally:
             open_containers.discard(id(value))
@@ -338,14 +411,27 @@ class ContextItem:
 
     ``kind`` and ``source`` accept plain strings; ``tags`` is stored as a tuple.
     ``metadata`` must be JSON data (strings, finite numbers, bools, ``None``,
-    lists and mappings with string keys, nested freely) and is stored as a
-    deep read-only copy: mappings become read-only mappings and lists become
-    tuples, so nothing reachable from the item can be changed through it
-    (:meth:`to_dict` gives plain dicts and lists back). Items compare by value; the
-    pipeline itself tracks them by identity. Invalid values raise
-    :class:`~cupellation.exceptions.InvalidValueError` or
-    :class:`~cupellation.exceptions.InvalidTypeError` naming the field.
+    lists and mappings with string keys) nested at most
+    :attr:`MAX_METADATA_DEPTH` (64) levels of mappings and lists, counting the
+    metadata mapping itself (``{"a": {"b": [1]}}`` is 3 levels), and is
+    stored as a deep read-only copy: mappings become read-only mappings and
+    lists become tuples, so nothing reachable from the item can be changed
+    through it (:meth:`to_dict` gives plain dicts and lists back). Items
+    compare by value; the pipeline itself tracks them by identity.
+
+    Invalid values raise :class:`~cupellation.exceptions.InvalidValueError` or
+    :class:`~cupellation.exceptions.InvalidTypeError` naming the field; two
+    have errors of their own: every string (``content``, ``kind``,
+    ``source``, each tag, metadata keys and string values at any depth) must be
+    Unicode text, and one holding a lone surrogate (U+D800..U+DFFF, which no
+    UTF-8 output can hold) raises
+    :class:`~cupellation.exceptions.InvalidTextError`; metadata nested deeper
+    than the limit raises :class:`~cupellation.exceptions.MetadataTooDeepError`.
     """
+
+    #: How many levels of mappings and lists ``metadata`` may nest (the metadata
+    #: mapping itself counts as one).
+    MAX_METADATA_DEPTH: ClassVar[int] = MAX_METADATA_DEPTH
 
     content: str
     tokens: int
@@ -381,7 +467,7 @@ class ContextItem:
             raise InvalidTypeError("content", content, "a non-empty string")
         if not content:
             raise InvalidValueError("content", content, "must be a non-empty string")
-        set_(self, "content", content)
+        set_(self, "content", check_text("content", content))
         _check_int("tokens", tokens)
         set_(self, "tokens", tokens)
         set_(self, "kind", kind if type(kind) is ContextKind else ContextKind(kind))
@@ -392,9 +478,11 @@ class ContextItem:
             if isinstance(tags, str) or not isinstance(tags, Iterable):
                 raise InvalidTypeError("tags", tags, "a sequence of strings")
             tags = tuple(tags)
-        for tag in tags:
+        for position, tag in enumerate(tags):
             if not isinstance(tag, str):
                 raise InvalidTypeError("tags", tag, "a string")
+            if not tag.isascii():
+                check_text(f"tags[{position}]", tag)
         set_(self, "tags", tags)
         if metadata is not None and not isinstance(metadata, Mapping):
             raise InvalidTypeError("metadata", metadata, "a mapping of str to JSON data")
@@ -570,6 +658,8 @@ class ContextBudget:
         for key, count in slots.items():
             if not isinstance(key, str | ContextKind):
                 raise InvalidTypeError("reserved_slots key", key, "a kind name")
+            if isinstance(key, str):
+                check_text("reserved_slots key", key)
             kind = ContextKind(key)
             if kind in normalised:
                 raise InvalidValueError("reserved_slots key", key,
