@@ -48,6 +48,8 @@ from ._model import (
     ContextBudget,
     ContextItem,
     _thaw_json,
+    first_wide_int,
+    fits_int64,
     format_timestamp,
     parse_timestamp,
 )
@@ -458,11 +460,25 @@ def apply_content_capture(event: PipelineEvent, capture: ContentCapture | str) -
 _Flat = dict[str, Any]
 
 
+_INT64_PROBLEM = ("must fit in a signed 64-bit integer (the specification's integers, and "
+                  "what OpenTelemetry and protobuf carry)")
+
+
 def _check_int(key: str, value: Any) -> int:
-    if type(value) is not int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return int(value)
+    if not isinstance(value, int) or isinstance(value, bool):
         raise DecodeError(key, value, "must be an integer")
+    number = value if type(value) is int else int(value)
+    if not fits_int64(number):
+        raise DecodeError(key, value, _INT64_PROBLEM)
+    return number
+
+
+def _check_json_ints(key: str, value: Any) -> Any:
+    """``value`` (decoded JSON kept as it is: an unknown event's or reason's field),
+    after checking it holds no integer beyond int64."""
+    wide = first_wide_int(value)
+    if wide is not None:
+        raise DecodeError(key + wide[0], wide[1], _INT64_PROBLEM)
     return value
 
 
@@ -637,6 +653,8 @@ class _ScalarMap(_Codec):
             if key.startswith(prefix):
                 if not isinstance(value, str | int | float | bool):
                     raise DecodeError(key, value, "must be a string, number or bool")
+                if type(value) is int:
+                    _check_int(key, value)
                 found[key[start:]] = value
         return MappingProxyType(found)
 
@@ -654,7 +672,9 @@ def _json_value(key: str, value: Any) -> Any:
         raise DecodeError(key, value, "must be a JSON text")
     try:
         return msgspec.json.decode(value)
-    except msgspec.DecodeError as exc:
+    except RecursionError:
+        raise DecodeError(key, value, "nests arrays or objects too deeply") from None
+    except ValueError as exc:  # msgspec.DecodeError, or a lone surrogate in the text
         raise DecodeError(key, value, f"is not valid JSON ({exc})") from None
 
 
@@ -794,7 +814,7 @@ class _Reason(_Codec):
         envelope: dict[str, Any] = {"reason": name}
         for key, value in data.items():
             if key.startswith(prefix) and key != self.name:
-                envelope[key[start:]] = value
+                envelope[key[start:]] = _check_json_ints(key, value)
         if self.exclusion:
             reason = exclusion_reason_from_dict(envelope)
             for field in REFERENCE_FIELDS & envelope.keys():
@@ -890,6 +910,9 @@ def event_from_dict(data: Mapping[str, Any], *, line: int | None = None) -> Pipe
     try:
         if not isinstance(data, Mapping):
             raise DecodeError("event", data, "must be a JSON object")
+        if set(map(type, data)) - {str}:
+            key = next(k for k in data if not isinstance(k, str))
+            raise DecodeError("event", key, "keys must be strings, as JSON object keys are")
         schema = _required(data, "schema")
         if type(schema) is not int or schema != EVENT_SCHEMA_VERSION:
             raise DecodeError("schema", schema,
@@ -904,7 +927,7 @@ def event_from_dict(data: Mapping[str, Any], *, line: int | None = None) -> Pipe
             raise DecodeError("seq", seq, "must be >= 0")
         codec = _CODECS.get(type_name)
         if codec is None:
-            rest = {k: v for k, v in data.items() if k not in _ENVELOPE}
+            rest = {k: _check_json_ints(k, v) for k, v in data.items() if k not in _ENVELOPE}
             return UnknownEvent(run_id=run_id, seq=seq, event_type=type_name,
                                 fields=MappingProxyType(rest))
         return codec.decode(data, run_id, seq)  # type: ignore[return-value]
@@ -922,12 +945,20 @@ def event_to_json(event: PipelineEvent) -> str:
 def event_from_json(text: str | bytes, *, line: int | None = None) -> PipelineEvent:
     """Decode one event from JSON text. Invalid JSON, NaN or infinity, and every
     problem :func:`event_from_dict` finds raise :class:`DecodeError`."""
+    if not isinstance(text, str | bytes | bytearray | memoryview):
+        raise DecodeError("event", type(text).__name__, "must be JSON text (str or bytes)",
+                          line=line)
     try:
         data = msgspec.json.decode(text)
-    except msgspec.DecodeError as exc:
-        shown = text if isinstance(text, str) else text.decode("utf-8", "replace")
+    except (ValueError, RecursionError) as exc:
+        # msgspec.DecodeError; UnicodeError for text that is not UTF-8 or holds a
+        # lone surrogate; RecursionError for arrays or objects nested past
+        # Python's recursion limit.
+        shown = text if isinstance(text, str) else bytes(text).decode("utf-8", "replace")
         shown = shown if len(shown) <= 80 else shown[:77] + "..."
-        raise DecodeError("event", shown, f"is not valid JSON ({exc})", line=line) from None
+        problem = ("nests arrays or objects too deeply" if isinstance(exc, RecursionError)
+                   else f"is not valid JSON ({exc})")
+        raise DecodeError("event", shown, problem, line=line) from None
     return event_from_dict(data, line=line)
 
 

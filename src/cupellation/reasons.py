@@ -23,6 +23,7 @@ from typing import Any, ClassVar, TypeAlias
 
 import msgspec
 
+from ._model import fits_int64
 from .exceptions import DecodeError
 
 __all__ = [
@@ -253,6 +254,8 @@ def _known_field(variant: str, name: str, value: Any, expected: Any) -> Any:
         ok = isinstance(value, int | str) and not isinstance(value, bool)
     if not ok:
         raise DecodeError(f"reason.{name}", value, f"has the wrong type for {variant}")
+    if isinstance(value, int) and not fits_int64(value):
+        raise DecodeError(f"reason.{name}", value, "must fit in a signed 64-bit integer")
     return float(value) if expected is float else value
 
 

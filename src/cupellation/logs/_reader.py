@@ -494,13 +494,15 @@ class LogReader(Iterator[LoggedRun]):
             return None
         try:
             value = msgspec.json.decode(text)
-        except ValueError as exc:  # msgspec.DecodeError, or UnicodeDecodeError
+        except (ValueError, RecursionError) as exc:
+            # msgspec.DecodeError, UnicodeDecodeError, or arrays and objects nested
+            # past Python's recursion limit.
             value = None
             brace = text.find(b"{")
             if brace > 0:
                 try:
                     value = msgspec.json.decode(text[brace:])
-                except ValueError:
+                except (ValueError, RecursionError):
                     value = None
             if value is None:
                 if any(marker in text for marker in _OUR_MARKERS):
