@@ -59,7 +59,7 @@ from .reasons import (
     NegativeTokens,
     PinnedOverride,
 )
-from .scoring import Scorer
+from .scoring import Scorer, score_array
 from .slicing import GreedySlice, SliceOutcome, Slicer, slice_with_details
 
 __all__ = ["Pipeline"]
@@ -208,9 +208,12 @@ class Pipeline:
         Raises :class:`~cupellation.exceptions.PinnedBudgetError` when pinned
         items alone exceed ``max_tokens - output_reserve``,
         :class:`~cupellation.exceptions.BudgetOverflowError` under the Throw
-        strategy, :class:`~cupellation.exceptions.ScorerError` for NaN or
-        infinite scores and :class:`~cupellation.exceptions.InvalidTypeError`
-        for a candidate that is not a ContextItem. A failed run still emits
+        strategy, :class:`~cupellation.exceptions.ScorerError` for scores that
+        are NaN, infinite or not real numbers (text, ``None``),
+        :class:`~cupellation.exceptions.PipelineError` for a slicer or placer
+        that returns ``None`` or items it was not given, and
+        :class:`~cupellation.exceptions.InvalidTypeError` for ``candidates``
+        that are not an iterable of ContextItem. A failed run still emits
         ``run_failed`` (carrying the exception object) and then re-raises its
         own exception. A collector that raises never changes the outcome: the
         failure is logged once on the ``cupellation`` logger and that collector
@@ -225,7 +228,13 @@ class Pipeline:
             collector = NULL_COLLECTOR
         elif collector is not NULL_COLLECTOR:
             check_collector("collector", collector)
-        items = candidates if isinstance(candidates, list | tuple) else list(candidates)
+        if isinstance(candidates, list | tuple):
+            items: Sequence[ContextItem] = candidates
+        elif candidates is None or isinstance(candidates, str | bytes | Mapping) or (
+                not isinstance(candidates, Iterable)):
+            raise InvalidTypeError("candidates", candidates, "an iterable of ContextItem")
+        else:
+            items = list(candidates)
         level = _level_of(collector)
         if level is None:
             return _Run(self, items, resolved, collector, "", None).execute()
@@ -403,7 +412,8 @@ class _Run:
         if overflowed:
             merged_items, merged_scores, merged_idx = self._overflow(
                 merged_items, merged_scores, merged_idx, merged_tokens, pinned, pinned_idx)
-        placed = pipeline.placer.place(ScoredItems._trusted(merged_items, merged_scores))
+        placed = _placed(pipeline.placer,
+                         pipeline.placer.place(ScoredItems._trusted(merged_items, merged_scores)))
         if len(placed) != len(merged_items):
             raise PipelineError(
                 f"placer {_name(pipeline.placer)} returned {len(placed)} items "
@@ -463,21 +473,17 @@ class _Run:
         if not scoreable:
             return np.zeros(0, dtype=np.float64)
         try:
-            raw = scorer.score_all(scoreable)
-            scores = np.asarray(raw, dtype=np.float64)
+            scores = score_array(_name(scorer), scorer.score_all(scoreable), len(scoreable))
         except OverflowError as exc:
-            # A Python int beyond float64's range: the score cannot be represented.
+            # A Python int beyond float64's range, met inside the scorer.
             raise ScorerError(_name(scorer), None,
                               f"returned a number outside float64's range ({exc})") from exc
-        except (TypeError, ValueError) as exc:
-            if isinstance(exc, ScorerError):
+        except ScorerError as exc:
+            # Scorers (and composites' children) name the position among the items
+            # they were given, the scoreable ones: say which candidate that is.
+            if exc.index is None or not 0 <= exc.index < len(scoreable_idx):
                 raise
-            raise ScorerError(_name(scorer), None, f"returned non-numeric scores ({exc})") from exc
-        if scores.shape != (len(scoreable),):
-            raise ScorerError(
-                _name(scorer), None,
-                f"returned {scores.shape} scores for {len(scoreable)} items",
-            )
+            raise ScorerError(exc.scorer, scoreable_idx[exc.index], exc.detail) from exc
         finite = np.isfinite(scores)
         if not finite.all():
             bad = int(np.argmin(finite))
@@ -708,6 +714,18 @@ def _candidate_tokens(candidates: Sequence[ContextItem]) -> int:
         return sum(map(_TOKENS, candidates))
     except (AttributeError, TypeError):
         return sum(c.tokens for c in candidates if isinstance(c, ContextItem))
+
+
+def _placed(placer: Placer, placed: object) -> list[ContextItem]:
+    """What ``placer.place`` returned, as a list; a placer that returned ``None`` (or
+    anything but an iterable of items) raises PipelineError naming it."""
+    if isinstance(placed, list):
+        return placed
+    if placed is None or isinstance(placed, str | bytes | Mapping) or not isinstance(
+            placed, Iterable):
+        raise PipelineError(f"placer {_name(placer)} returned {type(placed).__name__}, not "
+                            "the list of its items in their final order")
+    return list(placed)
 
 
 def _positions(selected: Sequence[ContextItem], pool: list[ContextItem], who: str) -> list[int]:

@@ -172,6 +172,12 @@ class RunStarted(_Event, frozen=True, kw_only=True):
     def __hash__(self) -> int:  # the pipeline description is a (read-only) mapping
         return hash((self.run_id, self.seq, self.started_at, self.budget,
                      frozenset(self.pipeline.items()), self.candidate_count))
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # The read-only description cannot be pickled or deep-copied: carry a copy.
+        values = msgspec.structs.asdict(self)
+        values["pipeline"] = (dict(self.pipeline), isinstance(self.pipeline, MappingProxyType))
+        return (_rebuild_event, (RunStarted, values, "pipeline"))
     started_at: datetime
     budget: ContextBudget
     pipeline: Mapping[str, str | bool]
@@ -271,6 +277,17 @@ class RunFailed(_Event, frozen=True, kw_only=True):
     duration_ms: float
     exception: BaseException | None = None
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # The live exception (its traceback, its frames) does not travel:
+        # ``error_type`` and ``error_text`` say what it was.
+        return (_rebuild_event, (RunFailed, {**msgspec.structs.asdict(self),
+                                             "exception": None}, None))
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> "RunFailed":
+        # Every field is immutable but the exception, which is a live object, not
+        # part of the value: the copy refers to the same one.
+        return self
+
 
 class UnknownEvent(_Event, frozen=True, kw_only=True):
     """An event of a type this version does not know, kept with its fields."""
@@ -281,6 +298,21 @@ class UnknownEvent(_Event, frozen=True, kw_only=True):
 
     def __hash__(self) -> int:  # decoded values may be unhashable: hash the keys
         return hash((self.run_id, self.seq, self.event_type, frozenset(self.fields)))
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # The read-only fields cannot be pickled or deep-copied: carry a copy.
+        values = msgspec.structs.asdict(self)
+        values["fields"] = (dict(self.fields), isinstance(self.fields, MappingProxyType))
+        return (_rebuild_event, (UnknownEvent, values, "fields"))
+
+
+def _rebuild_event(cls: type[_Event], values: dict[str, Any], mapping: str | None) -> Any:
+    """An event rebuilt by pickle or deepcopy; ``mapping`` names the field that
+    travelled as (a plain copy, whether it was read-only)."""
+    if mapping is not None:
+        copied, read_only = values[mapping]
+        values = {**values, mapping: MappingProxyType(copied) if read_only else copied}
+    return cls(**values)
 
 
 PipelineEvent: TypeAlias = (
@@ -359,6 +391,23 @@ class ItemEventBatch(Sequence[ItemExcluded | ItemIncluded]):
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("ItemEventBatch is immutable")
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # Slots set once through object.__setattr__: rebuild through __init__.
+        return (_rebuild_batch, (self.run_id, self.first_seq, self.stage,
+                                 self.candidate_indices, self.items, self.scores,
+                                 self.reasons, self.positions))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ItemEventBatch):
+            return NotImplemented
+        return (self.run_id, self.first_seq, self.stage, self.candidate_indices, self.items,
+                self.scores, self.reasons, self.positions) == (
+            other.run_id, other.first_seq, other.stage, other.candidate_indices, other.items,
+            other.scores, other.reasons, other.positions)
+
+    def __hash__(self) -> int:  # equal batches share their run, first seq and length
+        return hash((self.run_id, self.first_seq, len(self.items)))
+
     @property
     def excluded(self) -> bool:
         """True for a batch of exclusions, False for a batch of inclusions."""
@@ -407,6 +456,17 @@ class ItemEventBatch(Sequence[ItemExcluded | ItemIncluded]):
         what = f"{len(self)} exclusions at {self.stage}" if self.excluded else (
             f"{len(self)} inclusions")
         return f"ItemEventBatch({what}, seq {self.first_seq}..{self.last_seq})"
+
+
+def _rebuild_batch(run_id: str, first_seq: int, stage: StageName | None,
+                   candidate_indices: tuple[int, ...], items: tuple[ContextItem, ...],
+                   scores: tuple[float, ...],
+                   reasons: tuple[ExclusionReason, ...] | tuple[InclusionReason, ...],
+                   positions: tuple[int, ...] | None) -> ItemEventBatch:
+    """An ItemEventBatch rebuilt by pickle or deepcopy."""
+    return ItemEventBatch(run_id=run_id, first_seq=first_seq, stage=stage,
+                          candidate_indices=candidate_indices, items=items, scores=scores,
+                          reasons=reasons, positions=positions)
 
 
 # -- content capture --------------------------------------------------------------

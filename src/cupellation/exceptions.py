@@ -16,18 +16,22 @@ The hierarchy::
     │   │                                      text, so no UTF-8 output (JSON,
     │   │                                      logs, spans) could hold it
     │   └── MetadataTooDeepError               metadata nests mappings and lists
-    │                                          deeper than MAX_METADATA_DEPTH
+    │                                          deeper than ContextItem's
+    │                                          MAX_METADATA_DEPTH (64)
     ├── InvalidTypeError(CupelError, TypeError)
     │       a value has the wrong type (``tokens=True``, ``tokens="3"``);
     │       ``.field`` and ``.value`` as above
-    ├── PipelineError                          a run could not complete
+    ├── PipelineError                          a run could not complete (also:
+    │   │                                      a slicer or placer returned what
+    │   │                                      is not a selection of its input)
     │   ├── PinnedBudgetError(PipelineError, ValueError)
     │   │       pinned items need more than ``maxTokens - outputReserve``
     │   ├── BudgetOverflowError(PipelineError)
     │   │       the Throw overflow strategy found the merged selection
     │   │       over ``targetTokens``
     │   ├── ScorerError(PipelineError, ValueError)
-    │   │       a scorer returned NaN or infinity, or the wrong number of scores
+    │   │       a scorer returned NaN or infinity, something that is not a
+    │   │       real number (text, None), or the wrong number of scores
     │   └── TableTooLargeError(PipelineError)
     │           a knapsack's DP table would exceed 50,000,000 cells (the
     │           specification's TableTooLarge); raised before allocating
@@ -198,13 +202,18 @@ class BudgetOverflowError(PipelineError):
 
 
 class ScorerError(PipelineError, ValueError):
-    """A scorer produced an unusable result (NaN, infinity, wrong length)."""
+    """A scorer produced an unusable result (NaN, infinity, text, wrong length).
+
+    ``scorer`` names it, ``index`` is the candidate (or, inside a composite, the
+    position) whose score was wrong when one was, and ``detail`` says what was wrong.
+    """
 
     def __init__(self, scorer: str, index: int | None, detail: str) -> None:
         where = f" for candidate index {index}" if index is not None else ""
         super().__init__(f"scorer {scorer} {detail}{where}")
         self.scorer = scorer
         self.index = index
+        self.detail = detail
 
 
 class TableTooLargeError(PipelineError):

@@ -17,7 +17,6 @@ import math
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any
 
 from .._model import check_text, first_wide_int
@@ -37,7 +36,6 @@ __all__ = [
 #: The extra that installs the OTLP protobuf classes.
 OTLP_EXTRA = "cupellation[otlp]"
 
-_EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +43,7 @@ class SpanEventData:
     """One span event: its name, attributes, time and how many attributes it lost."""
 
     name: str
-    attributes: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+    attributes: Mapping[str, Any] = field(default_factory=dict)
     timestamp_ns: int | None = None
     dropped_attributes: int = 0
 
@@ -61,7 +59,7 @@ class SpanData:
     """
 
     name: str
-    attributes: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+    attributes: Mapping[str, Any] = field(default_factory=dict)
     events: tuple[SpanEventData, ...] = ()
     trace_id: str | None = None
     span_id: str | None = None
