@@ -247,7 +247,7 @@ class Pipeline:
             if run.enabled:
                 run.deliver((RunFailed(
                     run_id=run_id, seq=run.next_seq(), stage=run.stage,
-                    error_type=type(exc).__name__, error_text=str(exc),
+                    error_type=type(exc).__name__, error_text=_error_text(exc),
                     duration_ms=_ms(start), exception=exc),))
             raise  # the run's own exception, whatever the collector did
 
@@ -714,6 +714,19 @@ def _candidate_tokens(candidates: Sequence[ContextItem]) -> int:
         return sum(map(_TOKENS, candidates))
     except (AttributeError, TypeError):
         return sum(c.tokens for c in candidates if isinstance(c, ContextItem))
+
+
+def _error_text(exc: BaseException) -> str:
+    """``str(exc)`` as text every sink can write: a lone surrogate (a file name
+    decoded with surrogateescape, say) becomes its escape, and an exception whose
+    ``__str__`` itself raises is named instead of hiding the run's own error."""
+    try:
+        text = str(exc)
+    except Exception:
+        return f"<{type(exc).__name__} whose str() raised>"
+    if text.isascii():
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _placed(placer: Placer, placed: object) -> list[ContextItem]:

@@ -313,3 +313,30 @@ def test_errors_are_cupel_errors() -> None:
     assert issubclass(PipelineError, CupelError)
     assert issubclass(ScorerError, CupelError)
     assert issubclass(InvalidTypeError, CupelError)
+
+
+class _Odd(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no text")
+
+
+@pytest.mark.parametrize(("error", "text"), [
+    (ValueError("bad name \udcff.txt"), "bad name \\udcff.txt"),
+    (_Odd(), "<_Odd whose str() raised>"),
+])
+def test_run_failed_error_text_is_always_writable_text(error: Exception, text: str) -> None:
+    """A scorer's exception whose text holds a lone surrogate, or whose __str__
+    raises: the run re-raises that very exception, and run_failed's error_text is
+    text every sink can write (the surrogate escaped)."""
+    class Raising:
+        def score_all(self, items: Sequence[ContextItem], /) -> list[float]:
+            raise error
+
+    collector = DiagnosticTraceCollector()
+    with pytest.raises(type(error)) as info:
+        Pipeline(scorer=Raising()).run(ITEMS, BUDGET, collector)
+    assert info.value is error
+    failed = collector.events[-1]
+    assert isinstance(failed, RunFailed)
+    assert failed.error_text == text
+    failed.error_text.encode("utf-8")
