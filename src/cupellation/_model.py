@@ -349,7 +349,7 @@ def _freeze_json(value: Any, path: str, open_containers: set[int], depth: int = 
     if value is None or isinstance(value, int):  # bool is an int
         return value
     if isinstance(value, str):
-        return check_text(path, value)
+        return value if value.isascii() else check_text(path, value)
     if isinstance(value, float):
         if not math.isfinite(value):
             raise InvalidValueError(path, value, "must be finite: JSON has no NaN or infinity")
@@ -368,7 +368,8 @@ def _freeze_json(value: Any, path: str, open_containers: set[int], depth: int = 
                     if not isinstance(key, str):
                         raise InvalidValueError(f"{path}[{key!r}]", key,
                                                 "keys must be strings, as JSON object keys are")
-                    check_text(f"{path} key {key!r}", key)
+                    if not key.isascii():
+                        check_text(f"{path} key {key!r}", key)
                     frozen[key] = _freeze_json(nested, f"{path}[{key!r}]", open_containers,
                                                inner)
                 return MappingProxyType(frozen)
