@@ -335,7 +335,8 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 
 
-def _freeze_json(value: Any, path: str, open_containers: set[int], depth: int = 1) -> Any:
+def _freeze_json(value: Any, path: str, open_containers: set[int], depth: int = 1,
+                 top: str = "") -> Any:
     """``value`` checked to be JSON data and made read-only: mappings become
     ``MappingProxyType`` over a copy, lists and tuples become tuples.
 
@@ -344,7 +345,8 @@ def _freeze_json(value: Any, path: str, open_containers: set[int], depth: int = 
     infinity, a key that is not a string, or a container that contains itself;
     :class:`InvalidTextError` for a key or string holding a lone surrogate; and
     :class:`MetadataTooDeepError` for containers nested more than
-    :data:`MAX_METADATA_DEPTH` levels (``depth`` is the level of ``value``).
+    :data:`MAX_METADATA_DEPTH` levels (``depth`` is the level of ``value``; ``top``
+    the path two levels down, which names the too-deep value without 64 indices).
     """
     if value is None or isinstance(value, int):  # bool is an int
         return value
@@ -358,9 +360,11 @@ def _freeze_json(value: Any, path: str, open_containers: set[int], depth: int = 
         if id(value) in open_containers:
             raise InvalidValueError(path, value, "contains itself: JSON cannot hold a cycle")
         if depth > MAX_METADATA_DEPTH:
-            raise MetadataTooDeepError(path, value, MAX_METADATA_DEPTH)
+            raise MetadataTooDeepError(f"{top}[...]", value, MAX_METADATA_DEPTH)
         open_containers.add(id(value))
         inner = depth + 1
+        if depth <= 2:
+            top = path
         try:
             if isinstance(value, Mapping):
                 frozen: dict[str, Any] = {}
@@ -371,9 +375,9 @@ def _freeze_json(value: Any, path: str, open_containers: set[int], depth: int = 
                     if not key.isascii():
                         check_text(f"{path} key {key!r}", key)
                     frozen[key] = _freeze_json(nested, f"{path}[{key!r}]", open_containers,
-                                               inner)
+                                               inner, top)
                 return MappingProxyType(frozen)
-            return tuple(_freeze_json(nested, f"{path}[{index}]", open_containers, inner)
+            return tuple(_freeze_json(nested, f"{path}[{index}]", open_containers, inner, top)
                          for index, nested in enumerate(value))
         finally:
             open_containers.discard(id(value))

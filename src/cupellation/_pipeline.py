@@ -484,6 +484,11 @@ class _Run:
             if exc.index is None or not 0 <= exc.index < len(scoreable_idx):
                 raise
             raise ScorerError(exc.scorer, scoreable_idx[exc.index], exc.detail) from exc
+        except (TypeError, ValueError) as exc:
+            # A scorer that fails on the items it was given: named as a ScorerError,
+            # with its own exception as the cause.
+            raise ScorerError(_name(scorer), None,
+                              f"raised {type(exc).__name__}: {exc}") from exc
         finite = np.isfinite(scores)
         if not finite.all():
             bad = int(np.argmin(finite))

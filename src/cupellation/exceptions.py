@@ -154,8 +154,8 @@ class MetadataTooDeepError(InvalidValueError):
     ``ContextItem`` accepts ``ContextItem.MAX_METADATA_DEPTH`` (64) levels of containers,
     counting the metadata mapping itself; deeper data is refused at
     construction, so no encoder or decoder has to recurse without bound.
-    ``field`` is the path of the first container past the limit and ``limit``
-    the limit.
+    ``field`` names where (``metadata['k'][0][...]``: the first two levels of the
+    path, then ``[...]``) and ``limit`` is the limit.
     """
 
     def __init__(self, field: str, value: Any, limit: int) -> None:

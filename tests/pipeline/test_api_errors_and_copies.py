@@ -308,6 +308,22 @@ def test_run_failed_drops_its_live_exception_on_pickling_only() -> None:
     assert copied.exception is error
 
 
+def test_a_scorer_that_raises_value_or_type_error_is_a_scorer_error_caused_by_it() -> None:
+    """A scorer failing with ValueError or TypeError on the items it was given is a
+    ScorerError naming it and what it raised, with its own exception as the cause."""
+    class Failing:
+        def score_all(self, items: Sequence[ContextItem], /) -> list[float]:
+            raise ValueError("scorer down")
+
+        def __repr__(self) -> str:
+            return "Failing"
+
+    with pytest.raises(ScorerError, match="scorer Failing raised ValueError: scorer down"
+                       ) as info:
+        Pipeline(scorer=Failing()).run(ITEMS, BUDGET)
+    assert isinstance(info.value.__cause__, ValueError)
+
+
 def test_errors_are_cupel_errors() -> None:
     """Every error these misuses raise is a CupelError (catchable as one)."""
     assert issubclass(PipelineError, CupelError)
@@ -321,7 +337,7 @@ class _Odd(Exception):
 
 
 @pytest.mark.parametrize(("error", "text"), [
-    (ValueError("bad name \udcff.txt"), "bad name \\udcff.txt"),
+    (RuntimeError("bad name \udcff.txt"), "bad name \\udcff.txt"),
     (_Odd(), "<_Odd whose str() raised>"),
 ])
 def test_run_failed_error_text_is_always_writable_text(error: Exception, text: str) -> None:
