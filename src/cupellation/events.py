@@ -1022,10 +1022,24 @@ def event_from_json(text: str | bytes, *, line: int | None = None) -> PipelineEv
     return event_from_dict(data, line=line)
 
 
-def events_from_json_lines(lines: Iterable[str | bytes], *, first_line: int = 1
+def events_from_json_lines(lines: Iterable[str | bytes] | str | bytes, *, first_line: int = 1
                            ) -> Iterator[PipelineEvent]:
     """Decode JSON lines (one event per line; blank lines are skipped), naming the
-    line number in any :class:`DecodeError`."""
+    line number in any :class:`DecodeError`.
+
+    ``lines`` is an iterable of lines (a file object, a list), or the whole text,
+    which is split at ``\n`` only: U+2028, U+2029 and U+0085 may stand inside a
+    JSON string. Anything else raises :class:`InvalidTypeError`.
+    """
+    if isinstance(lines, str):
+        lines = lines.split("\n")
+    elif isinstance(lines, bytes):
+        lines = lines.split(b"\n")
+    elif not isinstance(lines, Iterable):
+        raise InvalidTypeError("lines", lines, "an iterable of JSON lines, or JSON text")
     for number, text in enumerate(lines, start=first_line):
-        if text.strip():
+        if not isinstance(text, str | bytes | bytearray | memoryview):
+            raise DecodeError("event", type(text).__name__, "must be a line of JSON text",
+                              line=number)
+        if (bytes(text) if isinstance(text, memoryview) else text).strip():
             yield event_from_json(text, line=number)

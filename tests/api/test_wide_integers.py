@@ -199,3 +199,4 @@ def test_protobuf_carries_only_int64_and_reads_its_extremes() -> None:
         key="big", value=common_pb2.AnyValue(int_value=2**63 - 1)))
     spans = parse_trace(message.SerializeToString())
     assert any(s.attributes.get("big") == 2**63 - 1 for s in spans)
+
