@@ -13,9 +13,16 @@ from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 from typing import Any, ClassVar, NamedTuple, Self, overload
 
-from .exceptions import DecodeError, InvalidTypeError, InvalidValueError
+from .exceptions import (
+    DecodeError,
+    InvalidTextError,
+    InvalidTypeError,
+    InvalidValueError,
+    MetadataTooDeepError,
+)
 
 __all__ = [
+    "MAX_METADATA_DEPTH",
     "ContextBudget",
     "ContextItem",
     "ContextKind",
@@ -40,6 +47,29 @@ def ascii_fold(text: str) -> str:
     return text.translate(_ASCII_LOWER)
 
 
+#: How many levels of mappings and lists ``ContextItem.metadata`` may nest, counting
+#: the metadata mapping itself: ``{"a": {"b": [1]}}`` is 3 levels. Real metadata is a
+#: few levels deep; the limit keeps every encoder and decoder clear of unbounded
+#: recursion (Python's own limit is about 1,000 frames).
+MAX_METADATA_DEPTH = 64
+
+
+def check_text(field_name: str, value: str) -> str:
+    """``value``, after checking it is Unicode text: no lone surrogate (U+D800..U+DFFF).
+
+    Raises :class:`~cupellation.exceptions.InvalidTextError` naming ``field_name``
+    and the position. ASCII text is settled without a scan; other text by one
+    UTF-8 encoding, which fails exactly on a lone surrogate.
+    """
+    if value.isascii():
+        return value
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidTextError(field_name, value, exc.start) from None
+    return value
+
+
 class _FoldedName:
     """An extensible string enumeration compared with ASCII case folding."""
 
@@ -55,6 +85,7 @@ class _FoldedName:
             raise InvalidTypeError(self._field, value, "a string")
         if not value.strip():
             raise InvalidValueError(self._field, value, "must not be empty or whitespace-only")
+        check_text(self._field, value)
         object.__setattr__(self, "value", value)
         object.__setattr__(self, "_folded", ascii_fold(value))
 
@@ -183,11 +214,15 @@ def _loads(text: Any, owner: str) -> Any:
 
     try:
         return json.loads(text, parse_constant=reject_constant)
+    except RecursionError:
+        raise DecodeError("json", text[:40], "nests arrays or objects too deeply") from None
     except json.JSONDecodeError as exc:
         raise DecodeError("json", exc.doc[max(0, exc.pos - 20):exc.pos + 20], exc.msg,
                           line=exc.lineno) from None
     except UnicodeDecodeError as exc:
         raise DecodeError("json", text[:40], f"is not UTF-8 ({exc.reason})") from None
+    except ValueError as exc:  # an integer of more than 4,300 digits
+        raise DecodeError("json", text[:40], f"is not valid JSON ({exc})") from None
 
 
 def _dumps(data: Mapping[str, Any]) -> str:
@@ -215,6 +250,34 @@ def _hint_from_json(value: Any) -> Any:
 
 _INT64_MIN = -(2**63)
 _INT64_MAX = 2**63 - 1
+
+
+def fits_int64(value: int) -> bool:
+    """True when ``value`` is a signed 64-bit integer, the specification's integers
+    (and what OpenTelemetry, protobuf and numpy can carry)."""
+    return _INT64_MIN <= value <= _INT64_MAX
+
+
+def first_wide_int(value: Any) -> tuple[str, int] | None:
+    """The first integer beyond int64 inside decoded JSON data, as (its path below
+    ``value``, such as ``"['a'][0]"``, the integer), or None.
+
+    Walks mappings, lists and tuples without recursion, so data nested as deep as
+    a JSON decoder allows is walked safely.
+    """
+    pending: list[tuple[str, Any]] = [("", value)]
+    while pending:
+        path, current = pending.pop()
+        if isinstance(current, int):
+            if not isinstance(current, bool) and not fits_int64(current):
+                return path, current
+        elif isinstance(current, Mapping):
+            pending.extend(reversed([(f"{path}[{key!r}]", nested)
+                                     for key, nested in current.items()]))
+        elif isinstance(current, list | tuple):
+            pending.extend(reversed([(f"{path}[{index}]", nested)
+                                     for index, nested in enumerate(current)]))
+    return None
 
 
 def _check_int(field_name: str, value: Any, *, optional: bool = False) -> None:
@@ -272,16 +335,23 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 
 
-def _freeze_json(value: Any, path: str, open_containers: set[int]) -> Any:
+def _freeze_json(value: Any, path: str, open_containers: set[int], depth: int = 1,
+                 top: str = "") -> Any:
     """``value`` checked to be JSON data and made read-only: mappings become
     ``MappingProxyType`` over a copy, lists and tuples become tuples.
 
     Raises :class:`InvalidValueError` naming ``path`` (``metadata['a'][0]``)
     for anything JSON cannot hold: a set, bytes, any other object, NaN or an
-    infinity, a key that is not a string, or a container that contains itself.
+    infinity, a key that is not a string, or a container that contains itself;
+    :class:`InvalidTextError` for a key or string holding a lone surrogate; and
+    :class:`MetadataTooDeepError` for containers nested more than
+    :data:`MAX_METADATA_DEPTH` levels (``depth`` is the level of ``value``; ``top``
+    the path two levels down, which names the too-deep value without 64 indices).
     """
-    if value is None or isinstance(value, str | int):  # bool is an int
+    if value is None or isinstance(value, int):  # bool is an int
         return value
+    if isinstance(value, str):
+        return value if value.isascii() else check_text(path, value)
     if isinstance(value, float):
         if not math.isfinite(value):
             raise InvalidValueError(path, value, "must be finite: JSON has no NaN or infinity")
@@ -289,7 +359,12 @@ def _freeze_json(value: Any, path: str, open_containers: set[int]) -> Any:
     if isinstance(value, Mapping | list | tuple):
         if id(value) in open_containers:
             raise InvalidValueError(path, value, "contains itself: JSON cannot hold a cycle")
+        if depth > MAX_METADATA_DEPTH:
+            raise MetadataTooDeepError(f"{top}[...]", value, MAX_METADATA_DEPTH)
         open_containers.add(id(value))
+        inner = depth + 1
+        if depth <= 2:
+            top = path
         try:
             if isinstance(value, Mapping):
                 frozen: dict[str, Any] = {}
@@ -297,9 +372,12 @@ def _freeze_json(value: Any, path: str, open_containers: set[int]) -> Any:
                     if not isinstance(key, str):
                         raise InvalidValueError(f"{path}[{key!r}]", key,
                                                 "keys must be strings, as JSON object keys are")
-                    frozen[key] = _freeze_json(nested, f"{path}[{key!r}]", open_containers)
+                    if not key.isascii():
+                        check_text(f"{path} key {key!r}", key)
+                    frozen[key] = _freeze_json(nested, f"{path}[{key!r}]", open_containers,
+                                               inner, top)
                 return MappingProxyType(frozen)
-            return tuple(_freeze_json(nested, f"{path}[{index}]", open_containers)
+            return tuple(_freeze_json(nested, f"{path}[{index}]", open_containers, inner, top)
                          for index, nested in enumerate(value))
         finally:
             open_containers.discard(id(value))
@@ -338,14 +416,27 @@ class ContextItem:
 
     ``kind`` and ``source`` accept plain strings; ``tags`` is stored as a tuple.
     ``metadata`` must be JSON data (strings, finite numbers, bools, ``None``,
-    lists and mappings with string keys, nested freely) and is stored as a
-    deep read-only copy: mappings become read-only mappings and lists become
-    tuples, so nothing reachable from the item can be changed through it
-    (:meth:`to_dict` gives plain dicts and lists back). Items compare by value; the
-    pipeline itself tracks them by identity. Invalid values raise
-    :class:`~cupellation.exceptions.InvalidValueError` or
-    :class:`~cupellation.exceptions.InvalidTypeError` naming the field.
+    lists and mappings with string keys) nested at most
+    :attr:`MAX_METADATA_DEPTH` (64) levels of mappings and lists, counting the
+    metadata mapping itself (``{"a": {"b": [1]}}`` is 3 levels), and is
+    stored as a deep read-only copy: mappings become read-only mappings and
+    lists become tuples, so nothing reachable from the item can be changed
+    through it (:meth:`to_dict` gives plain dicts and lists back). Items
+    compare by value; the pipeline itself tracks them by identity.
+
+    Invalid values raise :class:`~cupellation.exceptions.InvalidValueError` or
+    :class:`~cupellation.exceptions.InvalidTypeError` naming the field; two
+    have errors of their own: every string (``content``, ``kind``,
+    ``source``, each tag, metadata keys and string values at any depth) must be
+    Unicode text, and one holding a lone surrogate (U+D800..U+DFFF, which no
+    UTF-8 output can hold) raises
+    :class:`~cupellation.exceptions.InvalidTextError`; metadata nested deeper
+    than the limit raises :class:`~cupellation.exceptions.MetadataTooDeepError`.
     """
+
+    #: How many levels of mappings and lists ``metadata`` may nest (the metadata
+    #: mapping itself counts as one).
+    MAX_METADATA_DEPTH: ClassVar[int] = MAX_METADATA_DEPTH
 
     content: str
     tokens: int
@@ -381,7 +472,7 @@ class ContextItem:
             raise InvalidTypeError("content", content, "a non-empty string")
         if not content:
             raise InvalidValueError("content", content, "must be a non-empty string")
-        set_(self, "content", content)
+        set_(self, "content", check_text("content", content))
         _check_int("tokens", tokens)
         set_(self, "tokens", tokens)
         set_(self, "kind", kind if type(kind) is ContextKind else ContextKind(kind))
@@ -392,9 +483,11 @@ class ContextItem:
             if isinstance(tags, str) or not isinstance(tags, Iterable):
                 raise InvalidTypeError("tags", tags, "a sequence of strings")
             tags = tuple(tags)
-        for tag in tags:
+        for position, tag in enumerate(tags):
             if not isinstance(tag, str):
                 raise InvalidTypeError("tags", tag, "a string")
+            if not tag.isascii():
+                check_text(f"tags[{position}]", tag)
         set_(self, "tags", tags)
         if metadata is not None and not isinstance(metadata, Mapping):
             raise InvalidTypeError("metadata", metadata, "a mapping of str to JSON data")
@@ -524,7 +617,10 @@ class ContextBudget:
     """Token budget constraints, validated at construction (all seven rules).
 
     ``reserved_slots`` keys may be given as strings; they are stored as
-    :class:`ContextKind`, so lookups are case-insensitive.
+    :class:`ContextKind`, so lookups are case-insensitive. The sum of its
+    values (:attr:`reserved_tokens`) is taken off the slicer's budget as
+    tokens, and the safety margin then scales what is left: see
+    :meth:`effective`.
     """
 
     max_tokens: int
@@ -567,6 +663,8 @@ class ContextBudget:
         for key, count in slots.items():
             if not isinstance(key, str | ContextKind):
                 raise InvalidTypeError("reserved_slots key", key, "a kind name")
+            if isinstance(key, str):
+                check_text("reserved_slots key", key)
             kind = ContextKind(key)
             if kind in normalised:
                 raise InvalidValueError("reserved_slots key", key,
@@ -595,23 +693,49 @@ class ContextBudget:
         """Reserved slots for ``kind`` (case-insensitive), 0 when none."""
         return self.reserved_slots.get(ContextKind(kind), 0)
 
+    @property
+    def reserved_tokens(self) -> int:
+        """The sum of ``reserved_slots``'s values: the ``reservedTokens`` that
+        ``COMPUTE-EFFECTIVE-BUDGET`` subtracts from the slicer's budget."""
+        return sum(self.reserved_slots.values())
+
     def effective(self, pinned_tokens: int) -> ContextBudget:
         """The slicer's budget, exactly as ``COMPUTE-EFFECTIVE-BUDGET``
-        (``spec/src/pipeline/slice.md``)::
+        (``spec/src/pipeline/slice.md`` and ``data-model/context-budget.md`` of
+        the specification snapshot)::
 
-            effectiveMax    <- max(0, maxTokens - outputReserve - pinnedTokens)
-            effectiveTarget <- max(0, targetTokens - pinnedTokens)
+            reservedTokens  <- sum(reservedSlots.values)
+            effectiveMax    <- max(0, maxTokens - outputReserve - pinnedTokens - reservedTokens)
+            effectiveTarget <- max(0, targetTokens - pinnedTokens - reservedTokens)
             effectiveTarget <- min(effectiveTarget, effectiveMax)
+            if estimationSafetyMarginPercent > 0:
+                multiplier      <- 1.0 - estimationSafetyMarginPercent / 100.0
+                effectiveMax    <- floor(effectiveMax * multiplier)
+                effectiveTarget <- floor(effectiveTarget * multiplier)
+                effectiveTarget <- min(effectiveTarget, effectiveMax)
+
+        For example ``ContextBudget(1000, 800, reserved_slots={"Message": 100},
+        estimation_safety_margin_percent=10).effective(0)`` is ``(810, 630)``:
+        900 and 700 after the reserved tokens, then 90% of each.
 
         The result is a fresh budget with only ``max_tokens`` and
-        ``target_tokens`` set: as the chapter's conformance notes say,
-        ``output_reserve``, ``reserved_slots`` and
-        ``estimation_safety_margin_percent`` are not forwarded, and the
-        pseudocode subtracts neither of the last two (``reservedSlots`` counts
-        items, for QuotaSlice; the margin is for the caller's own estimates).
+        ``target_tokens`` set: as the chapter's conformance notes say, the
+        effects of ``output_reserve``, ``reserved_slots`` and
+        ``estimation_safety_margin_percent`` are in those two numbers, and the
+        original fields are not forwarded. The product is a float64, as in the
+        chapter; where its rounding would lift a value above the one it was
+        taken from (only possible near 2**53 tokens), the value is kept.
         """
-        effective_max = max(0, self.max_tokens - self.output_reserve - pinned_tokens)
-        effective_target = min(max(0, self.target_tokens - pinned_tokens), effective_max)
+        reserved = self.reserved_tokens
+        effective_max = max(0, self.max_tokens - self.output_reserve - pinned_tokens - reserved)
+        effective_target = min(max(0, self.target_tokens - pinned_tokens - reserved),
+                               effective_max)
+        margin = self.estimation_safety_margin_percent
+        if margin > 0:
+            multiplier = 1.0 - margin / 100.0
+            effective_max = min(math.floor(effective_max * multiplier), effective_max)
+            effective_target = min(math.floor(effective_target * multiplier),
+                                   effective_target, effective_max)
         return ContextBudget(max_tokens=effective_max, target_tokens=effective_target)
 
     def to_dict(self) -> dict[str, Any]:

@@ -7,7 +7,7 @@ import itertools
 import logging
 import os
 import time
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -59,7 +59,7 @@ from .reasons import (
     NegativeTokens,
     PinnedOverride,
 )
-from .scoring import Scorer
+from .scoring import Scorer, score_array
 from .slicing import GreedySlice, SliceOutcome, Slicer, slice_with_details
 
 __all__ = ["Pipeline"]
@@ -208,9 +208,12 @@ class Pipeline:
         Raises :class:`~cupellation.exceptions.PinnedBudgetError` when pinned
         items alone exceed ``max_tokens - output_reserve``,
         :class:`~cupellation.exceptions.BudgetOverflowError` under the Throw
-        strategy, :class:`~cupellation.exceptions.ScorerError` for NaN or
-        infinite scores and :class:`~cupellation.exceptions.InvalidTypeError`
-        for a candidate that is not a ContextItem. A failed run still emits
+        strategy, :class:`~cupellation.exceptions.ScorerError` for scores that
+        are NaN, infinite or not real numbers (text, ``None``),
+        :class:`~cupellation.exceptions.PipelineError` for a slicer or placer
+        that returns ``None`` or items it was not given, and
+        :class:`~cupellation.exceptions.InvalidTypeError` for ``candidates``
+        that are not an iterable of ContextItem. A failed run still emits
         ``run_failed`` (carrying the exception object) and then re-raises its
         own exception. A collector that raises never changes the outcome: the
         failure is logged once on the ``cupellation`` logger and that collector
@@ -225,7 +228,13 @@ class Pipeline:
             collector = NULL_COLLECTOR
         elif collector is not NULL_COLLECTOR:
             check_collector("collector", collector)
-        items = candidates if isinstance(candidates, list | tuple) else list(candidates)
+        if isinstance(candidates, list | tuple):
+            items: Sequence[ContextItem] = candidates
+        elif candidates is None or isinstance(candidates, str | bytes | Mapping) or (
+                not isinstance(candidates, Iterable)):
+            raise InvalidTypeError("candidates", candidates, "an iterable of ContextItem")
+        else:
+            items = list(candidates)
         level = _level_of(collector)
         if level is None:
             return _Run(self, items, resolved, collector, "", None).execute()
@@ -238,7 +247,7 @@ class Pipeline:
             if run.enabled:
                 run.deliver((RunFailed(
                     run_id=run_id, seq=run.next_seq(), stage=run.stage,
-                    error_type=type(exc).__name__, error_text=str(exc),
+                    error_type=type(exc).__name__, error_text=_error_text(exc),
                     duration_ms=_ms(start), exception=exc),))
             raise  # the run's own exception, whatever the collector did
 
@@ -403,7 +412,8 @@ class _Run:
         if overflowed:
             merged_items, merged_scores, merged_idx = self._overflow(
                 merged_items, merged_scores, merged_idx, merged_tokens, pinned, pinned_idx)
-        placed = pipeline.placer.place(ScoredItems._trusted(merged_items, merged_scores))
+        placed = _placed(pipeline.placer,
+                         pipeline.placer.place(ScoredItems._trusted(merged_items, merged_scores)))
         if len(placed) != len(merged_items):
             raise PipelineError(
                 f"placer {_name(pipeline.placer)} returned {len(placed)} items "
@@ -463,21 +473,22 @@ class _Run:
         if not scoreable:
             return np.zeros(0, dtype=np.float64)
         try:
-            raw = scorer.score_all(scoreable)
-            scores = np.asarray(raw, dtype=np.float64)
+            scores = score_array(_name(scorer), scorer.score_all(scoreable), len(scoreable))
         except OverflowError as exc:
-            # A Python int beyond float64's range: the score cannot be represented.
+            # A Python int beyond float64's range, met inside the scorer.
             raise ScorerError(_name(scorer), None,
                               f"returned a number outside float64's range ({exc})") from exc
-        except (TypeError, ValueError) as exc:
-            if isinstance(exc, ScorerError):
+        except ScorerError as exc:
+            # Scorers (and composites' children) name the position among the items
+            # they were given, the scoreable ones: say which candidate that is.
+            if exc.index is None or not 0 <= exc.index < len(scoreable_idx):
                 raise
-            raise ScorerError(_name(scorer), None, f"returned non-numeric scores ({exc})") from exc
-        if scores.shape != (len(scoreable),):
-            raise ScorerError(
-                _name(scorer), None,
-                f"returned {scores.shape} scores for {len(scoreable)} items",
-            )
+            raise ScorerError(exc.scorer, scoreable_idx[exc.index], exc.detail) from exc
+        except (TypeError, ValueError) as exc:
+            # A scorer that fails on the items it was given: named as a ScorerError,
+            # with its own exception as the cause.
+            raise ScorerError(_name(scorer), None,
+                              f"raised {type(exc).__name__}: {exc}") from exc
         finite = np.isfinite(scores)
         if not finite.all():
             bad = int(np.argmin(finite))
@@ -564,7 +575,7 @@ class _Run:
                                               count=selected_by_kind[item.kind])
             elif pinned and target < item_tokens <= unpinned_target:
                 reasons[j] = PinnedOverride(displaced_by=pinned_idx[_displacer(
-                    pinned_prefix, unpinned_target - item_tokens)])
+                    pinned_prefix, item_tokens, self.budget)])
         self._batch(_SLICE, map(scoreable_idx.__getitem__, map(order.__getitem__, unchosen)),
                     left_out, map(sorted_scores.__getitem__, unchosen), reasons)
 
@@ -606,7 +617,7 @@ class _Run:
             for position in removed:
                 tokens = items[position].tokens
                 if pinned_kept > 0 and sliced_kept + tokens <= target:
-                    reasons.append(PinnedOverride(displaced_by=pinned_idx[_displacer(
+                    reasons.append(PinnedOverride(displaced_by=pinned_idx[_room_displacer(
                         pinned_prefix, target - sliced_kept - tokens)]))
                 else:
                     reasons.append(BudgetExceeded(item_tokens=tokens,
@@ -710,6 +721,31 @@ def _candidate_tokens(candidates: Sequence[ContextItem]) -> int:
         return sum(c.tokens for c in candidates if isinstance(c, ContextItem))
 
 
+def _error_text(exc: BaseException) -> str:
+    """``str(exc)`` as text every sink can write: a lone surrogate (a file name
+    decoded with surrogateescape, say) becomes its escape, and an exception whose
+    ``__str__`` itself raises is named instead of hiding the run's own error."""
+    try:
+        text = str(exc)
+    except Exception:
+        return f"<{type(exc).__name__} whose str() raised>"
+    if text.isascii():
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _placed(placer: Placer, placed: object) -> list[ContextItem]:
+    """What ``placer.place`` returned, as a list; a placer that returned ``None`` (or
+    anything but an iterable of items) raises PipelineError naming it."""
+    if isinstance(placed, list):
+        return placed
+    if placed is None or isinstance(placed, str | bytes | Mapping) or not isinstance(
+            placed, Iterable):
+        raise PipelineError(f"placer {_name(placer)} returned {type(placed).__name__}, not "
+                            "the list of its items in their final order")
+    return list(placed)
+
+
 def _positions(selected: Sequence[ContextItem], pool: list[ContextItem], who: str) -> list[int]:
     """Where each selected item sits in ``pool``, matched by identity.
 
@@ -738,7 +774,22 @@ def _positions(selected: Sequence[ContextItem], pool: list[ContextItem], who: st
     return positions
 
 
-def _displacer(prefix: list[int], room: int) -> int:
+def _room_displacer(prefix: list[int], room: int) -> int:
     """Position (among the pinned items) of the one whose tokens, added in order,
     first left less than the item needed; ``room`` is what the item could spare."""
     return min(bisect_right(prefix, room), len(prefix) - 1)
+
+
+def _displacer(prefix: list[int], item_tokens: int, budget: ContextBudget) -> int:
+    """Position (among the pinned items) of the one whose tokens, added in order,
+    first brought the effective target below ``item_tokens``.
+
+    ``prefix`` holds the pinned items' running token sums. The effective target
+    falls as pinned tokens grow (by the reserved tokens and the safety margin's
+    floors as well, so it is computed, not subtracted), which makes the first
+    such prefix a binary search.
+    """
+    def pushed_out(pinned_tokens: int) -> bool:
+        return budget.effective(pinned_tokens).target_tokens < item_tokens
+
+    return min(bisect_left(prefix, True, key=pushed_out), len(prefix) - 1)

@@ -33,7 +33,7 @@ from typing import Any
 
 import msgspec
 
-from ._model import ContextBudget, ContextItem, ContextKind
+from ._model import ContextBudget, ContextItem, ContextKind, fits_int64
 from .events import (
     CountShortfall,
     ItemEventBatch,
@@ -198,71 +198,168 @@ class SelectionReport:
         return data.decode("utf-8")
 
     @classmethod
-    def from_json(cls, text: str | bytes) -> SelectionReport:
-        """Decode JSON text written by :meth:`to_json`."""
+    def from_json(cls, text: str | bytes, *, strict: bool = False) -> SelectionReport:
+        """Decode JSON text written by :meth:`to_json` (see :meth:`from_dict`).
+
+        Raises :class:`~cupellation.exceptions.DecodeError` for text that is not
+        JSON (or not UTF-8, or nested past the recursion limit) or not a report.
+        """
+        if not isinstance(text, str | bytes | bytearray | memoryview):
+            raise DecodeError("report", type(text).__name__, "must be JSON text (str or bytes)")
         try:
             data = msgspec.json.decode(text)
-        except msgspec.DecodeError as exc:
+        except RecursionError:
+            raise DecodeError("report", _short(text), "nests arrays or objects too deeply"
+                              ) from None
+        except ValueError as exc:  # msgspec.DecodeError, or text that is not UTF-8
             raise DecodeError("report", str(exc), "is not valid JSON") from None
-        return cls.from_dict(data)
+        return cls.from_dict(data, strict=strict)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> SelectionReport:
-        """Decode the JSON shape; unknown reason variants and stages are kept."""
+    def from_dict(cls, data: Mapping[str, Any], *, strict: bool = False) -> SelectionReport:
+        """Decode the JSON shape; unknown reason variants and stages are kept.
+
+        The seeds' MUST rules are checked: ``total_candidates`` equals
+        ``len(included) + len(excluded)``, ``total_tokens_considered`` equals the
+        sum of both lists' item tokens, and ``excluded`` is sorted by score
+        descending. A report that breaks one still reads, with each broken rule
+        named in ``incomplete`` (so ``is_complete`` is False): the lists may be
+        an abridged copy of a larger run, as the seeds' own example is. With
+        ``strict=True`` a broken rule raises
+        :class:`~cupellation.exceptions.DecodeError` naming it instead.
+
+        Raises :class:`~cupellation.exceptions.DecodeError` naming the member for
+        anything missing, mistyped or out of range (integers are int64, numbers
+        finite).
+        """
         if not isinstance(data, Mapping):
             raise DecodeError("report", data, "must be a JSON object")
         for key in ("events", "included", "excluded"):
             if not isinstance(data.get(key), list):
                 raise DecodeError(key, data.get(key), "is required and must be a JSON array")
-        for key in ("total_candidates", "total_tokens_considered"):
-            value = data.get(key)
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise DecodeError(key, value, "is required and must be an integer")
+        totals = {key: _integer(data.get(key), key, required=True)
+                  for key in ("total_candidates", "total_tokens_considered")}
         incomplete = data.get("incomplete", [])
         if not isinstance(incomplete, list) or not all(isinstance(r, str) for r in incomplete):
             raise DecodeError("incomplete", incomplete, "must be a JSON array of strings")
         where = "report"
         try:
             events = []
-            for k, entry in enumerate(data["events"]):
+            for k, raw in enumerate(data["events"]):
                 where = f"events[{k}]"
-                events.append(_trace_event_from_dict(entry))
+                events.append(_trace_event_from_dict(_mapping(raw)))
             included = []
-            for k, entry in enumerate(data["included"]):
+            for k, raw in enumerate(data["included"]):
                 where = f"included[{k}]"
+                entry = _mapping(raw)
                 included.append(IncludedItem(ContextItem.from_dict(entry["item"]),
                                              _number(entry["score"]),
                                              inclusion_reason_from_dict(entry["reason"])))
             excluded = []
-            for k, entry in enumerate(data["excluded"]):
+            for k, raw in enumerate(data["excluded"]):
                 where = f"excluded[{k}]"
+                entry = _mapping(raw)
                 excluded.append(ExcludedItem(ContextItem.from_dict(entry["item"]),
                                              _number(entry["score"]),
                                              exclusion_reason_from_dict(entry["reason"])))
             where = "count_requirement_shortfalls"
-            shortfalls = tuple(
-                CountRequirementShortfall(ContextKind(s["kind"]), s["required_count"],
-                                          s["satisfied_count"])
-                for s in data.get("count_requirement_shortfalls", ())
-            )
+            shortfalls = []
+            raw_shortfalls = data.get("count_requirement_shortfalls", [])
+            if not isinstance(raw_shortfalls, list):
+                raise DecodeError("", raw_shortfalls, "must be a JSON array")
+            for k, raw in enumerate(raw_shortfalls):
+                where = f"count_requirement_shortfalls[{k}]"
+                shortfall = _mapping(raw)
+                shortfalls.append(CountRequirementShortfall(
+                    ContextKind(shortfall["kind"]),
+                    _integer(shortfall["required_count"], "required_count"),
+                    _integer(shortfall["satisfied_count"], "satisfied_count")))
             where = "overflow"
             overflow_data = data.get("overflow")
-            overflow = None if overflow_data is None else OverflowReport(
-                overflow_data["tokens_over_budget"],
-                tuple(ContextItem.from_dict(i) for i in overflow_data["overflowing_items"]),
-                ContextBudget.from_dict(overflow_data["budget"]),
-            )
+            overflow = None
+            if overflow_data is not None:
+                overflow_data = _mapping(overflow_data)
+                overflowing = overflow_data["overflowing_items"]
+                if not isinstance(overflowing, list):
+                    raise DecodeError("overflowing_items", overflowing, "must be a JSON array")
+                overflow = OverflowReport(
+                    _integer(overflow_data["tokens_over_budget"], "tokens_over_budget"),
+                    tuple(ContextItem.from_dict(i) for i in overflowing),
+                    ContextBudget.from_dict(overflow_data["budget"]),
+                )
         except DecodeError as exc:
-            raise DecodeError(f"{where}.{exc.field}", exc.value, exc.problem) from exc
+            field = f"{where}.{exc.field}" if exc.field else where
+            raise DecodeError(field, exc.value, exc.problem) from exc
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise DecodeError(where, str(exc), "has a missing or mistyped member") from exc
+        broken = _broken_rules(totals["total_candidates"], totals["total_tokens_considered"],
+                               included, excluded)
+        if broken and strict:
+            field, value, rule, found = broken[0]
+            raise DecodeError(field, value, f"breaks the seeds' rule {rule}: {found}")
+        notes = list(incomplete)
+        for field, value, rule, found in broken:
+            note = _broken_rule_note(field, value, rule, found)
+            if note not in notes:  # a report read, written and read again says it once
+                notes.append(note)
         return cls(
             events=tuple(events), included=tuple(included), excluded=tuple(excluded),
-            total_candidates=data["total_candidates"],
-            total_tokens_considered=data["total_tokens_considered"],
-            count_requirement_shortfalls=shortfalls, overflow=overflow,
-            incomplete=tuple(incomplete),
+            total_candidates=totals["total_candidates"],
+            total_tokens_considered=totals["total_tokens_considered"],
+            count_requirement_shortfalls=tuple(shortfalls), overflow=overflow,
+            incomplete=tuple(notes),
         )
+
+
+def _broken_rules(total_candidates: int, total_tokens: int, included: Sequence[IncludedItem],
+                  excluded: Sequence[ExcludedItem]) -> list[tuple[str, Any, str, str]]:
+    """The seeds' MUST rules a decoded report breaks, as (field, value, rule, what the
+    lists hold) quadruples, in the seeds' order."""
+    broken: list[tuple[str, Any, str, str]] = []
+    listed = len(included) + len(excluded)
+    if total_candidates != listed:
+        broken.append(("total_candidates", total_candidates,
+                       "total_candidates = len(included) + len(excluded)",
+                       f"included and excluded list {listed} items"))
+    tokens = sum(entry.item.tokens for entry in included) + sum(
+        entry.item.tokens for entry in excluded)
+    if total_tokens != tokens:
+        broken.append(("total_tokens_considered", total_tokens,
+                       "total_tokens_considered = the sum of tokens over included and excluded",
+                       f"the listed items hold {tokens} tokens"))
+    scores = [entry.score for entry in excluded]
+    out_of_order = next((k for k in range(1, len(scores)) if scores[k] > scores[k - 1]), None)
+    if out_of_order is not None:
+        broken.append((f"excluded[{out_of_order}].score", scores[out_of_order],
+                       "excluded is sorted by score descending",
+                       f"excluded[{out_of_order}] scores {scores[out_of_order]!r}, above "
+                       f"excluded[{out_of_order - 1}]'s {scores[out_of_order - 1]!r}"))
+    return broken
+
+
+def _broken_rule_note(field: str, value: Any, rule: str, found: str) -> str:
+    """A broken rule as a line of ``incomplete``."""
+    return f"{field} is {value!r} but {found} (the seeds' rule: {rule})"
+
+
+def _short(text: str | bytes | bytearray | memoryview) -> str:
+    shown = text if isinstance(text, str) else bytes(text).decode("utf-8", "replace")
+    return shown if len(shown) <= 60 else shown[:57] + "..."
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise DecodeError("", value, "must be a JSON object")
+    return value
+
+
+def _integer(value: Any, field: str, *, required: bool = False) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise DecodeError(field, value, ("is required and " if required else "")
+                          + "must be an integer")
+    if not fits_int64(value):
+        raise DecodeError(field, value, "must fit in a signed 64-bit integer")
+    return value
 
 
 # -- the JSON writer ---------------------------------------------------------------
@@ -383,7 +480,13 @@ def _encode_report(report: SelectionReport) -> bytes:
 def _number(value: Any, field: str = "score") -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise DecodeError(field, value, "must be a number")
-    return float(value)
+    try:
+        number = float(value)
+    except OverflowError:
+        raise DecodeError(field, value, "is too large for a float64") from None
+    if not math.isfinite(number):
+        raise DecodeError(field, value, "must be a finite number")
+    return number
 
 
 def _trace_event_from_dict(data: Mapping[str, Any]) -> TraceEvent:
@@ -391,9 +494,7 @@ def _trace_event_from_dict(data: Mapping[str, Any]) -> TraceEvent:
     if not isinstance(stage_name, str):
         raise DecodeError("stage", stage_name, "must be a stage name")
     stage: StageName = next((s for s in PipelineStage if s.value == stage_name), stage_name)
-    item_count = data["item_count"]
-    if not isinstance(item_count, int) or isinstance(item_count, bool):
-        raise DecodeError("item_count", item_count, "must be an integer")
+    item_count = _integer(data["item_count"], "item_count")
     message = data.get("message")
     if message is not None and not isinstance(message, str):
         raise DecodeError("message", message, "must be a string")

@@ -48,6 +48,8 @@ from ._model import (
     ContextBudget,
     ContextItem,
     _thaw_json,
+    first_wide_int,
+    fits_int64,
     format_timestamp,
     parse_timestamp,
 )
@@ -170,6 +172,12 @@ class RunStarted(_Event, frozen=True, kw_only=True):
     def __hash__(self) -> int:  # the pipeline description is a (read-only) mapping
         return hash((self.run_id, self.seq, self.started_at, self.budget,
                      frozenset(self.pipeline.items()), self.candidate_count))
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # The read-only description cannot be pickled or deep-copied: carry a copy.
+        values = msgspec.structs.asdict(self)
+        values["pipeline"] = (dict(self.pipeline), isinstance(self.pipeline, MappingProxyType))
+        return (_rebuild_event, (RunStarted, values, "pipeline"))
     started_at: datetime
     budget: ContextBudget
     pipeline: Mapping[str, str | bool]
@@ -269,6 +277,17 @@ class RunFailed(_Event, frozen=True, kw_only=True):
     duration_ms: float
     exception: BaseException | None = None
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # The live exception (its traceback, its frames) does not travel:
+        # ``error_type`` and ``error_text`` say what it was.
+        return (_rebuild_event, (RunFailed, {**msgspec.structs.asdict(self),
+                                             "exception": None}, None))
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> "RunFailed":
+        # Every field is immutable but the exception, which is a live object, not
+        # part of the value: the copy refers to the same one.
+        return self
+
 
 class UnknownEvent(_Event, frozen=True, kw_only=True):
     """An event of a type this version does not know, kept with its fields."""
@@ -279,6 +298,21 @@ class UnknownEvent(_Event, frozen=True, kw_only=True):
 
     def __hash__(self) -> int:  # decoded values may be unhashable: hash the keys
         return hash((self.run_id, self.seq, self.event_type, frozenset(self.fields)))
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # The read-only fields cannot be pickled or deep-copied: carry a copy.
+        values = msgspec.structs.asdict(self)
+        values["fields"] = (dict(self.fields), isinstance(self.fields, MappingProxyType))
+        return (_rebuild_event, (UnknownEvent, values, "fields"))
+
+
+def _rebuild_event(cls: type[_Event], values: dict[str, Any], mapping: str | None) -> Any:
+    """An event rebuilt by pickle or deepcopy; ``mapping`` names the field that
+    travelled as (a plain copy, whether it was read-only)."""
+    if mapping is not None:
+        copied, read_only = values[mapping]
+        values = {**values, mapping: MappingProxyType(copied) if read_only else copied}
+    return cls(**values)
 
 
 PipelineEvent: TypeAlias = (
@@ -357,6 +391,23 @@ class ItemEventBatch(Sequence[ItemExcluded | ItemIncluded]):
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("ItemEventBatch is immutable")
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # Slots set once through object.__setattr__: rebuild through __init__.
+        return (_rebuild_batch, (self.run_id, self.first_seq, self.stage,
+                                 self.candidate_indices, self.items, self.scores,
+                                 self.reasons, self.positions))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ItemEventBatch):
+            return NotImplemented
+        return (self.run_id, self.first_seq, self.stage, self.candidate_indices, self.items,
+                self.scores, self.reasons, self.positions) == (
+            other.run_id, other.first_seq, other.stage, other.candidate_indices, other.items,
+            other.scores, other.reasons, other.positions)
+
+    def __hash__(self) -> int:  # equal batches share their run, first seq and length
+        return hash((self.run_id, self.first_seq, len(self.items)))
+
     @property
     def excluded(self) -> bool:
         """True for a batch of exclusions, False for a batch of inclusions."""
@@ -405,6 +456,17 @@ class ItemEventBatch(Sequence[ItemExcluded | ItemIncluded]):
         what = f"{len(self)} exclusions at {self.stage}" if self.excluded else (
             f"{len(self)} inclusions")
         return f"ItemEventBatch({what}, seq {self.first_seq}..{self.last_seq})"
+
+
+def _rebuild_batch(run_id: str, first_seq: int, stage: StageName | None,
+                   candidate_indices: tuple[int, ...], items: tuple[ContextItem, ...],
+                   scores: tuple[float, ...],
+                   reasons: tuple[ExclusionReason, ...] | tuple[InclusionReason, ...],
+                   positions: tuple[int, ...] | None) -> ItemEventBatch:
+    """An ItemEventBatch rebuilt by pickle or deepcopy."""
+    return ItemEventBatch(run_id=run_id, first_seq=first_seq, stage=stage,
+                          candidate_indices=candidate_indices, items=items, scores=scores,
+                          reasons=reasons, positions=positions)
 
 
 # -- content capture --------------------------------------------------------------
@@ -458,11 +520,25 @@ def apply_content_capture(event: PipelineEvent, capture: ContentCapture | str) -
 _Flat = dict[str, Any]
 
 
+_INT64_PROBLEM = ("must fit in a signed 64-bit integer (the specification's integers, and "
+                  "what OpenTelemetry and protobuf carry)")
+
+
 def _check_int(key: str, value: Any) -> int:
-    if type(value) is not int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return int(value)
+    if not isinstance(value, int) or isinstance(value, bool):
         raise DecodeError(key, value, "must be an integer")
+    number = value if type(value) is int else int(value)
+    if not fits_int64(number):
+        raise DecodeError(key, value, _INT64_PROBLEM)
+    return number
+
+
+def _check_json_ints(key: str, value: Any) -> Any:
+    """``value`` (decoded JSON kept as it is: an unknown event's or reason's field),
+    after checking it holds no integer beyond int64."""
+    wide = first_wide_int(value)
+    if wide is not None:
+        raise DecodeError(key + wide[0], wide[1], _INT64_PROBLEM)
     return value
 
 
@@ -637,6 +713,8 @@ class _ScalarMap(_Codec):
             if key.startswith(prefix):
                 if not isinstance(value, str | int | float | bool):
                     raise DecodeError(key, value, "must be a string, number or bool")
+                if type(value) is int:
+                    _check_int(key, value)
                 found[key[start:]] = value
         return MappingProxyType(found)
 
@@ -654,7 +732,9 @@ def _json_value(key: str, value: Any) -> Any:
         raise DecodeError(key, value, "must be a JSON text")
     try:
         return msgspec.json.decode(value)
-    except msgspec.DecodeError as exc:
+    except RecursionError:
+        raise DecodeError(key, value, "nests arrays or objects too deeply") from None
+    except ValueError as exc:  # msgspec.DecodeError, or a lone surrogate in the text
         raise DecodeError(key, value, f"is not valid JSON ({exc})") from None
 
 
@@ -794,7 +874,7 @@ class _Reason(_Codec):
         envelope: dict[str, Any] = {"reason": name}
         for key, value in data.items():
             if key.startswith(prefix) and key != self.name:
-                envelope[key[start:]] = value
+                envelope[key[start:]] = _check_json_ints(key, value)
         if self.exclusion:
             reason = exclusion_reason_from_dict(envelope)
             for field in REFERENCE_FIELDS & envelope.keys():
@@ -890,6 +970,9 @@ def event_from_dict(data: Mapping[str, Any], *, line: int | None = None) -> Pipe
     try:
         if not isinstance(data, Mapping):
             raise DecodeError("event", data, "must be a JSON object")
+        if set(map(type, data)) - {str}:
+            key = next(k for k in data if not isinstance(k, str))
+            raise DecodeError("event", key, "keys must be strings, as JSON object keys are")
         schema = _required(data, "schema")
         if type(schema) is not int or schema != EVENT_SCHEMA_VERSION:
             raise DecodeError("schema", schema,
@@ -904,7 +987,7 @@ def event_from_dict(data: Mapping[str, Any], *, line: int | None = None) -> Pipe
             raise DecodeError("seq", seq, "must be >= 0")
         codec = _CODECS.get(type_name)
         if codec is None:
-            rest = {k: v for k, v in data.items() if k not in _ENVELOPE}
+            rest = {k: _check_json_ints(k, v) for k, v in data.items() if k not in _ENVELOPE}
             return UnknownEvent(run_id=run_id, seq=seq, event_type=type_name,
                                 fields=MappingProxyType(rest))
         return codec.decode(data, run_id, seq)  # type: ignore[return-value]
@@ -922,19 +1005,41 @@ def event_to_json(event: PipelineEvent) -> str:
 def event_from_json(text: str | bytes, *, line: int | None = None) -> PipelineEvent:
     """Decode one event from JSON text. Invalid JSON, NaN or infinity, and every
     problem :func:`event_from_dict` finds raise :class:`DecodeError`."""
+    if not isinstance(text, str | bytes | bytearray | memoryview):
+        raise DecodeError("event", type(text).__name__, "must be JSON text (str or bytes)",
+                          line=line)
     try:
         data = msgspec.json.decode(text)
-    except msgspec.DecodeError as exc:
-        shown = text if isinstance(text, str) else text.decode("utf-8", "replace")
+    except (ValueError, RecursionError) as exc:
+        # msgspec.DecodeError; UnicodeError for text that is not UTF-8 or holds a
+        # lone surrogate; RecursionError for arrays or objects nested past
+        # Python's recursion limit.
+        shown = text if isinstance(text, str) else bytes(text).decode("utf-8", "replace")
         shown = shown if len(shown) <= 80 else shown[:77] + "..."
-        raise DecodeError("event", shown, f"is not valid JSON ({exc})", line=line) from None
+        problem = ("nests arrays or objects too deeply" if isinstance(exc, RecursionError)
+                   else f"is not valid JSON ({exc})")
+        raise DecodeError("event", shown, problem, line=line) from None
     return event_from_dict(data, line=line)
 
 
-def events_from_json_lines(lines: Iterable[str | bytes], *, first_line: int = 1
+def events_from_json_lines(lines: Iterable[str | bytes] | str | bytes, *, first_line: int = 1
                            ) -> Iterator[PipelineEvent]:
     """Decode JSON lines (one event per line; blank lines are skipped), naming the
-    line number in any :class:`DecodeError`."""
+    line number in any :class:`DecodeError`.
+
+    ``lines`` is an iterable of lines (a file object, a list), or the whole text,
+    which is split at ``\n`` only: U+2028, U+2029 and U+0085 may stand inside a
+    JSON string. Anything else raises :class:`InvalidTypeError`.
+    """
+    if isinstance(lines, str):
+        lines = lines.split("\n")
+    elif isinstance(lines, bytes):
+        lines = lines.split(b"\n")
+    elif not isinstance(lines, Iterable):
+        raise InvalidTypeError("lines", lines, "an iterable of JSON lines, or JSON text")
     for number, text in enumerate(lines, start=first_line):
-        if text.strip():
+        if not isinstance(text, str | bytes | bytearray | memoryview):
+            raise DecodeError("event", type(text).__name__, "must be a line of JSON text",
+                              line=number)
+        if (bytes(text) if isinstance(text, memoryview) else text).strip():
             yield event_from_json(text, line=number)

@@ -8,20 +8,30 @@ The hierarchy::
     │   │   ``.value`` name the offending field and the value given
     │   ├── ConfigurationError                 a scorer, slicer, placer or
     │   │                                      pipeline was configured wrongly
-    │   └── CountRequirementError              a count quota's require_count
-    │                                          cannot be met and its scarcity
-    │                                          behaviour is Throw
+    │   ├── CountRequirementError              a count quota's require_count
+    │   │                                      cannot be met and its scarcity
+    │   │                                      behaviour is Throw
+    │   ├── InvalidTextError                   a string holds a lone surrogate
+    │   │                                      (U+D800..U+DFFF): not Unicode
+    │   │                                      text, so no UTF-8 output (JSON,
+    │   │                                      logs, spans) could hold it
+    │   └── MetadataTooDeepError               metadata nests mappings and lists
+    │                                          deeper than ContextItem's
+    │                                          MAX_METADATA_DEPTH (64)
     ├── InvalidTypeError(CupelError, TypeError)
     │       a value has the wrong type (``tokens=True``, ``tokens="3"``);
     │       ``.field`` and ``.value`` as above
-    ├── PipelineError                          a run could not complete
+    ├── PipelineError                          a run could not complete (also:
+    │   │                                      a slicer or placer returned what
+    │   │                                      is not a selection of its input)
     │   ├── PinnedBudgetError(PipelineError, ValueError)
     │   │       pinned items need more than ``maxTokens - outputReserve``
     │   ├── BudgetOverflowError(PipelineError)
     │   │       the Throw overflow strategy found the merged selection
     │   │       over ``targetTokens``
     │   ├── ScorerError(PipelineError, ValueError)
-    │   │       a scorer returned NaN or infinity, or the wrong number of scores
+    │   │       a scorer returned NaN or infinity, something that is not a
+    │   │       real number (text, None), or the wrong number of scores
     │   └── TableTooLargeError(PipelineError)
     │           a knapsack's DP table would exceed 50,000,000 cells (the
     │           specification's TableTooLarge); raised before allocating
@@ -43,8 +53,10 @@ __all__ = [
     "CountRequirementError",
     "CupelError",
     "DecodeError",
+    "InvalidTextError",
     "InvalidTypeError",
     "InvalidValueError",
+    "MetadataTooDeepError",
     "PinnedBudgetError",
     "PipelineError",
     "ScorerError",
@@ -56,6 +68,19 @@ class CupelError(Exception):
     """Base class of every exception cupellation raises deliberately."""
 
 
+#: How much of a value's repr an error message shows (the value itself is kept whole
+#: on the exception): a megabyte of content must not become a megabyte of message.
+_SHOWN_CHARS = 200
+
+
+def _shown(value: Any) -> str:
+    try:
+        text = repr(value)
+    except RecursionError:  # a container nested past the recursion limit
+        return f"<{type(value).__name__} nested too deeply to show>"
+    return text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS - 3] + "..."
+
+
 class _FieldErrorMixin:
     """Carries the offending field name and value on a validation error."""
 
@@ -65,7 +90,7 @@ class _FieldErrorMixin:
     def _init_field(self, field: str, value: Any, problem: str) -> str:
         self.field = field
         self.value = value
-        return f"{field}: {problem} (got {value!r})"
+        return f"{field}: {problem} (got {_shown(value)})"
 
 
 class InvalidValueError(_FieldErrorMixin, CupelError, ValueError):
@@ -103,6 +128,40 @@ class CountRequirementError(InvalidValueError):
 
     def __str__(self) -> str:
         return self.message
+
+
+class InvalidTextError(InvalidValueError):
+    """A string holds a lone surrogate code point (U+D800..U+DFFF).
+
+    Such a string is not Unicode text: UTF-8 cannot encode it, so every output
+    (JSON, log lines, span attributes) would fail on it later, far from the
+    cause. The data model refuses it where it is built; ``field`` names the
+    field (``content``, ``tags[2]``, ``metadata['a'][0]``, ...) and ``index``
+    the position of the first lone surrogate.
+    """
+
+    def __init__(self, field: str, value: str, index: int) -> None:
+        code = ord(value[index])
+        super().__init__(field, value, f"holds a lone surrogate U+{code:04X} at index "
+                                       f"{index}: not Unicode text, so no UTF-8 output "
+                                       "could hold it")
+        self.index = index
+
+
+class MetadataTooDeepError(InvalidValueError):
+    """Metadata nests mappings and lists deeper than the documented limit.
+
+    ``ContextItem`` accepts ``ContextItem.MAX_METADATA_DEPTH`` (64) levels of containers,
+    counting the metadata mapping itself; deeper data is refused at
+    construction, so no encoder or decoder has to recurse without bound.
+    ``field`` names where (``metadata['k'][0][...]``: the first two levels of the
+    path, then ``[...]``) and ``limit`` is the limit.
+    """
+
+    def __init__(self, field: str, value: Any, limit: int) -> None:
+        super().__init__(field, value, f"nests mappings and lists more than {limit} levels "
+                                       "deep (the limit of ContextItem.metadata)")
+        self.limit = limit
 
 
 class InvalidTypeError(_FieldErrorMixin, CupelError, TypeError):
@@ -143,13 +202,18 @@ class BudgetOverflowError(PipelineError):
 
 
 class ScorerError(PipelineError, ValueError):
-    """A scorer produced an unusable result (NaN, infinity, wrong length)."""
+    """A scorer produced an unusable result (NaN, infinity, text, wrong length).
+
+    ``scorer`` names it, ``index`` is the candidate (or, inside a composite, the
+    position) whose score was wrong when one was, and ``detail`` says what was wrong.
+    """
 
     def __init__(self, scorer: str, index: int | None, detail: str) -> None:
         where = f" for candidate index {index}" if index is not None else ""
         super().__init__(f"scorer {scorer} {detail}{where}")
         self.scorer = scorer
         self.index = index
+        self.detail = detail
 
 
 class TableTooLargeError(PipelineError):
@@ -184,7 +248,7 @@ class DecodeError(CupelError, ValueError):
         self, field: str, value: Any, problem: str, *, line: int | None = None
     ) -> None:
         where = f"line {line}: " if line is not None else ""
-        super().__init__(f"{where}{field}: {problem} (got {value!r})")
+        super().__init__(f"{where}{field}: {problem} (got {_shown(value)})")
         self.field = field
         self.value = value
         self.problem = problem

@@ -23,6 +23,7 @@ from typing import Any, ClassVar, TypeAlias
 
 import msgspec
 
+from ._model import fits_int64
 from .exceptions import DecodeError
 
 __all__ = [
@@ -165,6 +166,11 @@ class UnknownExclusionReason(msgspec.Struct, frozen=True, gc=False, kw_only=True
     def __hash__(self) -> int:
         return _hash_with_mapping(type(self), self.reason_name, self.fields)
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # A read-only mapping cannot be pickled or deep-copied: carry a plain copy.
+        return (_unknown_exclusion, (self.reason_name, dict(self.fields),
+                                     isinstance(self.fields, MappingProxyType)))
+
 
 ExclusionReason: TypeAlias = (
     BudgetExceeded
@@ -217,6 +223,28 @@ class InclusionReason(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     def __hash__(self) -> int:
         return _hash_with_mapping(type(self), self.name, self.fields)
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # A read-only mapping cannot be pickled or deep-copied: carry a plain copy.
+        return (_inclusion, (self.name, dict(self.fields),
+                             isinstance(self.fields, MappingProxyType)))
+
+
+def _read_only(fields: dict[str, Any], read_only: bool) -> Mapping[str, Any]:
+    return MappingProxyType(fields) if read_only else fields
+
+
+def _unknown_exclusion(name: str, fields: dict[str, Any], read_only: bool
+                       ) -> UnknownExclusionReason:
+    """An UnknownExclusionReason rebuilt by pickle or deepcopy."""
+    return UnknownExclusionReason(reason_name=name, fields=_read_only(fields, read_only))
+
+
+def _inclusion(name: str, fields: dict[str, Any], read_only: bool) -> InclusionReason:
+    """An InclusionReason rebuilt by pickle or deepcopy: a known variant is its constant."""
+    if not fields and name in _KNOWN_INCLUSIONS:
+        return _KNOWN_INCLUSIONS[name]
+    return InclusionReason(name=name, fields=_read_only(fields, read_only))
+
 
 InclusionReason.SCORED = InclusionReason(name="Scored")
 InclusionReason.PINNED = InclusionReason(name="Pinned")
@@ -253,6 +281,8 @@ def _known_field(variant: str, name: str, value: Any, expected: Any) -> Any:
         ok = isinstance(value, int | str) and not isinstance(value, bool)
     if not ok:
         raise DecodeError(f"reason.{name}", value, f"has the wrong type for {variant}")
+    if isinstance(value, int) and not fits_int64(value):
+        raise DecodeError(f"reason.{name}", value, "must fit in a signed 64-bit integer")
     return float(value) if expected is float else value
 
 

@@ -1,7 +1,6 @@
 """The data model against bad input and its two serialised forms: unknown keys,
 metadata that is not JSON, timestamps that leave the datetime range in UTC,
-to_dict/from_dict (mappings) and to_json/from_json (JSON text), and the effective
-budget of spec/src/pipeline/slice.md."""
+and to_dict/from_dict (mappings) and to_json/from_json (JSON text)."""
 
 from __future__ import annotations
 
@@ -214,42 +213,3 @@ def test_from_json_is_strict_json_with_line_numbers() -> None:
     assert info.value.line == 3
     with pytest.raises(DecodeError, match="must be a JSON object"):
         ContextItem.from_json("[1, 2]")
-
-
-# -- the effective budget -----------------------------------------------------
-
-def compute_effective_budget(max_tokens: int, target_tokens: int, output_reserve: int,
-                             pinned_tokens: int) -> tuple[int, int]:
-    """COMPUTE-EFFECTIVE-BUDGET of spec/src/pipeline/slice.md, line by line."""
-    effective_max = max(0, max_tokens - output_reserve - pinned_tokens)
-    effective_target = max(0, target_tokens - pinned_tokens)
-    effective_target = min(effective_target, effective_max)
-    return effective_max, effective_target
-
-
-@pytest.mark.parametrize(("max_tokens", "target", "reserve", "pinned"), [
-    (1000, 800, 0, 0),
-    (1000, 800, 100, 0),
-    (1000, 800, 100, 150),
-    (1000, 1000, 300, 50),     # the target is clamped to the max
-    (1000, 800, 0, 800),       # pinned tokens take the whole target
-    (1000, 800, 200, 900),     # and more than the max
-    (0, 0, 0, 0),
-])
-@pytest.mark.parametrize(("slots", "margin"), [
-    (None, 0.0), ({"Message": 3, "ToolOutput": 40}, 0.0), (None, 12.5), ({"Memory": 7}, 100.0),
-])
-def test_effective_budget_is_compute_effective_budget(
-        max_tokens: int, target: int, reserve: int, pinned: int,
-        slots: dict[str, int] | None, margin: float) -> None:
-    """effective() is the chapter's pseudocode exactly; reservedSlots and the safety
-    margin change nothing (the pseudocode reads neither), and the result is a fresh
-    budget carrying only maxTokens and targetTokens (the chapter's conformance note)."""
-    budget = ContextBudget(max_tokens, target, output_reserve=reserve, reserved_slots=slots,
-                           estimation_safety_margin_percent=margin)
-    effective = budget.effective(pinned)
-    assert (effective.max_tokens, effective.target_tokens) == compute_effective_budget(
-        max_tokens, target, reserve, pinned)
-    assert effective.output_reserve == 0
-    assert dict(effective.reserved_slots) == {}
-    assert effective.estimation_safety_margin_percent == 0.0

@@ -48,14 +48,21 @@ from cupellation.reasons import (
 def test_seed_complete_example_round_trips_exactly(seeds_dir: Path) -> None:
     """The seed's complete SelectionReport example decodes and re-encodes to the
     identical JSON: field names, reason envelopes, omitted absent fields. Both
-    the mapping (from_dict/to_dict) and the text (from_json/to_json) forms."""
+    the mapping (from_dict/to_dict) and the text (from_json/to_json) forms. The
+    example is abridged (4 items listed, total_candidates 5, tokens 4736 against
+    the 2688 listed), so it reads as incomplete, naming both broken rules, and
+    ``incomplete`` is the only member the re-encoded JSON adds."""
     wire = json.loads((seeds_dir / "selection_report_complete.json").read_text(encoding="utf-8"))
     report = SelectionReport.from_dict(wire)
     assert report.total_candidates == 5
     assert [e.reason.name for e in report.excluded] == ["BudgetExceeded", "Deduplicated"]
-    assert report.to_dict() == wire
+    assert not report.is_complete
+    assert [line.split(" is ")[0] for line in report.incomplete] == [
+        "total_candidates", "total_tokens_considered"]
+    assert report.to_dict() == {**wire, "incomplete": list(report.incomplete)}
     assert SelectionReport.from_json(json.dumps(wire)) == report
-    assert json.loads(report.to_json()) == wire
+    assert json.loads(report.to_json()) == {**wire, "incomplete": list(report.incomplete)}
+    assert SelectionReport.from_json(report.to_json()) == report
 
 
 # -- hand-built runs ---------------------------------------------------------------

@@ -8,8 +8,10 @@ import contextlib
 import errno
 import fcntl
 import gzip
+import logging
 import os
 import shutil
+import stat
 import threading
 import weakref
 from collections.abc import Sequence
@@ -23,10 +25,23 @@ from ._records import resolve_capture
 
 __all__ = ["AuditLog"]
 
+_logger = logging.getLogger("cupellation")
+
 #: A run's lines are held back until its end, or until they reach this size.
 _PENDING_LIMIT = 1 << 20
-_OPEN_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+_APPEND = os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+#: Read access too, to see whether the file ends with a whole line; write-only
+#: when the file's permissions allow no more.
+_OPEN_FLAGS = os.O_RDWR | _APPEND
+_WRITE_ONLY_FLAGS = os.O_WRONLY | _APPEND
 _ALL_LOGS: weakref.WeakSet[AuditLog] = weakref.WeakSet()
+
+
+def _open_log(path: str) -> int:
+    try:
+        return os.open(path, _OPEN_FLAGS, 0o644)
+    except PermissionError:
+        return os.open(path, _WRITE_ONLY_FLAGS, 0o644)
 
 
 class AuditLog:
@@ -43,14 +58,25 @@ class AuditLog:
     **Whole lines, never torn.** A run's lines are gathered while it runs and
     written with one ``os.write`` on an ``O_APPEND`` descriptor when it ends
     (``run_completed`` or ``run_failed``), or earlier in 1 MiB pieces for very
-    large runs, under a per-instance lock. The kernel appends each write at
-    the end of the file in one piece, so lines of concurrent runs, threads and
-    processes never interleave inside a line, and nothing is buffered in the
-    process once a run has returned (``fsync=True`` also forces it to disk). A
-    process killed mid-write can leave at most one unterminated last line,
-    which the reader counts as damaged; every complete line stays readable.
-    Lines of a run whose process died before its end are simply absent or
-    partial, and the reader reports such a run as incomplete.
+    large runs, under a per-instance lock and an ``fcntl`` lock on the file
+    (on ``<path>.lock`` when rotating) that every AuditLog writing the file
+    takes. The kernel appends each write at the end of the file in one piece,
+    so lines of concurrent runs, threads and processes never interleave inside
+    a line, and nothing is buffered in the process once a run has returned
+    (``fsync=True`` also forces it to disk). A process killed mid-write can
+    leave at most one unterminated last line, which the reader counts as
+    damaged; the next write starts on a new line, so every complete line
+    stays readable. Lines of a run whose process died before its end are
+    simply absent or partial, and the reader reports such a run as incomplete.
+
+    **A full disk loses lines, never the file's shape.** A write that fails
+    (``ENOSPC``, ``EDQUOT``, ``EIO``, a short write) is undone under the same
+    lock: the file is cut back to where that write began, so no half line
+    stays behind and no other writer's line is touched. The lines are counted
+    in :attr:`lost_lines` (and :attr:`lost_bytes`), and the loss is reported
+    once, as one warning on the ``cupellation`` logger when writes start to
+    fail, never as a traceback per event; the run being recorded is not
+    affected, and later writes go through as soon as there is room again.
 
     **Rotation** (``max_bytes > 0`` and ``backup_count > 0``, as in
     :class:`logging.handlers.RotatingFileHandler`): before a write that would
@@ -99,6 +125,9 @@ class AuditLog:
         self._lock_fd = -1
         self._pid = -1
         self._closed = False
+        self._lost_lines = 0
+        self._lost_bytes = 0
+        self._failing = False
         with self._lock:
             self._open()  # fail now, in the caller, if the file cannot be opened
         _ALL_LOGS.add(self)
@@ -127,6 +156,16 @@ class AuditLog:
     def rotates(self) -> bool:
         """True when the file rotates by size."""
         return self._max_bytes > 0 and self._backup_count > 0
+
+    @property
+    def lost_lines(self) -> int:
+        """Lines that could not be written (a full disk, an I/O error), in all."""
+        return self._lost_lines
+
+    @property
+    def lost_bytes(self) -> int:
+        """Bytes of the lines counted in :attr:`lost_lines`."""
+        return self._lost_bytes
 
     def record(self, events: Sequence[PipelineEvent], /) -> None:
         """Encode ``events``; write the run's lines when it ends."""
@@ -189,9 +228,9 @@ class AuditLog:
     # -- writing --------------------------------------------------------------------------
 
     def _open(self) -> None:
-        self._fd = os.open(self._path, _OPEN_FLAGS, 0o644)
+        self._fd = _open_log(self._path)
         if self.rotates:
-            self._lock_fd = os.open(self._path + ".lock", _OPEN_FLAGS, 0o644)
+            self._lock_fd = os.open(self._path + ".lock", _WRITE_ONLY_FLAGS, 0o644)
         self._pid = os.getpid()
 
     def _close_fds(self) -> None:
@@ -205,24 +244,50 @@ class AuditLog:
         with self._lock:
             if self._closed:
                 raise InvalidValueError("audit_log", self._path, "is closed")
-            if self._pid != os.getpid():
-                # A forked child: the descriptors (and the flock they carry) are
-                # shared with the parent; take our own.
-                self._fd = self._lock_fd = -1
-                self._open()
-            if self.rotates:
-                fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
-                try:
+            try:
+                if self._pid != os.getpid():
+                    # A forked child: the descriptors (and the flock they carry) are
+                    # shared with the parent; take our own.
+                    self._fd = self._lock_fd = -1
+                    self._open()
+                if self.rotates:
+                    fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+                    try:
+                        self._follow()
+                        size = os.fstat(self._fd).st_size
+                        if size > 0 and size + len(data) > self._max_bytes:
+                            self._rotate()
+                        self._append(data)
+                    finally:
+                        fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+                else:
                     self._follow()
-                    size = os.fstat(self._fd).st_size
-                    if size > 0 and size + len(data) > self._max_bytes:
-                        self._rotate()
-                    self._append(data)
-                finally:
-                    fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
-            else:
-                self._follow()
-                self._append(data)
+                    # The file itself is the lock: another writer's line cannot land
+                    # between a failed write and the cut that undoes it.
+                    locked = _lock(self._fd)
+                    try:
+                        self._append(data)
+                    finally:
+                        if locked:
+                            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            except OSError as exc:
+                self._count_loss(data, exc)
+                return
+            self._failing = False
+
+    def _count_loss(self, data: bytes, error: OSError) -> None:
+        """Count lines that could not be written; warn once when writes start failing."""
+        lines = data.count(b"\n")
+        self._lost_lines += lines
+        self._lost_bytes += len(data)
+        if self._failing:
+            return
+        self._failing = True
+        _logger.warning(
+            "cupellation: audit log %s: cannot write (%s); %d lines lost so far. Lines are "
+            "counted in AuditLog.lost_lines while writes fail, and written again as soon as "
+            "there is room; the file holds only whole lines.", self._path,
+            error.strerror or type(error).__name__, self._lost_lines)
 
     def _follow(self) -> None:
         """Reopen when ``path`` no longer names the open file (rotated or removed)."""
@@ -232,21 +297,42 @@ class AuditLog:
             current = None
         mine = os.fstat(self._fd)
         if current is None or (current.st_ino, current.st_dev) != (mine.st_ino, mine.st_dev):
+            # Open the new one first: a failure leaves the old descriptor valid.
+            fd = _open_log(self._path)
             os.close(self._fd)
-            self._fd = os.open(self._path, _OPEN_FLAGS, 0o644)
+            self._fd = fd
 
     def _append(self, data: bytes) -> None:
+        """Append ``data`` whole, or leave the file as it was.
+
+        Called with the file locked. On a regular file, a write that fails part
+        way is undone by cutting the file back to its size before the write
+        (the lock keeps other writers out meanwhile), and a file that does not
+        end with a newline (a writer killed mid-line) gets one first, so the
+        torn line stays one damaged line and ours are whole.
+        """
+        fd = self._fd
+        info = os.fstat(fd)
+        start = info.st_size if stat.S_ISREG(info.st_mode) else None
+        if start and _torn_tail(fd, start):
+            data = b"\n" + data
         view = memoryview(data)
-        while view:
-            try:
-                written = os.write(self._fd, view)
-            except InterruptedError:
-                continue
-            if written <= 0:
-                raise OSError(errno.EIO, f"could not append to {self._path}")
-            view = view[written:]
+        try:
+            while view:
+                try:
+                    written = os.write(fd, view)
+                except InterruptedError:
+                    continue
+                if written <= 0:
+                    raise OSError(errno.EIO, f"could not append to {self._path}")
+                view = view[written:]
+        except OSError:
+            if start is not None and len(view) < len(data):
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, start)
+            raise
         if self._fsync:
-            os.fsync(self._fd)
+            os.fsync(fd)
 
     def _backup(self, number: int) -> list[str]:
         base = f"{self._path}.{number}"
@@ -263,14 +349,43 @@ class AuditLog:
                     os.replace(old, new)
         first = f"{self._path}.1"
         os.replace(self._path, first)
+        fd = _open_log(self._path)
         os.close(self._fd)
-        self._fd = os.open(self._path, _OPEN_FLAGS, 0o644)
+        self._fd = fd
         if self._compress:
             temporary = first + ".gz.tmp"
-            with open(first, "rb") as source, gzip.open(temporary, "wb", compresslevel=6) as out:
-                shutil.copyfileobj(source, out, 1 << 20)
-            os.replace(temporary, first + ".gz")
-            os.remove(first)
+            try:
+                with (open(first, "rb") as source,
+                      gzip.open(temporary, "wb", compresslevel=6) as out):
+                    shutil.copyfileobj(source, out, 1 << 20)
+                os.replace(temporary, first + ".gz")
+            except OSError as exc:
+                # No room to compress: the backup stays whole, uncompressed (the
+                # reader takes <path>.1 as well as <path>.1.gz).
+                _remove(temporary)
+                _logger.warning("cupellation: audit log %s: backup %s left uncompressed (%s)",
+                                self._path, first, exc.strerror or type(exc).__name__)
+            else:
+                os.remove(first)
+
+
+def _lock(fd: int) -> bool:
+    """Take an exclusive ``flock`` on ``fd``; False where the file cannot be locked
+    (some special files and network file systems), where the write goes on unlocked."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    except OSError:
+        return False
+    return True
+
+
+def _torn_tail(fd: int, size: int) -> bool:
+    """True when the file of ``size`` bytes does not end with a newline (readable
+    descriptors only: a write-only one cannot tell, and is taken as whole)."""
+    try:
+        return os.pread(fd, 1, size - 1) != b"\n"
+    except OSError:
+        return False
 
 
 def _remove(name: str) -> None:

@@ -4,8 +4,9 @@
 stdlib JSON formatter) holds are one flat record at the top level of a JSON
 object. For the frequent event types (stage events, item decisions,
 ``run_completed``) ``msgspec`` decodes such a line straight into a private
-typed struct, validating every field in C, and the event is built from it
-without the general codec's per-field dispatch. Anything unusual — another
+typed struct, validating every field in C (every integer within int64, as the
+spine checks), and the event is built from it without the general codec's
+per-field dispatch. Anything unusual — another
 schema version, an unknown type or reason, a field missing, null, mistyped or
 out of range, a content or kind the data model rejects — makes the fast path
 give up, and the line goes the slow way, so the fast path never decides
@@ -77,7 +78,7 @@ _ENVELOPE_DEPTH = 3
 _UNSET = msgspec.UNSET
 _Unset = msgspec.UnsetType
 _Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
-_Seq = Annotated[int, msgspec.Meta(ge=0)]
+_Seq = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]
 _RunId = Annotated[str, msgspec.Meta(min_length=1)]
 _STAGES: dict[str, StageName] = {stage.value: stage for stage in PipelineStage}
 
@@ -95,25 +96,25 @@ class _Flat(msgspec.Struct, tag_field="type", kw_only=True, gc=False):
 
 class _FlatStageStarted(_Flat, tag="stage_started", kw_only=True, gc=False):
     stage: str
-    items_in: int
+    items_in: _Int64
 
 
 class _FlatStageCompleted(_Flat, tag="stage_completed", kw_only=True, gc=False):
     stage: str
     duration_ms: float
-    items_in: int
-    items_out: int
+    items_in: _Int64
+    items_out: _Int64
 
 
 class _FlatRunCompleted(_Flat, tag="run_completed", kw_only=True, gc=False):
     duration_ms: float
-    included_count: int
-    included_tokens: int
-    excluded_count: int
+    included_count: _Int64
+    included_tokens: _Int64
+    excluded_count: _Int64
 
 
 class _FlatItem(_Flat, kw_only=True, gc=False):
-    candidate_index: int
+    candidate_index: _Int64
     score: float
     content: str = _f("item.content", msgspec.NODEFAULT)
     tokens: _Int64 = _f("item.tokens", msgspec.NODEFAULT)
@@ -130,23 +131,23 @@ class _FlatItem(_Flat, kw_only=True, gc=False):
 
 
 class _FlatIncluded(_FlatItem, tag="item_included", kw_only=True, gc=False):
-    position: int
+    position: _Int64
 
 
 class _FlatExcluded(_FlatItem, tag="item_excluded", kw_only=True, gc=False):
     stage: str
-    item_tokens: int | _Unset = _f("reason.item_tokens")
-    available_tokens: int | _Unset = _f("reason.available_tokens")
+    item_tokens: _Int64 | _Unset = _f("reason.item_tokens")
+    available_tokens: _Int64 | _Unset = _f("reason.available_tokens")
     r_score: float | _Unset = _f("reason.score")
     threshold: float | _Unset = _f("reason.threshold")
-    deduplicated_against: int | _Unset = _f("reason.deduplicated_against")
+    deduplicated_against: _Int64 | _Unset = _f("reason.deduplicated_against")
     r_kind: str | _Unset = _f("reason.kind")
-    cap: int | _Unset = _f("reason.cap")
-    actual: int | _Unset = _f("reason.actual")
-    count: int | _Unset = _f("reason.count")
+    cap: _Int64 | _Unset = _f("reason.cap")
+    actual: _Int64 | _Unset = _f("reason.actual")
+    count: _Int64 | _Unset = _f("reason.count")
     displaced_by_kind: str | _Unset = _f("reason.displaced_by_kind")
-    r_tokens: int | _Unset = _f("reason.tokens")
-    displaced_by: int | _Unset = _f("reason.displaced_by")
+    r_tokens: _Int64 | _Unset = _f("reason.tokens")
+    displaced_by: _Int64 | _Unset = _f("reason.displaced_by")
     filter_name: str | _Unset = _f("reason.filter_name")
 
 
@@ -377,7 +378,7 @@ def find_record(value: Any, depth: int = 0) -> dict[str, Any] | None:
                 continue
             try:
                 inner = msgspec.json.decode(text)
-            except ValueError:  # msgspec.DecodeError, or UnicodeDecodeError
+            except (ValueError, RecursionError):  # msgspec.DecodeError, UnicodeError
                 continue
         if isinstance(inner, dict):
             found = find_record(inner, depth + 1)

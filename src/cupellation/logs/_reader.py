@@ -17,7 +17,7 @@ from typing import IO, Any
 
 import msgspec
 
-from .._model import ContextBudget
+from .._model import ContextBudget, check_text
 from .._report import ReportBuilder, SelectionReport
 from ..events import (
     EVENT_SCHEMA_VERSION,
@@ -276,6 +276,10 @@ class LogReader(Iterator[LoggedRun]):
                  keep_events: bool = False) -> None:
         self.stats = ReadStats()
         self._keep_events = bool(keep_events)
+        if run_id is not None:
+            if not isinstance(run_id, str):
+                raise InvalidTypeError("run_id", run_id, "a string or None")
+            check_text("run_id", run_id)
         self._run_id = run_id
         self._since = _as_datetime(since, "since")
         self._until = _as_datetime(until, "until")
@@ -494,13 +498,15 @@ class LogReader(Iterator[LoggedRun]):
             return None
         try:
             value = msgspec.json.decode(text)
-        except ValueError as exc:  # msgspec.DecodeError, or UnicodeDecodeError
+        except (ValueError, RecursionError) as exc:
+            # msgspec.DecodeError, UnicodeDecodeError, or arrays and objects nested
+            # past Python's recursion limit.
             value = None
             brace = text.find(b"{")
             if brace > 0:
                 try:
                     value = msgspec.json.decode(text[brace:])
-                except ValueError:
+                except (ValueError, RecursionError):
                     value = None
             if value is None:
                 if any(marker in text for marker in _OUR_MARKERS):

@@ -357,7 +357,7 @@ def parse_trace(data: str | bytes) -> list[SpanData]:
         raise DecodeError("trace", stripped[:40], "is not JSON (OTLP/JSON or Jaeger JSON)")
     try:
         whole = json.loads(stripped)
-    except ValueError:
+    except (ValueError, RecursionError):
         return spans_from_otlp_json(stripped)  # JSON lines (or a clear error naming the line)
     documents = whole if isinstance(whole, list) else [whole]
     spans: list[SpanData] = []

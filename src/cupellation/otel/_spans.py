@@ -14,12 +14,13 @@ import base64
 import binascii
 import json
 import math
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any
 
-from ..exceptions import DecodeError
+from .._model import check_text, first_wide_int
+from ..exceptions import DecodeError, InvalidTextError
 from ._names import LIST_ATTRIBUTES, list_value
 
 __all__ = [
@@ -35,7 +36,6 @@ __all__ = [
 #: The extra that installs the OTLP protobuf classes.
 OTLP_EXTRA = "cupellation[otlp]"
 
-_EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +43,7 @@ class SpanEventData:
     """One span event: its name, attributes, time and how many attributes it lost."""
 
     name: str
-    attributes: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+    attributes: Mapping[str, Any] = field(default_factory=dict)
     timestamp_ns: int | None = None
     dropped_attributes: int = 0
 
@@ -59,7 +59,7 @@ class SpanData:
     """
 
     name: str
-    attributes: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+    attributes: Mapping[str, Any] = field(default_factory=dict)
     events: tuple[SpanEventData, ...] = ()
     trace_id: str | None = None
     span_id: str | None = None
@@ -125,10 +125,21 @@ def _load_json(data: str | bytes | Any, what: str) -> Any:
     if isinstance(data, str):
         try:
             return json.loads(data)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             shown = data if len(data) <= 60 else data[:57] + "..."
-            raise DecodeError(what, shown, f"is not valid JSON ({exc})") from None
+            problem = ("nests arrays or objects too deeply" if isinstance(exc, RecursionError)
+                       else f"is not valid JSON ({exc})")
+            raise DecodeError(what, shown, problem) from None
     return data
+
+
+def _text(value: str, path: str) -> str:
+    """``value``, after checking it is Unicode text: a lone surrogate (which JSON's
+    ``\\ud800`` escapes can carry) could be read but never sent on as UTF-8."""
+    try:
+        return check_text(path, value)
+    except InvalidTextError as exc:
+        raise DecodeError(path, _shown(value), exc.problem) from None
 
 
 def _object(value: Any, path: str) -> Mapping[str, Any]:
@@ -174,23 +185,42 @@ def _otlp_id(value: Any, size: int, path: str) -> str | None:
     return None if not any(raw) else raw.hex()
 
 
-def _int(value: Any, path: str) -> int:
+#: The ranges OTLP gives its integers: an attribute's ``intValue`` is an int64, a
+#: time in nanoseconds a fixed64 (unsigned), a dropped count a uint32. A value
+#: outside them cannot be sent on (the SDK's encoder fails on it), so a reader
+#: refuses it, naming where it is.
+_INT64 = (-(2**63), 2**63 - 1, "a signed 64-bit integer")
+_TIME_NS = (0, 2**64 - 1, "an unsigned 64-bit count of nanoseconds")
+_COUNT = (0, 2**32 - 1, "an unsigned 32-bit count")
+#: Jaeger's times are microseconds; as nanoseconds they must still fit OTLP's fixed64.
+_TIME_US = (0, (2**64 - 1) // 1000, "a count of microseconds that fits OTLP's nanoseconds")
+#: How deeply arrayValue and kvlistValue may nest (as deep as item metadata may).
+_MAX_VALUE_DEPTH = 64
+_INTEGER_TEXT = re.compile(r"[+-]?[0-9]{1,40}")
+
+
+def _int(value: Any, path: str, bounds: tuple[int, int, str] = _INT64) -> int:
+    number: int | None = None
     if isinstance(value, bool):
         raise DecodeError(path, value, "must be an integer")
     if isinstance(value, int):
-        return value
-    if isinstance(value, str):
-        try:
-            return int(value)
-        except ValueError:
-            pass
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    raise DecodeError(path, _shown(value), "must be an integer")
+        number = value
+    elif isinstance(value, str):
+        # Digits only: int() would also take "1_000", and raise past 4,300 digits.
+        if _INTEGER_TEXT.fullmatch(value.strip()):
+            number = int(value)
+    elif isinstance(value, float) and value.is_integer():
+        number = int(value)
+    if number is None:
+        raise DecodeError(path, _shown(value), "must be an integer")
+    low, high, what = bounds
+    if not low <= number <= high:
+        raise DecodeError(path, _shown(value), f"must be {what}")
+    return number
 
 
-def _optional_int(value: Any, path: str) -> int | None:
-    return None if value is None or value == "" else _int(value, path)
+def _optional_int(value: Any, path: str, bounds: tuple[int, int, str] = _INT64) -> int | None:
+    return None if value is None or value == "" else _int(value, path, bounds)
 
 
 def _float(value: Any, path: str) -> float:
@@ -209,14 +239,17 @@ def _float(value: Any, path: str) -> float:
     raise DecodeError(path, _shown(value), "must be a number")
 
 
-def _any_value(value: Any, path: str) -> Any:
+def _any_value(value: Any, path: str, depth: int = 1) -> Any:
     """An OTLP/JSON AnyValue as a Python value (None for an empty one)."""
     value = _object(value, path)
+    if depth > _MAX_VALUE_DEPTH:
+        raise DecodeError(path, _shown(value), f"nests arrays and key-value lists more than "
+                          f"{_MAX_VALUE_DEPTH} levels deep")
     if "stringValue" in value:
         text = value["stringValue"]
         if not isinstance(text, str):
             raise DecodeError(path + ".stringValue", _shown(text), "must be a string")
-        return text
+        return _text(text, path + ".stringValue")
     if "intValue" in value:
         return _int(value["intValue"], path + ".intValue")
     if "doubleValue" in value:
@@ -228,17 +261,17 @@ def _any_value(value: Any, path: str) -> Any:
         return flag
     if "arrayValue" in value:
         inner = _object(value["arrayValue"], path + ".arrayValue")
-        return [_any_value(v, f"{path}.arrayValue.values[{k}]")
+        return [_any_value(v, f"{path}.arrayValue.values[{k}]", depth + 1)
                 for k, v in enumerate(_array(inner.get("values"), path + ".arrayValue.values"))]
     if "kvlistValue" in value:
         inner = _object(value["kvlistValue"], path + ".kvlistValue")
-        return _key_values(inner.get("values"), path + ".kvlistValue.values")
+        return _key_values(inner.get("values"), path + ".kvlistValue.values", depth + 1)
     if "bytesValue" in value:
         return value["bytesValue"] if isinstance(value["bytesValue"], str) else None
     return None
 
 
-def _key_values(values: Any, path: str) -> dict[str, Any]:
+def _key_values(values: Any, path: str, depth: int = 1) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, raw in enumerate(_array(values, path)):
         where = f"{path}[{k}]"
@@ -246,7 +279,8 @@ def _key_values(values: Any, path: str) -> dict[str, Any]:
         key = entry.get("key")
         if not isinstance(key, str):
             raise DecodeError(where + ".key", _shown(key), "must be a string")
-        out[key] = _any_value(entry.get("value", {}), where + ".value")
+        out[_text(key, where + ".key")] = _any_value(entry.get("value", {}), where + ".value",
+                                                     depth)
     return out
 
 
@@ -254,6 +288,7 @@ def _otlp_span(span: Mapping[str, Any], path: str) -> SpanData:
     name = span.get("name", "")
     if not isinstance(name, str):
         raise DecodeError(path + ".name", _shown(name), "must be a string")
+    name = _text(name, path + ".name")
     events = []
     for k, raw in enumerate(_array(span.get("events"), path + ".events")):
         where = f"{path}.events[{k}]"
@@ -262,11 +297,12 @@ def _otlp_span(span: Mapping[str, Any], path: str) -> SpanData:
         if not isinstance(event_name, str):
             raise DecodeError(where + ".name", _shown(event_name), "must be a string")
         events.append(SpanEventData(
-            name=event_name,
+            name=_text(event_name, where + ".name"),
             attributes=_key_values(event.get("attributes"), where + ".attributes"),
-            timestamp_ns=_optional_int(event.get("timeUnixNano"), where + ".timeUnixNano"),
+            timestamp_ns=_optional_int(event.get("timeUnixNano"), where + ".timeUnixNano",
+                                       _TIME_NS),
             dropped_attributes=_optional_int(event.get("droppedAttributesCount"),
-                                             where + ".droppedAttributesCount") or 0))
+                                             where + ".droppedAttributesCount", _COUNT) or 0))
     return SpanData(
         name=name,
         attributes=_key_values(span.get("attributes"), path + ".attributes"),
@@ -274,12 +310,13 @@ def _otlp_span(span: Mapping[str, Any], path: str) -> SpanData:
         trace_id=_otlp_id(span.get("traceId"), 16, path + ".traceId"),
         span_id=_otlp_id(span.get("spanId"), 8, path + ".spanId"),
         parent_span_id=_otlp_id(span.get("parentSpanId"), 8, path + ".parentSpanId"),
-        start_ns=_optional_int(span.get("startTimeUnixNano"), path + ".startTimeUnixNano"),
-        end_ns=_optional_int(span.get("endTimeUnixNano"), path + ".endTimeUnixNano"),
+        start_ns=_optional_int(span.get("startTimeUnixNano"), path + ".startTimeUnixNano",
+                               _TIME_NS),
+        end_ns=_optional_int(span.get("endTimeUnixNano"), path + ".endTimeUnixNano", _TIME_NS),
         dropped_attributes=_optional_int(span.get("droppedAttributesCount"),
-                                         path + ".droppedAttributesCount") or 0,
+                                         path + ".droppedAttributesCount", _COUNT) or 0,
         dropped_events=_optional_int(span.get("droppedEventsCount"),
-                                     path + ".droppedEventsCount") or 0,
+                                     path + ".droppedEventsCount", _COUNT) or 0,
     )
 
 
@@ -337,7 +374,7 @@ def spans_from_otlp_json(data: str | bytes | Mapping[str, Any]) -> list[SpanData
         raise DecodeError("trace", type(data).__name__, "must be OTLP/JSON text or a mapping")
     try:
         whole = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         whole = None
     if isinstance(whole, Mapping):
         return list(_otlp_document(whole, "trace"))
@@ -349,9 +386,10 @@ def spans_from_otlp_json(data: str | bytes | Mapping[str, Any]) -> list[SpanData
             continue
         try:
             document = json.loads(line)
-        except ValueError as exc:
-            raise DecodeError("trace", _shown(line), f"is not valid JSON ({exc})",
-                              line=number) from None
+        except (ValueError, RecursionError) as exc:
+            problem = ("nests arrays or objects too deeply" if isinstance(exc, RecursionError)
+                       else f"is not valid JSON ({exc})")
+            raise DecodeError("trace", _shown(line), problem, line=number) from None
         if not isinstance(document, Mapping):
             raise DecodeError("trace", _shown(document), "must be a JSON object per line",
                               line=number)
@@ -489,6 +527,7 @@ def _jaeger_tag(tag: Any, path: str) -> tuple[str, Any]:
     key = tag.get("key")
     if not isinstance(key, str):
         raise DecodeError(path + ".key", _shown(key), "must be a string")
+    key = _text(key, path + ".key")
     kind = tag.get("type", "string")
     value = tag.get("value")
     if kind in ("int64", "int32"):
@@ -502,8 +541,18 @@ def _jaeger_tag(tag: Any, path: str) -> tuple[str, Any]:
             raise DecodeError(path + ".value", _shown(value), "must be true or false")
     elif not isinstance(value, str):
         raise DecodeError(path + ".value", _shown(value), f"must be a string for type {kind}")
+    else:
+        value = _text(value, path + ".value")
     if key in LIST_ATTRIBUTES:
-        value = list_value(value)
+        try:
+            value = list_value(value)
+        except RecursionError:
+            raise DecodeError(path + ".value", _shown(value),
+                              "nests JSON arrays too deeply") from None
+        wide = first_wide_int(value)
+        if wide is not None:
+            raise DecodeError(path + ".value" + wide[0], wide[1],
+                              f"must be {_INT64[2]}")
     return key, value
 
 
@@ -515,9 +564,11 @@ def _jaeger_span(span: Mapping[str, Any], path: str) -> SpanData:
     name = span.get("operationName")
     if not isinstance(name, str):
         raise DecodeError(path + ".operationName", _shown(name), "must be a string")
+    name = _text(name, path + ".operationName")
     attributes = _jaeger_tags(span.get("tags"), path + ".tags")
-    dropped_attributes = _count(attributes.pop("otel.dropped_attributes_count", 0))
-    dropped_events = _count(attributes.pop("otel.dropped_events_count", 0))
+    dropped_attributes = _jaeger_count(attributes, "otel.dropped_attributes_count",
+                                       path + ".tags")
+    dropped_events = _jaeger_count(attributes, "otel.dropped_events_count", path + ".tags")
     parent = None
     for k, raw in enumerate(_array(span.get("references"), path + ".references")):
         reference = _object(raw, f"{path}.references[{k}]")
@@ -532,22 +583,37 @@ def _jaeger_span(span: Mapping[str, Any], path: str) -> SpanData:
         log = _object(raw_log, where)
         fields = _jaeger_tags(log.get("fields"), where + ".fields")
         event_name = fields.pop("event", "")
-        dropped = _count(fields.pop("otel.event.dropped_attributes_count", 0))
-        stamp = _optional_int(log.get("timestamp"), where + ".timestamp")
+        dropped = _jaeger_count(fields, "otel.event.dropped_attributes_count",
+                                where + ".fields")
+        stamp = _optional_int(log.get("timestamp"), where + ".timestamp", _TIME_US)
         events.append(SpanEventData(
             name=event_name if isinstance(event_name, str) else str(event_name),
             attributes=fields, timestamp_ns=None if stamp is None else stamp * 1000,
             dropped_attributes=dropped))
-    start = _optional_int(span.get("startTime"), path + ".startTime")
-    duration = _optional_int(span.get("duration"), path + ".duration")
+    start = _optional_int(span.get("startTime"), path + ".startTime", _TIME_US)
+    duration = _optional_int(span.get("duration"), path + ".duration", _TIME_US)
+    end = None if start is None or duration is None else start + duration
+    if end is not None and end > _TIME_US[1]:
+        raise DecodeError(path + ".duration", duration, "ends the span past the largest time "
+                          "OTLP can hold (2**64 - 1 nanoseconds)")
     return SpanData(
         name=name, attributes=attributes, events=tuple(events),
         trace_id=_jaeger_id(span.get("traceID"), 16, path + ".traceID"),
         span_id=_jaeger_id(span.get("spanID"), 8, path + ".spanID"),
         parent_span_id=parent,
         start_ns=None if start is None else start * 1000,
-        end_ns=None if start is None or duration is None else (start + duration) * 1000,
+        end_ns=None if end is None else end * 1000,
         dropped_attributes=dropped_attributes, dropped_events=dropped_events)
+
+
+def _jaeger_count(tags: dict[str, Any], key: str, path: str) -> int:
+    """A dropped count Jaeger keeps as a tag, taken out of ``tags`` (0 when absent)."""
+    value = tags.pop(key, 0)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        return 0  # not a count the SDK wrote: nothing says what was lost
+    if value > _COUNT[1]:
+        raise DecodeError(f"{path}[{key}]", value, f"must be {_COUNT[2]}")
+    return value
 
 
 def is_jaeger_document(value: Any) -> bool:

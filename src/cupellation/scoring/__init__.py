@@ -17,12 +17,13 @@ configuration when constructed::
     scores = scorer.score_all(items)
 
 Custom scoring is a plain function ``fn(item, all_items) -> float`` wrapped in
-:class:`FunctionScorer`, or a subclass of :class:`ScorerBase`.
+:class:`FunctionScorer`, or a subclass of :class:`ScorerBase`. :func:`score_array`
+checks what a scorer returned, as the pipeline and the composites do.
 """
 
 from __future__ import annotations
 
-from ._base import FunctionScorer, Scorer, ScorerBase, ScorerFunction
+from ._base import FunctionScorer, Scorer, ScorerBase, ScorerFunction, score_array
 from ._composite import CompositeScorer, ScaledScorer
 from ._decay import DecayCurve, DecayScorer, ExponentialCurve, StepCurve, WindowCurve, utc_now
 from ._frequency import FrequencyScorer
@@ -54,5 +55,6 @@ __all__ = [
     "StepCurve",
     "TagScorer",
     "WindowCurve",
+    "score_array",
     "utc_now",
 ]

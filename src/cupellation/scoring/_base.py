@@ -6,13 +6,16 @@ from __future__ import annotations
 import math
 import numbers
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
 
 from .._model import ContextItem
 from ..exceptions import ConfigurationError, InvalidTypeError, InvalidValueError, ScorerError
 
-__all__ = ["FunctionScorer", "Scorer", "ScorerBase", "ScorerFunction"]
+__all__ = ["FunctionScorer", "Scorer", "ScorerBase", "ScorerFunction", "score_array"]
 
 #: The specification's per-item scorer signature: ``Score(item, allItems) -> float64``.
 ScorerFunction = Callable[[ContextItem, Sequence[ContextItem]], float]
@@ -120,6 +123,49 @@ def check_unit_interval(field: str, value: Any) -> float:
     return result
 
 
+def score_array(scorer: str, raw: object, count: int) -> npt.NDArray[np.float64]:
+    """What a scorer's ``score_all`` returned, as a float64 array of ``count`` scores.
+
+    Accepts a sequence (or iterable) of real numbers or a numeric numpy array.
+    Raises :class:`~cupellation.exceptions.ScorerError` naming ``scorer`` for
+    anything else: ``None``, text (``"0.5"`` is not a score, even though numpy
+    would convert it), bools, a value beyond float64, or the wrong number of
+    scores; when one entry is wrong, ``index`` is its position. NaN and
+    infinities are left to the caller, which knows the candidates' indices.
+    """
+    if isinstance(raw, np.ndarray):
+        values: Any = raw
+    elif (raw is None or isinstance(raw, str | bytes | Mapping)
+          or not isinstance(raw, Iterable)):
+        raise ScorerError(scorer, None, f"returned {type(raw).__name__}, not a sequence of "
+                                        "scores")
+    else:
+        values = raw if isinstance(raw, list | tuple) else list(raw)
+    try:
+        # No dtype here: numpy's inference, done in C, tells numbers from the rest
+        # (with dtype=float64 it would convert the text "0.5" without a word).
+        array = np.asarray(values)
+        if array.dtype.kind not in "fiu":
+            for position, value in enumerate(values):
+                if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
+                    raise ScorerError(scorer, position,
+                                      f"returned {value!r}, which is not a real number")
+            array = np.asarray(values, dtype=np.float64)  # e.g. Fractions, or huge ints
+        scores: npt.NDArray[np.float64] = array.astype(np.float64, copy=False)
+    except OverflowError as exc:  # an int beyond float64's range
+        raise ScorerError(scorer, None,
+                          f"returned a number outside float64's range ({exc})") from None
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, ScorerError):
+            raise
+        raise ScorerError(scorer, None, f"returned non-numeric scores ({exc})") from None
+    if scores.shape != (count,):
+        raise ScorerError(scorer, None,
+                          f"returned {scores.size} scores of shape {scores.shape} for "
+                          f"{count} items")
+    return scores
+
+
 def check_scorer(field: str, value: Any) -> Scorer:
     """Validate that ``value`` implements :class:`Scorer` (an instance, not a class)."""
     if isinstance(value, type):
@@ -173,7 +219,11 @@ class FunctionScorer(_Immutable, ScorerBase):
                 raise ScorerError(
                     self.name, index, f"returned {value!r}, which is not a real number"
                 )
-            scores.append(float(value))
+            try:
+                scores.append(float(value))
+            except OverflowError:
+                raise ScorerError(self.name, index, f"returned {value!r}, outside float64's "
+                                                    "range") from None
         return scores
 
     def score(self, item: ContextItem, all_items: Sequence[ContextItem]) -> float:

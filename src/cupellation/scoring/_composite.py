@@ -11,27 +11,23 @@ import numpy as np
 import numpy.typing as npt
 
 from .._model import ContextItem
-from ..exceptions import ConfigurationError, InvalidTypeError, ScorerError
-from ._base import Scorer, ScorerBase, _Immutable, check_scorer, check_weight, scorer_label
+from ..exceptions import ConfigurationError, InvalidTypeError
+from ._base import (
+    Scorer,
+    ScorerBase,
+    _Immutable,
+    check_scorer,
+    check_weight,
+    score_array,
+    scorer_label,
+)
 
 __all__ = ["CompositeScorer", "ScaledScorer"]
 
 
 def _scores_array(scorer: Scorer, items: Sequence[ContextItem]) -> npt.NDArray[np.float64]:
-    """``scorer.score_all(items)`` as a float64 array, checked for length."""
-    raw = scorer.score_all(items)
-    try:
-        scores = np.asarray(raw, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ScorerError(
-            scorer_label(scorer), None, f"returned non-numeric scores ({exc})"
-        ) from exc
-    if scores.shape != (len(items),):
-        raise ScorerError(
-            scorer_label(scorer), None,
-            f"returned {scores.size} scores of shape {scores.shape} for {len(items)} items",
-        )
-    return scores
+    """``scorer.score_all(items)`` as a float64 array, checked (see :func:`score_array`)."""
+    return score_array(scorer_label(scorer), scorer.score_all(items), len(items))
 
 
 def _children_of(node: object) -> Sequence[object]:

@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from .._model import ContextBudget, ContextItem, ContextKind, ScoredItem, ascii_fold
-from ..exceptions import ConfigurationError, InvalidTypeError
+from ..exceptions import ConfigurationError, InvalidTypeError, PipelineError
 
 __all__ = [
     "CapExclusion",
@@ -114,7 +114,10 @@ def slice_with_details(
     """Run ``slicer`` and return its :class:`SliceOutcome`.
 
     Uses the slicer's own ``slice_with_details`` when it has one; otherwise
-    wraps ``slicer.slice(...)`` with no exclusions and no shortfalls.
+    wraps ``slicer.slice(...)`` with no exclusions and no shortfalls. A slicer
+    that returns ``None`` (or anything but an iterable of items, or a
+    ``SliceOutcome`` from ``slice_with_details``) raises
+    :class:`~cupellation.exceptions.PipelineError` naming it.
     """
     if not callable(getattr(slicer, "slice", None)):
         raise InvalidTypeError("slicer", slicer, "a Slicer (an object with slice())")
@@ -122,8 +125,13 @@ def slice_with_details(
     if callable(method):
         outcome = method(scored, budget)
         if not isinstance(outcome, SliceOutcome):
-            raise InvalidTypeError(
-                f"{type(slicer).__name__}.slice_with_details()", outcome, "a SliceOutcome"
-            )
+            raise PipelineError(f"slicer {type(slicer).__name__}.slice_with_details() "
+                                f"returned {type(outcome).__name__}, not a SliceOutcome")
         return outcome
-    return SliceOutcome(tuple(slicer.slice(scored, budget)))
+    selected = slicer.slice(scored, budget)
+    if selected is None or isinstance(selected, str | bytes | Mapping) or not isinstance(
+            selected, Iterable):
+        raise PipelineError(f"slicer {type(slicer).__name__} returned "
+                            f"{type(selected).__name__}, not a list of the ContextItems it "
+                            "selected")
+    return SliceOutcome(tuple(selected))
