@@ -1,0 +1,90 @@
+"""Special files for tests, made in a temporary folder: never the real ``/dev/null``
+or ``/dev/full`` (the tests run as root, and a rename over a real device would break
+the machine for everything run after it)."""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+#: Linux's character device numbers: (1, 3) discards writes, (1, 7) fails them with ENOSPC.
+NULL_DEVICE = (1, 3)
+FULL_DEVICE = (1, 7)
+
+
+def make_device(folder: Path, name: str, numbers: tuple[int, int]) -> Path:
+    """A character device ``name`` in ``folder`` (``mknod``; the suite runs as root,
+    as the README's test command does)."""
+    path = folder / name
+    try:
+        os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(*numbers))
+    except PermissionError:
+        pytest.fail("these tests make device files with mknod and must run as root "
+                    "(the README's test command does)")
+    return path
+
+
+def make_null(folder: Path, name: str = "null") -> Path:
+    """A device that discards what is written to it, like /dev/null."""
+    return make_device(folder, name, NULL_DEVICE)
+
+
+def make_full(folder: Path, name: str = "full") -> Path:
+    """A device whose every write fails with ENOSPC, like /dev/full."""
+    return make_device(folder, name, FULL_DEVICE)
+
+
+def is_char_device(path: Path) -> bool:
+    """True when ``path`` itself is still a character device."""
+    return stat.S_ISCHR(os.lstat(path).st_mode)
+
+
+@contextmanager
+def fifo_reader(path: Path) -> Iterator[list[bytes]]:
+    """A FIFO at ``path`` with a thread reading it to its end; the list holds what
+    was read once the block exits."""
+    os.mkfifo(path)
+    received: list[bytes] = []
+
+    def read() -> None:
+        with open(path, "rb") as handle:
+            received.append(handle.read())
+
+    thread = threading.Thread(target=read, daemon=True)
+    thread.start()
+    try:
+        yield received
+    finally:
+        if thread.is_alive():  # nobody opened it for writing: let the reader go
+            with open(path, "wb"):
+                pass
+        thread.join(timeout=30)
+
+
+@contextmanager
+def fifo_writer(path: Path, data: bytes) -> Iterator[None]:
+    """A FIFO at ``path`` with a thread writing ``data`` into it once a reader opens it."""
+    os.mkfifo(path)
+
+    def write() -> None:
+        try:
+            with open(path, "wb") as handle:
+                handle.write(data)
+        except BrokenPipeError:  # the reader stopped early: fine for these tests
+            pass
+
+    thread = threading.Thread(target=write, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        if thread.is_alive():  # nobody opened it for reading: let the writer go
+            with open(path, "rb") as handle:
+                handle.read()
+        thread.join(timeout=30)
