@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -218,6 +220,22 @@ def test_select_into_a_closed_pipe_is_quiet(tmp_path: Path) -> None:
     err = select.stderr.read().decode()
     assert select.wait(timeout=60) == 141
     assert err == ""
+
+
+def test_ctrl_c_exits_130_with_one_line(tmp_path: Path) -> None:
+    """SIGINT while select waits on standard input: status 130, 'cupellation:
+    interrupted', no traceback, nothing written."""
+    process = subprocess.Popen([sys.executable, "-m", "cupellation.cli", "select", "-",
+                                *BUDGET, "--out", str(tmp_path / "o")],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    time.sleep(1.5)  # let it import and block reading stdin
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=30)
+    assert process.returncode == 130
+    assert out == b""
+    assert err.decode().strip() == "cupellation: interrupted"
+    assert not (tmp_path / "o").exists()
 
 
 def test_control_characters_are_escaped_on_the_terminal(tmp_path: Path) -> None:
