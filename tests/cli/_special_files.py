@@ -8,7 +8,7 @@ import os
 import stat
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pytest
@@ -45,6 +45,29 @@ def is_char_device(path: Path) -> bool:
     return stat.S_ISCHR(os.lstat(path).st_mode)
 
 
+def _release(thread: threading.Thread, path: Path, flags: int) -> None:
+    """Unblock ``thread`` if it still waits in ``open`` on the FIFO ``path``: open the
+    other end without blocking (``flags``) and, for a reader's end, drain what the
+    writer sends until the thread ends. Opening with O_NONBLOCK never waits for a
+    partner, so a thread that has just finished cannot leave this waiting."""
+    for _ in range(3000):
+        if not thread.is_alive():
+            return
+        try:
+            descriptor = os.open(path, flags | os.O_NONBLOCK)
+        except OSError:  # ENXIO: no reader has it open yet
+            thread.join(0.01)
+            continue
+        try:
+            while flags == os.O_RDONLY and thread.is_alive():
+                with suppress(BlockingIOError):
+                    os.read(descriptor, 1 << 16)
+                thread.join(0.01)
+        finally:
+            os.close(descriptor)  # a writer's end: closed at once, the reader sees EOF
+        return
+
+
 @contextmanager
 def fifo_reader(path: Path) -> Iterator[list[bytes]]:
     """A FIFO at ``path`` with a thread reading it to its end; the list holds what
@@ -61,9 +84,7 @@ def fifo_reader(path: Path) -> Iterator[list[bytes]]:
     try:
         yield received
     finally:
-        if thread.is_alive():  # nobody opened it for writing: let the reader go
-            with open(path, "wb"):
-                pass
+        _release(thread, path, os.O_WRONLY)  # nobody opened it for writing
         thread.join(timeout=30)
 
 
@@ -84,7 +105,5 @@ def fifo_writer(path: Path, data: bytes) -> Iterator[None]:
     try:
         yield
     finally:
-        if thread.is_alive():  # nobody opened it for reading: let the writer go
-            with open(path, "rb") as handle:
-                handle.read()
+        _release(thread, path, os.O_RDONLY)  # nobody opened it for reading
         thread.join(timeout=30)

@@ -60,7 +60,7 @@ def test_report_without_run_shows_the_last_and_says_how_many(
     assert main(["report", str(two_runs), "--format", "json"]) == 0
     captured = capsys.readouterr()
     assert captured.out == runs[1].report.to_json(indent=2) + "\n"
-    assert captured.err.strip() == (f"cupellation report: 2 runs read; showing the last, "
+    assert captured.err.strip() == (f"cupellation report: 2 runs read; showed the last, "
                                     f"{runs[1].run_id} (choose one with --run)")
     empty = two_runs.parent / "empty.jsonl"
     empty.write_text("")

@@ -288,8 +288,11 @@ def _parse_and_dispatch(argv: Sequence[str] | None) -> int:
         _say(f"error: a command is required: {', '.join(SUBCOMMANDS)} (see "
              f"'{PROG} --help')")
         return USAGE
-    with one_line_warnings("cupellation"):
-        return _dispatch(args)
+    with one_line_warnings("cupellation") as warnings:
+        status = _dispatch(args)
+    if status != USAGE:  # bad input is one line: the error, not what came before it
+        warnings.print()
+    return status
 
 
 def main(argv: Sequence[str] | None = None) -> int:

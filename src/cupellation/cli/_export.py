@@ -8,9 +8,12 @@ module only parses the command line, so importing it needs neither.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
+import logging
 import math
 import os
+import re
 import sys
 import threading
 from typing import IO, TYPE_CHECKING, Any, cast
@@ -26,6 +29,7 @@ from ._logread import (
     stats_lines,
     unreadable_sources,
 )
+from ._telemetry import current_warnings
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace.export import SpanExporter
@@ -128,17 +132,44 @@ def _fail(message: str) -> int:
     return USAGE
 
 
+#: An HTTP header name (RFC 9110's token).
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+
+
 def _headers(pairs: list[str]) -> dict[str, str]:
     headers = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise UsageError(f"--header {pair!r} is not KEY=VALUE")
-        headers[key.strip().lower()] = value.strip()
+        key, value = key.strip(), value.strip()
+        if not sep or not key:
+            raise UsageError(f"--header {safe(repr(pair))} is not KEY=VALUE")
+        if not _HEADER_NAME.fullmatch(key):
+            raise UsageError(f"--header {safe(repr(pair))}: {safe(repr(key))} is not an HTTP "
+                             "header name (letters, digits and !#$%&'*+.^_`|~-)")
+        if not value.isprintable() or any(ord(char) > 0xFF for char in value):
+            raise UsageError(f"--header {safe(repr(pair))}: the value must be printable "
+                             "Latin-1 text (HTTP sends header values as bytes)")
+        headers[key.lower()] = value
     return headers
 
 
+def _text_option(option: str, value: str | None) -> None:
+    """Refuse text that is not Unicode (a name with bytes that are not UTF-8 reaches
+    Python as lone surrogates): it could not be sent, and the SDK would log a
+    traceback for it."""
+    if value is None:
+        return
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(f"{option} {safe(value)}: not valid UTF-8 text") from None
+
+
 def _check(args: argparse.Namespace) -> None:
+    _text_option("--service-name", args.service_name)
+    _text_option("--endpoint", args.endpoint)
+    for header in args.header:
+        _text_option("--header", header)
     if args.to == "file":
         if not args.out:
             raise UsageError("--to file needs --out FILE ('-' for standard output)")
@@ -160,6 +191,8 @@ def _destination(args: argparse.Namespace) -> str:
     protocol = args.protocol or (os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
                                  or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
                                  or "http/protobuf").strip().lower()
+    if protocol not in _PROTOCOLS:  # the exporters ignore it, with a warning
+        protocol = "http/protobuf"
     endpoint = args.endpoint or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or (
         os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")) or (
         "http://localhost:4317" if protocol == "grpc" else "http://localhost:4318")
@@ -167,7 +200,21 @@ def _destination(args: argparse.Namespace) -> str:
 
 
 def run_export(args: argparse.Namespace, /) -> int:
-    """Replay the runs in ``args.sources``; see the parser for the exit statuses."""
+    """Replay the runs in ``args.sources``; see the parser for the exit statuses. The
+    OpenTelemetry SDK's own messages (invalid settings, retries, failures) become the
+    command's one-line warnings."""
+    sdk_logger = logging.getLogger("opentelemetry")
+    warnings = current_warnings()
+    if warnings is not None:
+        sdk_logger.addHandler(warnings)
+    try:
+        return _export(args)
+    finally:
+        if warnings is not None:
+            sdk_logger.removeHandler(warnings)
+
+
+def _export(args: argparse.Namespace) -> int:
     try:
         _check(args)
         headers = _headers(args.header)
@@ -204,23 +251,27 @@ def run_export(args: argparse.Namespace, /) -> int:
                                 content_capture=args.content_capture, resource=resource,
                                 rotated=not args.no_rotated, on_run=count)
 
-    finished = False
+    timed_out = False
     try:
         outcome = _within(args.timeout, send)
         if outcome is None:
+            timed_out = True
+            # Tell the exporter to stop retrying; the send still waiting on the backend
+            # is left behind and ends with the process.
+            with contextlib.suppress(Exception):
+                exporter.shutdown()
             print(f"cupellation {NAME}: the export to {_destination(args)} did not finish "
                   f"within --timeout {args.timeout:g} s (the backend is slow or not "
                   f"answering; {read_spans[0]} span(s) read so far): not every span was "
                   "taken", file=sys.stderr)
             return EXPORT_FAILED
-        finished = True
         result = outcome
     except CupelError as exc:
         return _fail(str(exc))
     except READ_ERRORS as exc:
         return _fail(read_failure(exc, None))
     finally:
-        if finished or args.timeout is None:
+        if not timed_out:
             exporter.shutdown()
 
     if stdout.closed_early:

@@ -373,9 +373,6 @@ class _Report:
                     print(line, file=sys.stderr)
             return NOTHING_FOUND
         run_id, report, budget = found.run_id, found.report, found.budget
-        if args.run is None and count > 1:
-            print(f"cupellation report: {count} runs read; showing the last, "
-                  f"{safe(run_id)} (choose one with --run)", file=sys.stderr)
         if args.html is not None:
             from ..html import render_html  # noqa: PLC0415
 
@@ -383,7 +380,7 @@ class _Report:
             if args.html == "-":
                 sys.stdout.write(html_for_terminal(page))
                 sys.stdout.flush()
-                return self._status(args, report)
+                return self._status(args, found, count)
             try:
                 write_outputs([Output(Path(args.html), page, "html")])
             except CliError as exc:
@@ -393,12 +390,17 @@ class _Report:
         else:
             _print_report(run_id, report, found.logged, budget)
         sys.stdout.flush()
-        return self._status(args, report)
+        return self._status(args, found, count)
 
     @staticmethod
-    def _status(args: argparse.Namespace, report: SelectionReport) -> int:
-        """0 for a complete report; 3 (one line on stderr) for an incomplete one,
-        unless --allow-incomplete."""
+    def _status(args: argparse.Namespace, found: _Found, count: int) -> int:
+        """Once the report is out: a note when several runs were read, then 0 for a
+        complete report, 3 (one line on stderr) for an incomplete one unless
+        --allow-incomplete."""
+        if args.run is None and count > 1:
+            print(f"cupellation report: {count} runs read; showed the last, "
+                  f"{safe(found.run_id)} (choose one with --run)", file=sys.stderr)
+        report = found.report
         if report.is_complete or args.allow_incomplete:
             return OK
         problems = len(report.incomplete)
