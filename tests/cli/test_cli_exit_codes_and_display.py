@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 from pathlib import Path
 
 import pytest
-from _cli_support import assert_one_line_error, cli, run_main
+from _cli_support import BUDGET, assert_one_line_error, cli, run_main
+from _special_files import make_full
 
 from cupellation.cli import SUBCOMMANDS, main
 from cupellation.events import StageCompleted, event_from_json
@@ -99,3 +101,27 @@ def test_demo_audit_log_inside_a_new_out_folder(
     assert len(runs) == 1
     assert runs[0].is_complete
     assert (new / "report.json").is_file()
+
+
+def test_warnings_are_shown_at_the_end_and_never_join_the_line_of_exit_2(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Warnings raised on the way (an unknown CUPELLATION_CAPTURE_CONTENT, an --otlp
+    export nobody takes) are printed once each when the command succeeds; when it then
+    fails with bad input (a report to a device that is full), exit 2 is the error's
+    one line alone (the warnings used to come first, two or three lines in all)."""
+    items = tmp_path / "items.json"
+    items.write_text('[{"content": "a", "tokens": 1}]')
+    with socket.socket() as held:  # bound, never listening: every connection refused
+        held.bind(("127.0.0.1", 0))
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT",
+                           f"http://127.0.0.1:{held.getsockname()[1]}")
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "0.2")
+        monkeypatch.setenv("CUPELLATION_CAPTURE_CONTENT", "bogus")
+        argv: list[str | Path] = ["select", items, *BUDGET, "-q", "--otlp"]
+        ok = run_main(capsys, *argv)
+        assert ok.code == 0
+        assert len(ok.err_lines) >= 2
+        assert all(line.startswith("cupellation: warning: ") for line in ok.err_lines)
+        failed = run_main(capsys, *argv, "--report", make_full(tmp_path))
+    assert_one_line_error(failed, 2, "No space left on device")
