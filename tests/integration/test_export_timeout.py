@@ -21,7 +21,7 @@ _ENDLESS = b"HTTP/1.1 200 OK\r\nX-Trickle: " + b"a" * 100_000
 
 
 @contextmanager
-def trickling_backend(interval: float = 0.25) -> Iterator[str]:
+def trickling_backend(interval: float = 0.05) -> Iterator[str]:
     """An HTTP endpoint on 127.0.0.1 that reads each request and then answers one byte
     every ``interval`` seconds, for as long as the block runs."""
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -72,19 +72,19 @@ def audit_log(tmp_path: Path) -> Path:
 
 
 def test_timeout_bounds_the_whole_export_against_a_trickling_backend(audit_log: Path) -> None:
-    """With a backend that trickles a byte every 0.25 s (so the per-read socket timeout
-    never fires and it used to hold the export for minutes), ``--timeout 1`` ends the
-    command with exit 3 and one line saying the export did not finish in time. The
-    process is given 60 s: without the bound it would still be waiting then."""
+    """With a backend that trickles a byte every 0.05 s (so the per-read socket timeout,
+    2 s, never fires and it used to hold the export for minutes), ``--timeout 2`` ends
+    the command with exit 3 and one line saying the export did not finish in time.
+    The process is given 60 s: without the bound it would still be waiting then."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("OTEL_")}
     env.pop("CUPELLATION_DEBUG", None)
     with trickling_backend() as endpoint:
         done = subprocess.run([sys.executable, "-m", "cupellation.cli", "export",
                                str(audit_log), "--to", "otlp", "--endpoint", endpoint,
-                               "--timeout", "1"], capture_output=True, timeout=60,
+                               "--timeout", "2"], capture_output=True, timeout=60,
                               stdin=subprocess.DEVNULL, env=env, check=False)
     err = done.stderr.decode()
     assert done.returncode == 3, err
-    assert "did not finish within --timeout 1 s" in err
+    assert "did not finish within --timeout 2 s" in err
     assert "Traceback" not in err
     assert done.stdout == b""
