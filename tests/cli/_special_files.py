@@ -1,5 +1,5 @@
-"""Special files for tests, made in a temporary folder: never the real ``/dev/null``
-or ``/dev/full`` (the tests run as root, and a rename over a real device would break
+"""Special files for tests, made in a temporary folder: never the machine's own null
+or full device (the tests run as root, and a rename over a real device would break
 the machine for everything run after it)."""
 
 from __future__ import annotations
@@ -31,12 +31,12 @@ def make_device(folder: Path, name: str, numbers: tuple[int, int]) -> Path:
 
 
 def make_null(folder: Path, name: str = "null") -> Path:
-    """A device that discards what is written to it, like /dev/null."""
+    """A device that discards what is written to it (a null device)."""
     return make_device(folder, name, NULL_DEVICE)
 
 
 def make_full(folder: Path, name: str = "full") -> Path:
-    """A device whose every write fails with ENOSPC, like /dev/full."""
+    """A device whose every write fails with ENOSPC (a full device)."""
     return make_device(folder, name, FULL_DEVICE)
 
 

@@ -55,7 +55,8 @@ def test_select_writes_a_null_device_in_place(
         tmp_path: Path, items: Path, option: str, capsys: pytest.CaptureFixture[str]) -> None:
     """``select OPTION DEVICE`` (a null device made with mknod) succeeds and leaves the
     device a character device: it used to be renamed over, turning it into a
-    regular file (which, as root, is what happened to a real /dev/null)."""
+    regular file (which, run as root, is what happened to the machine's own null
+    device)."""
     device = make_null(tmp_path)
     result = _select(capsys, items, option, device)
     assert result.code == 0, result.err
@@ -99,7 +100,7 @@ def test_report_html_and_demo_files_on_devices(
 @pytest.mark.parametrize("option", ["-o", "--report", "--events", "--html"])
 def test_a_full_device_is_exit_2_with_one_line(
         tmp_path: Path, items: Path, option: str, capsys: pytest.CaptureFixture[str]) -> None:
-    """Writing to a device whose writes fail with ENOSPC (like /dev/full) is exit 2
+    """Writing to a device whose every write fails with ENOSPC (a full device) is exit 2
     and one line naming the file and the error; the device stays a device."""
     device = make_full(tmp_path)
     result = _select(capsys, items, option, device)
