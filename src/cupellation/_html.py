@@ -34,19 +34,27 @@ _CLASS_SAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
 def _e(value: object) -> str:
-    """HTML-escape ``value`` for text or attribute context, with control and bidi
-    characters shown as visible ``\\uXXXX`` escapes: they cannot run in a page, but
-    raw they could hide or reorder what a reader sees."""
-    return html.escape(str(value).translate(_VISIBLE_CONTROLS), quote=True)
+    """HTML-escape ``value`` for text or attribute context, with every invisible or
+    control code point shown as a visible ``\\uXXXX`` escape, as the terminal
+    output shows them: C0 and C1 controls (but tab and newline), zero-width
+    characters (U+200B..U+200D, U+2060, the U+FEFF byte-order mark), bidi marks,
+    embeddings, overrides and isolates, U+2028/U+2029, and everything else
+    Python does not call printable. They cannot run in a page, but raw they
+    could hide or reorder what a reader sees."""
+    return html.escape(_visible(str(value)), quote=True)
 
 
-#: C0 and C1 controls (but tab and newline), and the bidirectional overrides and
-#: isolates, mapped to their escapes.
-_VISIBLE_CONTROLS = {
-    code: f"\\u{code:04x}" for code in (
-        *(c for c in range(0x20) if c not in (0x09, 0x0A)), 0x7F, *range(0x80, 0xA0),
-        *range(0x202A, 0x202F), *range(0x2066, 0x206A))
-}
+def _visible(text: str) -> str:
+    if text.isprintable():
+        return text
+    out = []
+    for char in text:
+        if char.isprintable() or char in "\t\n":
+            out.append(char)
+        else:
+            code = ord(char)
+            out.append(f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
+    return "".join(out)
 
 
 # -- reading the report --------------------------------------------------------
@@ -173,7 +181,7 @@ def _reason_fields(fields: Mapping[str, Any]) -> str:
 
 
 def _preview(content: str) -> str:
-    first = content.strip().splitlines()[0] if content.strip() else content
+    first = content.strip().split("\n")[0].rstrip("\r") if content.strip() else content
     return first if len(first) <= _PREVIEW and first == content else (
         first[:_PREVIEW].rstrip() + "…")
 

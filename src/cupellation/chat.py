@@ -550,11 +550,37 @@ class _Reader:
             segment.offset = offset
 
 
+def _shifted(moment: datetime, microseconds: int, segment: _Segment,
+             synthesized: bool) -> datetime:
+    """``moment`` moved by ``microseconds``; a DecodeError naming the segment's
+    message when that leaves the date range (years 1 to 9999)."""
+    try:
+        return moment + microseconds * _MICROSECOND
+    except OverflowError:
+        where = (f"messages[{segment.message_index}]" if segment.message_index is not None
+                 else segment.role)
+        edge = "after the last" if microseconds > 0 else "before the first"
+        if synthesized:
+            problem = (f"has no timestamp, and the one synthesized for it "
+                       f"({abs(microseconds)} microsecond(s) from a neighbour's) would fall "
+                       f"{edge} representable instant (years 1 to 9999): give the message "
+                       "its own timestamp")
+            field_name = where
+        else:
+            problem = (f"its part {segment.offset} would be timed {edge} representable "
+                       f"instant (years 1 to 9999): the message's timestamp is at the edge "
+                       "of the range and each further part is one microsecond later")
+            field_name = f"{where}.timestamp"
+        raise DecodeError(field_name, moment.isoformat(), problem) from None
+
+
 def _timestamps(segments: list[_Segment], synthesize: bool,
                 end: datetime | None) -> list[tuple[datetime | None, str | None]]:
-    """Each segment's timestamp and where it came from (see the module doc)."""
+    """Each segment's timestamp and where it came from (see the module doc). A
+    timestamp at the edge of the date range is kept as it is; one the rule would
+    move past the edge (a later part, a synthesized neighbour) is a DecodeError."""
     own: list[datetime | None] = [
-        None if s.timestamp is None else s.timestamp + s.offset * _MICROSECOND
+        None if s.timestamp is None else _shifted(s.timestamp, s.offset, s, False)
         for s in segments
     ]
     result: list[tuple[datetime | None, str | None]] = [
@@ -566,8 +592,8 @@ def _timestamps(segments: list[_Segment], synthesize: bool,
     if not timed:
         last = (datetime.now(UTC) if end is None else end).astimezone(UTC)
         count = len(segments)
-        return [(last - (count - 1 - position) * _MICROSECOND, "synthesized")
-                for position in range(count)]
+        return [(_shifted(last, -(count - 1 - position), segments[position], True),
+                 "synthesized") for position in range(count)]
     first = timed[0]
     anchor_moment = own[first]
     assert anchor_moment is not None
@@ -580,10 +606,11 @@ def _timestamps(segments: list[_Segment], synthesize: bool,
         if position < first:
             base = own[first]
             assert base is not None
-            result[position] = (base - (first - position) * _MICROSECOND, "synthesized")
+            result[position] = (_shifted(base, -(first - position), segments[position], True),
+                                 "synthesized")
         else:
-            result[position] = (anchor_moment + (position - anchor) * _MICROSECOND,
-                                "synthesized")
+            result[position] = (_shifted(anchor_moment, position - anchor, segments[position],
+                                         True), "synthesized")
     return result
 
 
@@ -742,7 +769,9 @@ def load_chat(
         text = source
     else:
         raise InvalidTypeError("source", source, "a path or the transcript text")
-    rows = text.splitlines()
+    # JSON Lines end at \n only: a raw U+2028, U+2029 or U+0085 is valid inside a
+    # JSON string, and str.splitlines() would cut the record there.
+    rows = text.split("\n")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as whole:
@@ -757,7 +786,7 @@ def load_chat(
     messages: list[Any] = []
     lines: list[int] = []
     for number, line in enumerate(rows, start=1):
-        if not line.strip():
+        if not line.strip(" \t\r"):
             continue
         try:
             messages.append(json.loads(line))

@@ -111,3 +111,47 @@ def test_long_one_line_json_is_read_as_text() -> None:
     """A one-line transcript longer than a file name may be is parsed, not stat-ed."""
     text = json.dumps([{"role": "user", "content": "x" * 400}])
     assert [i.content for i in load_chat(text, use_tiktoken=False)] == ["x" * 400]
+
+
+def test_timestamps_at_the_edges_of_the_date_range() -> None:
+    """A message at 9999-12-31T23:59:59.999999Z or at created_at -62135596800 (year 1)
+    keeps its timestamp; a neighbour whose synthesized timestamp would leave the
+    range is a DecodeError naming it (both were OverflowError), and so is a second
+    item of a message at the last instant. Without synthesis nothing is moved."""
+    last = "9999-12-31T23:59:59.999999Z"
+    items = chat_to_items([{"role": "user", "content": "x", "timestamp": last}])
+    assert items[0].timestamp is not None
+    assert items[0].timestamp.isoformat() == "9999-12-31T23:59:59.999999+00:00"
+    with pytest.raises(DecodeError, match="after the last representable") as after:
+        chat_to_items([{"role": "user", "content": "x", "timestamp": last},
+                       {"role": "assistant", "content": "y"}])
+    assert after.value.field == "messages[1]"
+    with pytest.raises(DecodeError, match="before the first representable") as before:
+        chat_to_items({"system": "s", "messages": [
+            {"role": "user", "content": "x", "created_at": -62135596800}]})
+    assert before.value.field == "system"
+    with pytest.raises(DecodeError, match="part 1") as part:
+        chat_to_items([{"role": "assistant", "content": "c", "timestamp": last,
+                        "tool_calls": [{"id": "1", "type": "function",
+                                        "function": {"name": "f", "arguments": "{}"}}]}])
+    assert part.value.field == "messages[0].timestamp"
+    kept = chat_to_items([{"role": "user", "content": "x", "timestamp": last},
+                          {"role": "assistant", "content": "y"}],
+                         synthesize_timestamps=False)
+    assert [item.timestamp is None for item in kept] == [False, True]
+
+
+def test_json_lines_files_may_hold_raw_line_separators(tmp_path: Path) -> None:
+    """A JSON Lines transcript whose strings hold raw U+2028, U+2029 and U+0085 is
+    split at \\n only, so each message reads whole with its line numbers right."""
+    text = "a\u2028b\u2029c\u0085d"
+    path = tmp_path / "chat.jsonl"
+    path.write_text(json.dumps({"role": "user", "content": text}, ensure_ascii=False) + "\n"
+                    + json.dumps({"role": "assistant", "content": 5}) + "\n",
+                    encoding="utf-8")
+    with pytest.raises(DecodeError) as caught:
+        load_chat(path)
+    assert caught.value.line == 2
+    path.write_text(json.dumps({"role": "user", "content": text}, ensure_ascii=False) + "\n",
+                    encoding="utf-8")
+    assert [item.content for item in load_chat(path)] == [text]

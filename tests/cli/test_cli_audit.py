@@ -161,22 +161,23 @@ def test_a_piped_read_shows_no_progress_bar(demo_log: Path) -> None:
 def test_report_detects_trace_files_and_reads_them_through_otel(
         tmp_path: Path, demo_log: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """report recognises OTLP/JSON lines and Jaeger JSON by their content and hands them
-    to cupellation.otel.read_trace_file (here a stand-in returning objects with run_id
-    and report), printing the run it returns; log files are never sent there."""
+    """report recognises OTLP/JSON lines and Jaeger JSON by their content and hands
+    their bytes (read once) to cupellation.otel.read_trace (here a stand-in returning
+    objects with run_id, report and events), printing the run it returns; log files
+    are never sent there."""
     runs = list(read_runs(demo_log))
-    calls: list[str] = []
+    calls: list[bytes] = []
 
     class Rebuilt:
         def __init__(self, run_id: str, report: SelectionReport) -> None:
-            self.run_id, self.report = run_id, report
+            self.run_id, self.report, self.events = run_id, report, ()
 
-    def fake(path: str) -> list[Rebuilt]:
-        calls.append(str(path))
+    def fake(data: bytes) -> list[Rebuilt]:
+        calls.append(data)
         return [Rebuilt(r.run_id, r.report) for r in runs]
 
     monkeypatch.setitem(sys.modules, "cupellation.otel",
-                        types.SimpleNamespace(read_trace_file=fake))
+                        types.SimpleNamespace(read_trace=fake))
     otlp = tmp_path / "t.jsonl"
     otlp.write_text('{"resourceSpans": [{"scopeSpans": []}]}\n')
     jaeger = tmp_path / "j.json"
@@ -184,9 +185,9 @@ def test_report_detects_trace_files_and_reads_them_through_otel(
     for trace in (otlp, jaeger):
         assert main(["report", str(trace), "--run", runs[1].run_id, "--format", "json"]) == 0
         assert capsys.readouterr().out == runs[1].report.to_json(indent=2) + "\n"
-    assert calls == [str(otlp), str(jaeger)]
+    assert calls == [otlp.read_bytes(), jaeger.read_bytes()]
     assert main(["report", str(demo_log), "--run", runs[1].run_id]) == 0
-    assert calls == [str(otlp), str(jaeger)]
+    assert len(calls) == 2
 
 
 def test_report_on_a_real_trace_file_without_runs_fails_cleanly(

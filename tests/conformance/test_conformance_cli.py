@@ -123,9 +123,12 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_no_command_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
-    """No subcommand: usage on stderr, exit 2."""
+    """No subcommand: exit 2 and one line on stderr naming the commands."""
     assert main([]) == 2
-    assert "usage:" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "a command is required" in err
+    assert "select" in err
 
 
 def test_unknown_command_exit_2(capsys: pytest.CaptureFixture[str]) -> None:

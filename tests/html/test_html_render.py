@@ -235,3 +235,46 @@ def test_control_and_bidi_characters_are_shown_not_applied() -> None:
     assert "\r" not in page
     assert "\u202e" not in page
     assert "ok\\u001b[31mred\\u000dback\\u202eevil" in page
+
+
+INVISIBLE = {
+    "\u200b": "zero width space", "\u200c": "zero width non-joiner",
+    "\u200d": "zero width joiner", "\u2060": "word joiner", "\ufeff": "byte-order mark",
+    "\u200e": "left-to-right mark", "\u200f": "right-to-left mark",
+    "\u061c": "Arabic letter mark", "\u202a": "left-to-right embedding",
+    "\u202d": "left-to-right override", "\u2066": "left-to-right isolate",
+    "\u2069": "pop directional isolate", "\u2028": "line separator",
+    "\u2029": "paragraph separator", "\U000e0041": "tag latin capital letter A",
+}
+
+
+@pytest.mark.parametrize("char", list(INVISIBLE), ids=list(INVISIBLE.values()))
+def test_invisible_code_points_are_shown_as_escapes(char: str) -> None:
+    """Each invisible code point the terminal output escapes (zero-width characters,
+    the BOM, bidi marks, embeddings, overrides and isolates, U+2028/U+2029) appears on
+    the page as a visible escape in content, previews, metadata, reason fields and the
+    title, never raw: the page used to keep zero-width characters, marks, separators
+    and the BOM as they were."""
+    report = demo_report()
+    entry = report["excluded"][0]
+    entry["item"]["content"] = f"pay{char}pal"
+    entry["item"]["metadata"] = {f"k{char}": f"v{char}"}
+    entry["item"]["tags"] = [f"t{char}"]
+    report["included"][0]["item"]["content"] = f"{char}first line\nsecond"
+    page = render_html(report, title=f"title{char}")
+    assert char not in page
+    code = ord(char)
+    escape = f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+    assert f"pay{escape}pal" in page
+    assert f"<title>title{escape}</title>" in page
+    assert f"k{escape}" in page
+    assert f"t{escape}" in page
+
+
+def test_tabs_newlines_and_printable_text_are_kept() -> None:
+    """Tabs and newlines stay as they are (content is shown preformatted), and so does
+    printable text from any script, emoji included."""
+    report = demo_report()
+    text = "tab\there\nnew line: café, 日本語, שלום, 😀"
+    report["excluded"][0]["item"]["content"] = text
+    assert text in render_html(report)

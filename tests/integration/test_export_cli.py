@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 
-from cupellation.cli import _export
+from cupellation.cli import _export, main
 from cupellation.logs import AuditLog
 from cupellation.otel import read_trace_file, spans_from_otlp_json
 from cupellation_exporters import spans_from_events
@@ -32,9 +32,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _export_cli(*argv: str) -> int:
-    args = _parser().parse_args(["export", *argv])
-    status: int = args._run(args)
-    return status
+    """``cupellation export ARGV`` through the command's own entry, ``main``."""
+    return main(["export", *argv])
 
 
 @pytest.fixture(scope="module")
@@ -196,6 +195,12 @@ def test_nothing_to_export_is_exit_1(tmp_path: Path,
     (["--to", "otlp", "--out", "o.jsonl"], "--to file only"),
     (["--to", "otlp", "--header", "novalue"], "KEY=VALUE"),
     (["--to", "otlp", "--timeout", "0"], "--timeout"),
+    (["--to", "otlp", "--timeout", "-1"], "--timeout"),
+    (["--to", "otlp", "--timeout", "inf"], "--timeout"),
+    (["--to", "otlp", "--timeout", "nan"], "--timeout"),
+    (["--to", "otlp", "--timeout", "1e-300"], "--timeout"),
+    (["--to", "otlp", "--timeout", "86401"], "--timeout"),
+    (["--to", "otlp", "--timeout", "soon"], "--timeout"),
 ])
 def test_usage_errors_are_exit_2(audit: Path, argv: list[str], message: str,
                                  capsys: pytest.CaptureFixture[str]) -> None:

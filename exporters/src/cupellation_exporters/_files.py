@@ -19,7 +19,6 @@ import io
 import json
 import logging
 import os
-import tempfile
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -38,6 +37,7 @@ from cupellation.events import (
     RunCompleted,
     RunFailed,
 )
+from cupellation.files import write_whole_file
 from cupellation.logs import AuditLog
 
 __all__ = [
@@ -185,35 +185,13 @@ class EventLogExporter:
 # -- reports ------------------------------------------------------------------------------------
 
 
-def _write_atomically(path: Path, data: bytes, fsync: bool) -> None:
-    """Write ``data`` to a temporary file beside ``path`` and rename it over ``path``:
-    a reader sees the old document or the new one, never a part of one."""
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp",
-                                             dir=path.parent)
-    try:
-        with os.fdopen(descriptor, "wb") as out:
-            out.write(data)
-            out.flush()
-            if fsync:
-                os.fsync(out.fileno())
-            os.fchmod(out.fileno(), 0o644)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-    if fsync:  # the rename itself survives a crash once the folder is synced
-        folder = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(folder)
-        finally:
-            os.close(folder)
-
-
 class ReportFileExporter:
     """Each run's SelectionReport as a JSON document (:meth:`SelectionReport.to_json`),
     written to a temporary file in the same folder and renamed over ``path``
-    (``os.replace``), so a reader never sees half a report.
+    (``os.replace``), so a reader never sees half a report
+    (:func:`cupellation.files.write_whole_file`: a symbolic link's target is
+    replaced and the link kept; a device or FIFO is written in place, never
+    renamed over).
 
     ``path`` may hold ``{run_id}`` (one file per run); without it each report
     replaces the previous one (the latest run). As a collector it folds each run's
@@ -299,7 +277,7 @@ class ReportFileExporter:
             return SpanExportResult.FAILURE
         try:
             data = report.to_json(indent=self._indent).encode("utf-8")
-            _write_atomically(self.path_for(run_id), data, self._fsync)
+            write_whole_file(self.path_for(run_id), data, mode=0o644, fsync=self._fsync)
         except Exception as error:
             self._failures.add(_describe(error))
             return SpanExportResult.FAILURE

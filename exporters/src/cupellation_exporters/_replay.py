@@ -30,20 +30,25 @@ links, and OTLP's own kind and status fields: those are not re-sent).
 
 from __future__ import annotations
 
+import codecs
+import contextlib
 import contextvars
 import dataclasses
+import errno
 import gzip
 import hashlib
 import math
 import os
 import re
+import stat
+import sys
 import traceback
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Final
+from typing import IO, Any, Final
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics as otel_metrics
@@ -78,6 +83,7 @@ from cupellation.events import (
     StageStarted,
 )
 from cupellation.exceptions import DecodeError
+from cupellation.files import read_prefix
 from cupellation.logs import ReadStats, read_runs
 from cupellation.otel import CAPTURE_CONTENT_ENV, SpanCollector, SpanData, parse_trace
 
@@ -88,6 +94,7 @@ __all__ = [
     "DEFAULT_BATCH_SIZE",
     "DEFAULT_GIVE_UP_AFTER",
     "ReplayResult",
+    "ReplaySource",
     "ReplayedRun",
     "is_trace_source",
     "read_replay_sources",
@@ -553,28 +560,22 @@ def spans_from_trace(spans: Iterable[SpanData], *, resource: Resource | None = N
 # -- sources ------------------------------------------------------------------------------------
 
 
-def _head(path: str) -> bytes:
-    with open(path, "rb") as raw:
-        head = raw.read(_SNIFF_BYTES)
-    if head[:2] == _GZIP_MAGIC:
-        try:
-            with gzip.open(path, "rb") as unzipped:
-                return unzipped.read(_SNIFF_BYTES)
-        except (OSError, EOFError, zlib.error):
-            return b""
-    return head
+#: What ``replay`` reads: a path (``"-"``: standard input) or an open binary stream.
+ReplaySource = str | os.PathLike[str] | IO[bytes]
 
 
-def is_trace_source(path: str | os.PathLike[str]) -> bool:
-    """True when the file holds traces (OTLP/JSON, Jaeger's JSON, OTLP protobuf; plain
-    or gzip) rather than log lines; ``"-"`` (standard input) is read as a log."""
-    name = os.fspath(path)
-    if name == "-":
-        return False
+def _unzipped_head(head: bytes) -> bytes:
+    """The start of the data a gzip prefix holds (b"" when it is corrupt: the log
+    reader or the trace reader then says what is wrong)."""
     try:
-        head = _head(name)
-    except OSError:
-        return False
+        return zlib.decompressobj(wbits=31).decompress(head, _SNIFF_BYTES)
+    except zlib.error:
+        return b""
+
+
+def _is_trace_head(head: bytes) -> bool:
+    if head[:2] == _GZIP_MAGIC:
+        head = _unzipped_head(head)
     text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
     if not text:
         return False
@@ -584,17 +585,63 @@ def is_trace_source(path: str | os.PathLike[str]) -> bool:
             return True
         return _TRACE_START.match(text) is not None
     try:
-        text.decode("utf-8")
+        codecs.getincrementaldecoder("utf-8")().decode(text, final=False)
     except UnicodeDecodeError:
         return True  # binary, not gzip: OTLP protobuf (parse_trace says if it is not)
     return False
 
 
-def _read_trace_bytes(path: str) -> bytes:
-    data = Path(path).read_bytes()
-    if data[:2] == _GZIP_MAGIC:
-        data = gzip.decompress(data)
-    return data
+def is_trace_source(path: str | os.PathLike[str]) -> bool:
+    """True when the file holds traces (OTLP/JSON, Jaeger's JSON, OTLP protobuf; plain
+    or gzip) rather than log lines; ``"-"`` (standard input) is read as a log, and so
+    is anything that is not a regular file (reading a pipe to look at it would use
+    it up: :func:`read_replay_sources` looks at such sources once, as it reads them)."""
+    name = os.fspath(path)
+    if name == "-":
+        return False
+    try:
+        if not stat.S_ISREG(os.stat(name).st_mode):
+            return False
+        with open(name, "rb") as raw:
+            head = raw.read(_SNIFF_BYTES)
+    except OSError:
+        return False
+    return _is_trace_head(head)
+
+
+def _gunzip(data: bytes, name: str) -> bytes:
+    """``data``, unzipped when it is gzip; a DecodeError naming ``name`` when the
+    gzip data is corrupt or cut short."""
+    if data[:2] != _GZIP_MAGIC:
+        return data
+    try:
+        return gzip.decompress(data)
+    except (OSError, EOFError, zlib.error) as exc:
+        problem = ("ends early (truncated gzip)" if isinstance(exc, EOFError)
+                   else f"is not valid gzip data ({exc})")
+        raise DecodeError(name, f"{len(data)} bytes", problem) from None
+
+
+def _open_once(source: ReplaySource) -> tuple[str, IO[bytes] | None, bool]:
+    """The source's name, and the stream to read it from once (None for a regular
+    file, or a missing one with rotated backups: the log reader opens those by
+    name), and whether this function opened that stream."""
+    if not isinstance(source, str | os.PathLike):
+        return str(getattr(source, "name", "<stream>")), source, False
+    name = os.fspath(source)
+    if name == "-":
+        stdin = sys.stdin
+        buffer = getattr(stdin, "buffer", None) if stdin is not None else None
+        if buffer is None:
+            raise OSError(errno.EBADF, "standard input is closed", "<stdin>")
+        return "<stdin>", buffer, False
+    try:
+        regular = stat.S_ISREG(os.stat(name).st_mode)
+    except FileNotFoundError:
+        return name, None, False
+    if regular:
+        return name, None, False
+    return name, open(name, "rb"), True  # a pipe, a FIFO, a device: opened once
 
 
 @dataclass(frozen=True, slots=True)
@@ -623,7 +670,7 @@ def _trace_ids(spans: Sequence[ReadableSpan]) -> tuple[str, ...]:
     return tuple(found)
 
 
-def read_replay_sources(sources: Sequence[str | os.PathLike[str]], *,
+def read_replay_sources(sources: Sequence[ReplaySource], *,
                         tier: TraceDetailLevel | str = TraceDetailLevel.FULL,
                         content_capture: ContentCapture | str | None = None,
                         resource: Resource | None = None, rotated: bool = True,
@@ -632,45 +679,69 @@ def read_replay_sources(sources: Sequence[str | os.PathLike[str]], *,
     file), in the order read: trace files first to last, then the logs (read
     together, so a run spread over a rotated set is one run).
 
-    Raises :class:`~cupellation.exceptions.DecodeError` for a trace file that cannot
-    be read, ``OSError`` for a file that cannot be opened. Log lines that cannot be
-    read are counted in ``stats`` (a :class:`~cupellation.logs.ReadStats` to fill),
-    never raised.
+    A source is a path (``"-"``: standard input) or an open binary stream. Each is
+    read once: a pipe (``<(cat events.jsonl)``), a FIFO, standard input or a stream
+    is told apart (trace or log) from its first bytes, kept for the reader.
+
+    Raises :class:`~cupellation.exceptions.DecodeError` naming the file for a trace
+    file that cannot be read (its gzip data corrupt or cut short included),
+    ``OSError`` for a file that cannot be opened. Log
+    lines that cannot be read are counted in ``stats`` (a
+    :class:`~cupellation.logs.ReadStats` to fill), never raised; so is a log that
+    breaks off (``stats.source_errors``).
     """
-    logs: list[str] = []
-    for source in sources:
-        name = os.fspath(source)
-        if not is_trace_source(name):
-            logs.append(name)
-            continue
-        try:
-            data = parse_trace(_read_trace_bytes(name))
-        except DecodeError as exc:
-            field_name = name if exc.field == "trace" else f"{name}: {exc.field}"
-            raise DecodeError(field_name, exc.value, exc.problem, line=exc.line) from None
-        spans = spans_from_trace(data, resource=resource)
-        yield ReplayedRun(run_id=name, source=name, spans=tuple(spans),
-                          trace_ids=_trace_ids(spans), trace_file=True,
-                          problem=None if spans else "the trace holds no spans")
-    if not logs:
-        return
-    reader = read_runs(*logs, rotated=rotated, keep_events=True)
+    logs: list[str | IO[bytes]] = []
+    opened: list[IO[bytes]] = []
     try:
-        for run in reader:
-            if run.started is None:
-                yield ReplayedRun(run_id=run.run_id, source=run.source, spans=(),
-                                  complete=False,
-                                  problem="its run_started was not found: when it ran and "
-                                          "at what tier are unknown")
-                continue
-            spans = spans_from_events(run.events, tier=tier, content_capture=content_capture,
-                                      resource=resource)
-            yield ReplayedRun(run_id=run.run_id, source=run.source, spans=tuple(spans),
-                              trace_ids=_trace_ids(spans), complete=run.is_complete)
+        for source in sources:
+            name, stream, owned = _open_once(source)
+            if stream is None:
+                if not is_trace_source(name):
+                    logs.append(name)
+                    continue
+                data = _gunzip(Path(name).read_bytes(), name)
+            else:
+                if owned:
+                    opened.append(stream)
+                head, replayed = read_prefix(stream, _SNIFF_BYTES, close=False)
+                if not _is_trace_head(head):
+                    logs.append(replayed)
+                    continue
+                data = _gunzip(replayed.read(), name)
+            try:
+                parsed = parse_trace(data)
+            except DecodeError as exc:
+                field_name = name if exc.field == "trace" else f"{name}: {exc.field}"
+                raise DecodeError(field_name, exc.value, exc.problem, line=exc.line) \
+                    from None
+            spans = spans_from_trace(parsed, resource=resource)
+            yield ReplayedRun(run_id=name, source=name, spans=tuple(spans),
+                              trace_ids=_trace_ids(spans), trace_file=True,
+                              problem=None if spans else "the trace holds no spans")
+        if not logs:
+            return
+        reader = read_runs(*logs, rotated=rotated, keep_events=True)
+        try:
+            for run in reader:
+                if run.started is None:
+                    yield ReplayedRun(run_id=run.run_id, source=run.source, spans=(),
+                                      complete=False,
+                                      problem="its run_started was not found: when it ran "
+                                              "and at what tier are unknown")
+                    continue
+                spans = spans_from_events(run.events, tier=tier,
+                                          content_capture=content_capture,
+                                          resource=resource)
+                yield ReplayedRun(run_id=run.run_id, source=run.source, spans=tuple(spans),
+                                  trace_ids=_trace_ids(spans), complete=run.is_complete)
+        finally:
+            if stats is not None:
+                for member in dataclasses.fields(ReadStats):
+                    setattr(stats, member.name, getattr(reader.stats, member.name))
     finally:
-        if stats is not None:
-            for member in dataclasses.fields(ReadStats):
-                setattr(stats, member.name, getattr(reader.stats, member.name))
+        for stream in opened:
+            with contextlib.suppress(OSError):
+                stream.close()
 
 
 # -- sending --------------------------------------------------------------------------------------
@@ -708,7 +779,7 @@ class ReplayResult:
     stats: ReadStats = field(default_factory=ReadStats)
 
 
-def replay(sources: Sequence[str | os.PathLike[str]], exporter: SpanExporter, *,
+def replay(sources: Sequence[ReplaySource], exporter: SpanExporter, *,
            tier: TraceDetailLevel | str = TraceDetailLevel.FULL,
            content_capture: ContentCapture | str | None = None,
            resource: Resource | None = None, rotated: bool = True,

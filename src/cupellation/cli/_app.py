@@ -4,15 +4,19 @@ place where every error becomes one line on standard error and an exit status.""
 from __future__ import annotations
 
 import argparse
+import errno
+import io
 import os
 import sys
-from collections.abc import Sequence
-from typing import NoReturn, Protocol, cast
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, NoReturn, Protocol, cast
 
 from .. import __version__
 from ..exceptions import CupelError, PipelineError
 from . import _conformance, _demo, _export, _logcmds, _policycmds, _select
 from ._common import (
+    EXIT_STATUS_LINE,
     FAILED,
     INTERNAL,
     INTERRUPTED,
@@ -68,11 +72,7 @@ that fit a token budget and explain every decision.
 Start with 'cupellation demo', then 'cupellation select ITEMS --policy chat
 --max-tokens N --target-tokens N'. 'cupellation COMMAND --help' explains each."""
 
-_EPILOG = """\
-exit status: 0 success; 1 the selection failed (select, demo) or nothing was found
-(audit, report, why); 2 bad input or usage, with one line on standard error;
-70 an internal error (set CUPELLATION_DEBUG=1 for the traceback); 130
-interrupted; 141 standard output closed early (e.g. '| head')."""
+_EPILOG = EXIT_STATUS_LINE
 
 
 class _Parser(argparse.ArgumentParser):
@@ -81,6 +81,22 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(USAGE, f"{self.prog}: error: {safe(message, 400)} (see '{self.prog} "
                          "--help')\n")
+
+    def _print_message(self, message: str, file: Any = None) -> None:
+        # argparse swallows every OSError here: --help into a closed pipe must still
+        # end with 141, as any other output does.
+        if not message:
+            return
+        stream = file if file is not None else sys.stderr
+        if stream is None:
+            return
+        try:
+            stream.write(message)
+        except BrokenPipeError:
+            if stream is sys.stdout:
+                raise
+        except (AttributeError, OSError):
+            pass
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -111,9 +127,12 @@ def _silence_stdout() -> None:
 
 
 def _say(message: str) -> None:
+    stream = sys.stderr
+    if stream is None:  # started without standard error: print() would use stdout
+        return
     try:
-        print(f"{PROG}: {message}", file=sys.stderr)
-        sys.stderr.flush()
+        stream.write(f"{PROG}: {message}\n")
+        stream.flush()
     except (OSError, ValueError):  # standard error itself is gone
         pass
 
@@ -166,12 +185,91 @@ def _dispatch(args: argparse.Namespace) -> int:
         return INTERNAL
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line ``argv`` (default: ``sys.argv[1:]``); return the exit status.
+# -- closed standard streams ------------------------------------------------------------
 
-    Never lets an exception out for anything a user can give: errors are one
-    line on standard error (see the exit statuses in ``cupellation --help``).
-    """
+
+class _ClosedOutput(io.TextIOBase):
+    """Stands in for a standard output the command was started without (``>&-``):
+    the first write raises ``BrokenPipeError``, so a command that prints ends with
+    exit 141 and one that prints nothing is not disturbed."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(errno.EPIPE, "standard output is closed")
+
+    def isatty(self) -> bool:
+        return False
+
+
+class _Discarding(io.TextIOBase):
+    """Stands in for a closed standard error (``2>&-``): messages are dropped, the
+    exit status is the same as with standard error open."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def isatty(self) -> bool:
+        return False
+
+
+class _ClosedInputBytes(io.RawIOBase):
+    """The bytes of a closed standard input (``<&-``): reading is an error."""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        raise OSError(errno.EBADF, "standard input is closed")
+
+
+def _occupy_closed_descriptor(descriptor: int) -> None:
+    """Open /dev/null (read and write; never renamed, never written by us) at a
+    closed standard descriptor, so that no file this command opens lands on 0, 1
+    or 2, where a C library or a child process would read or write it."""
+    try:
+        os.fstat(descriptor)
+        return
+    except OSError:
+        pass
+    try:
+        opened = os.open(os.devnull, os.O_RDWR)
+    except OSError:
+        return
+    if opened != descriptor:
+        try:
+            os.dup2(opened, descriptor, inheritable=False)
+        except OSError:
+            pass
+        finally:
+            os.close(opened)
+
+
+@contextmanager
+def _standard_streams() -> Iterator[None]:
+    """Stand-ins for the standard streams the process was started without
+    (Python sets them to None), restored afterwards for in-process callers."""
+    saved = (sys.stdin, sys.stdout, sys.stderr)
+    if sys.stdin is None:
+        _occupy_closed_descriptor(0)
+        sys.stdin = io.TextIOWrapper(io.BufferedReader(_ClosedInputBytes()), encoding="utf-8")
+    if sys.stdout is None:
+        _occupy_closed_descriptor(1)
+        sys.stdout = _ClosedOutput()
+    if sys.stderr is None:
+        _occupy_closed_descriptor(2)
+        sys.stderr = _Discarding()
+    try:
+        yield
+    finally:
+        sys.stdin, sys.stdout, sys.stderr = saved
+
+
+def _parse_and_dispatch(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(None if argv is None else list(argv))
@@ -187,9 +285,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         _silence_stdout()
         return PIPE_CLOSED
     if args.command is None:
-        parser.print_usage(sys.stderr)
-        print(f"{PROG}: error: a command is required ({', '.join(SUBCOMMANDS)})",
-              file=sys.stderr)
+        _say(f"error: a command is required: {', '.join(SUBCOMMANDS)} (see "
+             f"'{PROG} --help')")
         return USAGE
-    with one_line_warnings("cupellation"):
-        return _dispatch(args)
+    with one_line_warnings("cupellation") as warnings:
+        status = _dispatch(args)
+    if status != USAGE:  # bad input is one line: the error, not what came before it
+        warnings.print()
+    return status
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line ``argv`` (default: ``sys.argv[1:]``); return the exit status.
+
+    Never lets an exception out for anything a user can give: errors are one
+    line on standard error (see the exit statuses in ``cupellation --help``).
+    A closed standard output gives 141 at the first write, a closed standard
+    error changes no status, and Ctrl-C at any point gives 130.
+    """
+    try:
+        with _standard_streams():
+            return _parse_and_dispatch(argv)
+    except KeyboardInterrupt:
+        _say("interrupted")
+        return INTERRUPTED

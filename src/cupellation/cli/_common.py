@@ -3,23 +3,25 @@ files, output-path checks, and text that is safe to show on a terminal."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
+import stat
 import sys
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..files import write_whole_file
 from ._logread import safe
 
 __all__ = [
     "EXIT_CODES",
+    "EXIT_STATUS_LINE",
     "FAILED",
     "INTERNAL",
     "INTERRUPTED",
+    "NOT_WHOLE",
     "OK",
     "PIPE_CLOSED",
     "USAGE",
@@ -41,17 +43,32 @@ __all__ = [
 ]
 
 OK = 0
-#: The selection failed (PinnedBudgetError, BudgetOverflowError under Throw, ...).
+#: The selection failed (PinnedBudgetError, BudgetOverflowError under Throw, ...),
+#: or nothing was found (no run in the logs, no matching item).
 FAILED = 1
-#: Bad input or usage.
+#: Bad input or usage: exactly one line on standard error.
 USAGE = 2
-#: A bug in cupellation (the one line says how to see the traceback).
-INTERNAL = 70
+#: The data was not whole: ``export``'s backend did not take every span, or
+#: ``report``'s rebuilt report is incomplete.
+NOT_WHOLE = 3
 #: Interrupted with Ctrl-C (128 + SIGINT).
 INTERRUPTED = 130
-#: The reader of standard output went away (``cupellation demo | head``): 128 + SIGPIPE.
+#: The reader of standard output went away (``cupellation demo | head``), or the
+#: command was started with standard output closed: 128 + SIGPIPE.
 PIPE_CLOSED = 141
+#: A bug in cupellation, the last resort for an exception nothing else expects:
+#: not one of the statuses the command promises (the one line says how to see the
+#: traceback).
+INTERNAL = 70
 
+#: Every exit status, in one line (the commands' epilogs).
+EXIT_STATUS_LINE = """\
+exit status: 0 success; 1 the selection failed, or nothing was found; 2 bad input
+or usage, with one line on standard error; 3 the data was not whole (export: the
+backend did not take every span; report: the rebuilt report is incomplete); 130
+interrupted (Ctrl-C); 141 standard output was closed early (e.g. '| head')."""
+
+#: ``select`` and ``demo``'s exit statuses, in detail.
 EXIT_CODES = """\
 exit status:
   0    success
@@ -60,7 +77,6 @@ exit status:
        report, events and HTML files are still written, the items are not
   2    bad input or usage; nothing is written; one line on standard error, e.g.
        'cupellation: items.jsonl:3: tokens: must be an integer, not str'
-  70   an internal error (CUPELLATION_DEBUG=1 shows the traceback)
   130  interrupted (Ctrl-C)
   141  standard output was closed early (e.g. '| head')"""
 
@@ -168,18 +184,30 @@ def _nearest_existing(path: Path) -> Path:
 
 
 def check_file_destination(option: str, path: Path) -> None:
-    """Refuse, before anything runs, an output file that cannot be written."""
-    if path.is_dir():
-        raise CliError(f"{option} {safe(str(path))}: is a folder, not a file")
-    parent = path.parent if str(path.parent) else Path(".")
+    """Refuse, before anything runs, an output file that cannot be written. A
+    device or FIFO is written in place, a symbolic link's target is replaced: the
+    folder that matters is the target's."""
+    shown = safe(str(path))
+    try:
+        existing: os.stat_result | None = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        existing = None
+    except OSError as exc:  # a loop of symbolic links, a name too long, ...
+        raise CliError(f"{option} {shown}: {safe(exc.strerror or str(exc))}") from None
+    if existing is not None and stat.S_ISDIR(existing.st_mode):
+        raise CliError(f"{option} {shown}: is a folder, not a file")
+    if existing is not None and not stat.S_ISREG(existing.st_mode):
+        if not os.access(path, os.W_OK):
+            raise CliError(f"{option} {shown}: cannot write it (permission denied)")
+        return
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    parent = target.parent if str(target.parent) else Path(".")
     if not parent.exists():
-        raise CliError(f"{option} {safe(str(path))}: the folder {safe(str(parent))} "
-                       "does not exist")
+        raise CliError(f"{option} {shown}: the folder {safe(str(parent))} does not exist")
     if not parent.is_dir():
-        raise CliError(f"{option} {safe(str(path))}: {safe(str(parent))} is a file, "
-                       "not a folder")
+        raise CliError(f"{option} {shown}: {safe(str(parent))} is a file, not a folder")
     if not os.access(parent, os.W_OK | os.X_OK):
-        raise CliError(f"{option} {safe(str(path))}: cannot write in {safe(str(parent))} "
+        raise CliError(f"{option} {shown}: cannot write in {safe(str(parent))} "
                        "(permission denied)")
 
 
@@ -205,32 +233,11 @@ def check_folder_destination(option: str, path: Path) -> None:
                        f"{safe(str(existing))} (permission denied)")
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def _write_atomically(path: Path, data: bytes, mode: int) -> None:
-    """``data`` to a temporary file beside ``path``, then renamed over it: a reader
-    (or an interrupted run) never leaves half a file."""
-    folder = path.parent if str(path.parent) else Path(".")
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp",
-                                             dir=folder)
-    try:
-        with os.fdopen(descriptor, "wb") as out:
-            out.write(data)
-            os.fchmod(out.fileno(), mode)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-
-
 def write_outputs(outputs: Sequence[Output], folders: Iterable[Path] = ()) -> None:
     """Encode every output first (so nothing is written if one cannot be), make
-    ``folders``, then write each file atomically."""
+    ``folders``, then write each file whole (:func:`cupellation.files.write_whole_file`:
+    a regular file is replaced through a temporary file, a symbolic link's target
+    likewise, a device or FIFO is written in place)."""
     encoded = [(output, output.text.encode("utf-8")) for output in outputs]
     for folder in folders:
         try:
@@ -238,13 +245,12 @@ def write_outputs(outputs: Sequence[Output], folders: Iterable[Path] = ()) -> No
         except OSError as exc:
             raise CliError(f"cannot create the folder {safe(str(folder))}: "
                            f"{exc.strerror or exc}") from None
-    mode = 0o666 & ~_umask()
     for output, data in encoded:
         try:
-            _write_atomically(output.path, data, mode)
+            write_whole_file(output.path, data)
         except OSError as exc:
             raise CliError(f"cannot write {safe(str(output.path))}: "
-                           f"{exc.strerror or exc}") from None
+                           f"{safe(exc.strerror or str(exc), 200)}") from None
 
 
 # -- terminal text ------------------------------------------------------------------

@@ -25,6 +25,9 @@ def add_parser(
             "folder searched recursively for *.toml. Prints one line per failing vector, "
             "then 'N passed, M failed'. Exit status 0 only when every vector passed."
         ),
+        epilog="exit status: 0 every vector passed; 1 a vector failed; 2 bad usage or a "
+               "path with no vector file (one line on standard error); 130 interrupted; 141 "
+               "standard output closed early.",
     )
     parser.add_argument("paths", nargs="+", metavar="PATH", type=Path,
                         help="a vector file or a folder of them")

@@ -8,12 +8,28 @@ module only parses the command line, so importing it needs neither.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
+import logging
+import math
 import os
+import re
 import sys
-from typing import TYPE_CHECKING
+import threading
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from ..exceptions import CupelError
-from ._logread import USAGE, UsageError, check_sources, safe, stats_lines
+from ._logread import (
+    READ_ERRORS,
+    USAGE,
+    UsageError,
+    check_sources,
+    read_failure,
+    safe,
+    stats_lines,
+    unreadable_sources,
+)
+from ._telemetry import current_warnings
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace.export import SpanExporter
@@ -33,9 +49,26 @@ _EXPORTERS_MISSING = ("cupellation export needs the cupellation-exporters distri
 
 _HELP_EXIT = (
     "exit status: 0 every span was taken; 1 no run found in the sources; 2 bad usage or "
-    "unreadable input (one line on standard error); 3 the backend did not take every span "
-    "(down, refusing, timed out)."
+    "input that cannot be read whole (one line on standard error); 3 the backend did not "
+    "take every span (down, refusing, or not done within --timeout); 130 interrupted; "
+    "141 standard output closed early."
 )
+
+#: The range of --timeout, in seconds: at least a millisecond, at most a day.
+TIMEOUT_MIN = 0.001
+TIMEOUT_MAX = 86_400.0
+
+
+def _timeout_seconds(text: str) -> float:
+    """``--timeout``: positive, finite seconds from 0.001 to 86,400."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not math.isfinite(value) or not TIMEOUT_MIN <= value <= TIMEOUT_MAX:
+        raise argparse.ArgumentTypeError(
+            f"must be finite seconds from {TIMEOUT_MIN:g} to {TIMEOUT_MAX:,.0f}, not {text!r}")
+    return value
 
 
 def add_export_parser(
@@ -72,9 +105,11 @@ def add_export_parser(
     parser.add_argument("--header", action="append", default=[], metavar="KEY=VALUE",
                         help="with --to otlp: a header to send (repeatable), merged over "
                              "OTEL_EXPORTER_OTLP_HEADERS; e.g. x-project-name=NAME for Phoenix")
-    parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
-                        help="with --to otlp: per export call (default: "
-                             "OTEL_EXPORTER_OTLP_TIMEOUT, else 10)")
+    parser.add_argument("--timeout", type=_timeout_seconds, default=None, metavar="SECONDS",
+                        help="with --to otlp: the whole export, reading and sending, is "
+                             "given up after SECONDS (0.001 to 86400; exit 3), and each "
+                             "call to the backend too (default: no bound on the whole; each "
+                             "call OTEL_EXPORTER_OTLP_TIMEOUT, else 10 s)")
     parser.add_argument("--tier", choices=_TIERS, default="Full",
                         help="what the spans carry (default Full; never more than the run "
                              "recorded). Trace files are re-sent as they are.")
@@ -97,32 +132,56 @@ def _fail(message: str) -> int:
     return USAGE
 
 
+#: An HTTP header name (RFC 9110's token).
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+
+
 def _headers(pairs: list[str]) -> dict[str, str]:
     headers = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise UsageError(f"--header {pair!r} is not KEY=VALUE")
-        headers[key.strip().lower()] = value.strip()
+        key, value = key.strip(), value.strip()
+        if not sep or not key:
+            raise UsageError(f"--header {safe(repr(pair))} is not KEY=VALUE")
+        if not _HEADER_NAME.fullmatch(key):
+            raise UsageError(f"--header {safe(repr(pair))}: {safe(repr(key))} is not an HTTP "
+                             "header name (letters, digits and !#$%&'*+.^_`|~-)")
+        if not value.isprintable() or any(ord(char) > 0xFF for char in value):
+            raise UsageError(f"--header {safe(repr(pair))}: the value must be printable "
+                             "Latin-1 text (HTTP sends header values as bytes)")
+        headers[key.lower()] = value
     return headers
 
 
+def _text_option(option: str, value: str | None) -> None:
+    """Refuse text that is not Unicode (a name with bytes that are not UTF-8 reaches
+    Python as lone surrogates): it could not be sent, and the SDK would log a
+    traceback for it."""
+    if value is None:
+        return
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(f"{option} {safe(value)}: not valid UTF-8 text") from None
+
+
 def _check(args: argparse.Namespace) -> None:
+    _text_option("--service-name", args.service_name)
+    _text_option("--endpoint", args.endpoint)
+    for header in args.header:
+        _text_option("--header", header)
     if args.to == "file":
         if not args.out:
             raise UsageError("--to file needs --out FILE ('-' for standard output)")
         used = [flag for flag, value in (("--protocol", args.protocol),
                                          ("--endpoint", args.endpoint),
                                          ("--header", args.header),
-                                         ("--timeout", args.timeout)) if value]
+                                         ("--timeout", args.timeout))
+                if value is not None and value != []]
         if used:
             raise UsageError(f"{', '.join(used)} apply to --to otlp only")
-    elif args.out:
+    elif args.out is not None:
         raise UsageError("--out applies to --to file only")
-    if args.timeout is not None and not args.timeout > 0:
-        raise UsageError(f"--timeout must be positive seconds, not {args.timeout}")
-    if args.sources.count("-") > 1:
-        raise UsageError("standard input ('-') can be read once")
     check_sources(args.sources)
 
 
@@ -132,6 +191,8 @@ def _destination(args: argparse.Namespace) -> str:
     protocol = args.protocol or (os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
                                  or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
                                  or "http/protobuf").strip().lower()
+    if protocol not in _PROTOCOLS:  # the exporters ignore it, with a warning
+        protocol = "http/protobuf"
     endpoint = args.endpoint or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or (
         os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")) or (
         "http://localhost:4317" if protocol == "grpc" else "http://localhost:4318")
@@ -139,7 +200,21 @@ def _destination(args: argparse.Namespace) -> str:
 
 
 def run_export(args: argparse.Namespace, /) -> int:
-    """Replay the runs in ``args.sources``; see the parser for the exit statuses."""
+    """Replay the runs in ``args.sources``; see the parser for the exit statuses. The
+    OpenTelemetry SDK's own messages (invalid settings, retries, failures) become the
+    command's one-line warnings."""
+    sdk_logger = logging.getLogger("opentelemetry")
+    warnings = current_warnings()
+    if warnings is not None:
+        sdk_logger.addHandler(warnings)
+    try:
+        return _export(args)
+    finally:
+        if warnings is not None:
+            sdk_logger.removeHandler(warnings)
+
+
+def _export(args: argparse.Namespace) -> int:
     try:
         _check(args)
         headers = _headers(args.header)
@@ -150,12 +225,13 @@ def run_export(args: argparse.Namespace, /) -> int:
     except ImportError:
         return _fail(_EXPORTERS_MISSING)
 
+    stdout = _Stdout()
     try:
         resource = exporters.otlp_resource(args.service_name)
         exporter: SpanExporter
         if args.to == "file":
             exporter = exporters.OtlpJsonFileSpanExporter(
-                sys.stdout if args.out == "-" else args.out)
+                cast("IO[str]", stdout) if args.out == "-" else args.out)
         else:
             exporter = exporters.DropCountingSpanExporter(exporters.otlp_span_exporter(
                 protocol=args.protocol, endpoint=args.endpoint, headers=headers or None,
@@ -165,17 +241,45 @@ def run_export(args: argparse.Namespace, /) -> int:
     except ValueError as exc:
         return _fail(str(exc))
 
+    read_spans = [0]
+
+    def count(run: Any) -> None:
+        read_spans[0] += len(run.spans)
+
+    def send() -> Any:
+        return exporters.replay(args.sources, exporter, tier=args.tier,
+                                content_capture=args.content_capture, resource=resource,
+                                rotated=not args.no_rotated, on_run=count)
+
+    timed_out = False
     try:
-        result = exporters.replay(args.sources, exporter, tier=args.tier,
-                                  content_capture=args.content_capture, resource=resource,
-                                  rotated=not args.no_rotated)
+        outcome = _within(args.timeout, send)
+        if outcome is None:
+            timed_out = True
+            # Tell the exporter to stop retrying; the send still waiting on the backend
+            # is left behind and ends with the process.
+            with contextlib.suppress(Exception):
+                exporter.shutdown()
+            print(f"cupellation {NAME}: the export to {_destination(args)} did not finish "
+                  f"within --timeout {args.timeout:g} s (the backend is slow or not "
+                  f"answering; {read_spans[0]} span(s) read so far): not every span was "
+                  "taken", file=sys.stderr)
+            return EXPORT_FAILED
+        result = outcome
     except CupelError as exc:
         return _fail(str(exc))
-    except OSError as exc:
-        return _fail(f"cannot read {exc.filename}: {exc.strerror or exc}")
+    except READ_ERRORS as exc:
+        return _fail(read_failure(exc, None))
     finally:
-        exporter.shutdown()
+        if not timed_out:
+            exporter.shutdown()
 
+    if stdout.closed_early:
+        raise BrokenPipeError("standard output was closed")  # exit 141, from main
+    broken = unreadable_sources(result.stats)
+    if broken is not None:
+        return _fail(f"{broken} ({result.delivered} span(s) of the runs read before it "
+                     "were taken)")
     parts = [f"{result.runs} run(s)"] if result.runs or not result.trace_files else []
     if result.trace_files:
         parts.append(f"{result.trace_files} trace file(s)")
@@ -206,6 +310,60 @@ def run_export(args: argparse.Namespace, /) -> int:
             print(f"cupellation {NAME}: no run found in the sources", file=sys.stderr)
         return NOTHING_FOUND
     return EXPORT_FAILED if result.failed else OK
+
+
+class _Stdout(io.TextIOBase):
+    """Standard output for ``--out -``, noting a reader that went away: the file
+    exporter turns the write's BrokenPipeError into a failed export, and the
+    command must still end with 141, not 3."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.closed_early = False
+        self.name = "<stdout>"
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        try:
+            written = sys.stdout.write(text)
+        except BrokenPipeError:
+            self.closed_early = True
+            raise
+        return written if written is not None else len(text)
+
+    def flush(self) -> None:
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            self.closed_early = True
+            raise
+
+
+def _within(seconds: float | None, work: Any) -> Any:
+    """``work()``'s result, or None when ``seconds`` passed first. The work runs in a
+    daemon thread, so that a backend that trickles its answer (which no socket
+    timeout notices) cannot hold the command: the thread is left behind and ends
+    with the process. Its exception, if any, is raised here."""
+    if seconds is None:
+        return work()
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["result"] = work()
+        except BaseException as exc:  # handed to the waiting thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=run, name="cupellation-export", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        return None
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
 
 
 #: The names the ``cupellation`` command's subcommand table expects of a module.

@@ -23,6 +23,8 @@ InputKind = Literal["items", "chat"]
 #: A JSON ``\\uD800``-``\\uDFFF`` escape: the only way a surrogate gets into strict UTF-8 text.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 _MESSAGE_INDEX = re.compile(r"^messages\[(\d+)\]")
+#: What JSON calls whitespace (str.strip() would also take U+2028, U+0085, ...).
+_JSON_WHITESPACE = " \t\r\n"
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,7 +165,7 @@ def parse_candidates(text: str, source: str, *, mode: Literal["auto", "items", "
         except ValueError as exc:
             raise _json_error(source, text, exc) from None
     elif stripped:
-        first = stripped.splitlines()[0]
+        first = stripped.split("\n", 1)[0]
         raise CliError(f"{safe(source)}:1: not JSON: expected a JSON array, JSON Lines or a "
                        f"chat transcript (got {value_text(first[:40])})")
     if whole:
@@ -188,8 +190,10 @@ def parse_candidates(text: str, source: str, *, mode: Literal["auto", "items", "
         _check_surrogates(text, document, source, "", lines[0])
     else:
         rows, lines = [], []
-        for number, raw in enumerate(text.splitlines(), start=1):
-            if not raw.strip():
+        # Records end at \n only: a raw U+2028, U+2029 or U+0085 is valid inside a
+        # JSON string, and str.splitlines() would cut the record there.
+        for number, raw in enumerate(text.split("\n"), start=1):
+            if not raw.strip(_JSON_WHITESPACE):
                 continue
             try:
                 row = _loads(raw)

@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import re
 import sys
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from .._model import ContextBudget
-from .._report import ExcludedItem, IncludedItem, SelectionReport, build_report
-from ..events import PipelineEvent, RunStarted, content_digest
-from ..logs import LoggedRun, ReadStats
+from .._report import ExcludedItem, IncludedItem, SelectionReport
+from ..events import RunStarted, content_digest
+from ..exceptions import CupelError
+from ..logs import LoggedRun, LogReader, ReadStats
 from ..reasons import (
     CountCapExceeded,
     Deduplicated,
@@ -25,10 +26,12 @@ from ..reasons import (
     reason_to_dict,
 )
 from ._common import (
+    NOT_WHOLE,
     CliError,
     Output,
     check_file_destination,
     console_class,
+    describe,
     html_for_terminal,
     write_outputs,
 )
@@ -36,14 +39,18 @@ from ._logread import (
     EXIT_CODES_HELP,
     NOTHING_FOUND,
     OK,
+    READ_ERRORS,
     USAGE,
     UsageError,
     add_log_arguments,
-    is_trace_file,
+    check_sources,
     open_reader,
+    read_failure,
     safe,
     stats_lines,
+    unreadable_sources,
 )
+from ._sources import InputSource, close_sources, open_sources, read_whole
 
 __all__ = ["AUDIT", "REPORT", "WHY"]
 
@@ -68,6 +75,29 @@ def _when(value: datetime | None) -> str:
 def _reason_text(wire: Mapping[str, Any]) -> str:
     data = ", ".join(f"{k}={safe(str(v), 60)}" for k, v in wire.items() if k != "reason")
     return f"{wire['reason']}({data})" if data else str(wire["reason"])
+
+
+def _read(command: str, args: argparse.Namespace,
+          consume: Callable[[LoggedRun], object]) -> ReadStats | int:
+    """Feed every run in ``args.logs`` (within --since/--until) to ``consume``; the
+    read's stats, or exit status 2 (one line said) when a source could not be read
+    whole: a missing file, a corrupt or truncated gzip stream, a closed stdin."""
+    reader: LogReader | None = None
+    try:
+        with open_reader(args, since=args.since, until=args.until) as reader:
+            for run in reader:
+                consume(run)
+            stats = reader.stats
+    except UsageError as exc:
+        return _fail(command, str(exc))
+    except CupelError as exc:
+        return _fail(command, describe(exc))
+    except READ_ERRORS as exc:
+        return _fail(command, read_failure(exc, reader.stats if reader else None))
+    broken = unreadable_sources(stats)
+    if broken is not None:
+        return _fail(command, broken)
+    return stats
 
 
 # -- audit ------------------------------------------------------------------------------
@@ -198,13 +228,9 @@ class _Audit:
 
     def run(self, args: argparse.Namespace, /) -> int:
         summary = _Summary()
-        try:
-            with open_reader(args, since=args.since, until=args.until) as reader:
-                for run in reader:
-                    summary.add(run)
-                stats = reader.stats
-        except UsageError as exc:
-            return _fail("audit", str(exc))
+        stats = _read("audit", args, summary.add)
+        if isinstance(stats, int):
+            return stats
         data = summary.to_dict(stats)
         if args.format == "json":
             sys.stdout.write(json.dumps(data, indent=2) + "\n")
@@ -261,6 +287,16 @@ def _print_audit(data: dict[str, Any], stats: ReadStats) -> None:
 # -- report ---------------------------------------------------------------------------
 
 
+_REPORT_EXIT = (
+    "exit status: 0 success; 1 nothing found (no run in the sources, or not the run "
+    "--run names); 2 bad usage or input that cannot be read whole (one line on standard "
+    "error); 3 the rebuilt report is incomplete (a gap in the events, no run_completed, "
+    "...: the report is still shown, and one line on standard error says so; "
+    "--allow-incomplete exits 0 for it); 130 interrupted; 141 standard output closed "
+    "early."
+)
+
+
 class _Report:
     """``cupellation report LOG [--run RUN_ID] [--html FILE]``."""
 
@@ -274,7 +310,7 @@ class _Report:
                         "--run, the last run read (a note on standard error says how many "
                         "there were). --html FILE also writes the run as one self-contained "
                         "HTML page ('-': the page on standard output instead).",
-            epilog=EXIT_CODES_HELP)
+            epilog=_REPORT_EXIT)
         add_log_arguments(parser)
         parser.add_argument("--run", metavar="RUN_ID",
                             help="the run's id (default: the last run read)")
@@ -282,53 +318,69 @@ class _Report:
         parser.add_argument("--html", metavar="FILE",
                             help="write the run's report as an HTML page (written whole, "
                                  "through a temporary file)")
+        parser.add_argument("--allow-incomplete", action="store_true",
+                            help="exit 0 for a rebuilt report that is incomplete (default: "
+                                 "exit 3, with one line on standard error)")
         return parser
 
     def run(self, args: argparse.Namespace, /) -> int:
-        traces = [path for path in args.logs if is_trace_file(path)]
-        budget: ContextBudget | None = None
+        found: _Found | None = None
+        count = 0
+        sources: list[InputSource] = []
+        stats: ReadStats | None = None
+        reader: LogReader | None = None
         try:
             if args.html not in (None, "-"):
                 _check_html_destination(args.html)
-            if traces:
-                found = _from_traces(traces, args.run)
-                started = None
-                if found is not None:
-                    run_id, report, budget, count = found
+            check_sources(args.logs)
+            sources = open_sources(args.logs)
+            kinds = {source.kind for source in sources}
+            if kinds == {"log", "trace"}:
+                traces = ", ".join(s.name for s in sources if s.kind == "trace")
+                raise UsageError(f"give log files or trace files, not both ({traces} "
+                                 "holds traces)")
+            if kinds == {"trace"}:
+                found, count = _from_traces(sources, args.run)
             else:
-                with open_reader(args, **({} if args.run is None else {"run_id": args.run})
-                                 ) as reader:
-                    run, count = None, 0
-                    for candidate in reader:
-                        run, count = candidate, count + 1
+                options = {} if args.run is None else {"run_id": args.run}
+                with open_reader(args, [source.source for source in sources],
+                                 **options) as reader:
+                    for run in reader:
+                        found, count = _Found(run.run_id, run.report, run.budget, run), \
+                            count + 1
                         if args.run is not None:
                             break
                     stats = reader.stats
-                if run is None:
-                    what = "no run" if args.run is None else f"run {safe(args.run)} not"
-                    print(f"cupellation report: {what} found in {stats.lines} line(s)",
-                          file=sys.stderr)
-                    for line in stats_lines(stats):
-                        print(line, file=sys.stderr)
-                    return NOTHING_FOUND
-                run_id, report, started, budget = run.run_id, run.report, run, run.budget
-                found = (run_id, report, budget, count)
         except UsageError as exc:
             return _fail("report", str(exc))
+        except CupelError as exc:
+            return _fail("report", describe(exc))
+        except READ_ERRORS as exc:
+            return _fail("report", read_failure(exc, reader.stats if reader else None))
+        finally:
+            close_sources(sources)
+        if stats is not None:
+            broken = unreadable_sources(stats)
+            if broken is not None:
+                return _fail("report", broken)
         if found is None:
             what = "no run" if args.run is None else f"run {safe(args.run)} not"
-            print(f"cupellation report: {what} found in the trace file", file=sys.stderr)
+            where = (f"in {stats.lines} line(s)" if stats is not None else
+                     "in the trace file(s)")
+            print(f"cupellation report: {what} found {where}", file=sys.stderr)
+            if stats is not None:
+                for line in stats_lines(stats):
+                    print(line, file=sys.stderr)
             return NOTHING_FOUND
-        if args.run is None and count > 1:
-            print(f"cupellation report: {count} runs read; showing the last, "
-                  f"{safe(run_id)} (choose one with --run)", file=sys.stderr)
+        run_id, report, budget = found.run_id, found.report, found.budget
         if args.html is not None:
             from ..html import render_html  # noqa: PLC0415
 
             page = render_html(report, budget=budget, title=f"cupellation run {run_id}")
             if args.html == "-":
                 sys.stdout.write(html_for_terminal(page))
-                return OK
+                sys.stdout.flush()
+                return self._status(args, found, count)
             try:
                 write_outputs([Output(Path(args.html), page, "html")])
             except CliError as exc:
@@ -336,8 +388,37 @@ class _Report:
         if args.format == "json":
             sys.stdout.write(report.to_json(indent=2) + "\n")
         else:
-            _print_report(run_id, report, started, budget)
-        return OK
+            _print_report(run_id, report, found.logged, budget)
+        sys.stdout.flush()
+        return self._status(args, found, count)
+
+    @staticmethod
+    def _status(args: argparse.Namespace, found: _Found, count: int) -> int:
+        """Once the report is out: a note when several runs were read, then 0 for a
+        complete report, 3 (one line on stderr) for an incomplete one unless
+        --allow-incomplete."""
+        if args.run is None and count > 1:
+            print(f"cupellation report: {count} runs read; showed the last, "
+                  f"{safe(found.run_id)} (choose one with --run)", file=sys.stderr)
+        report = found.report
+        if report.is_complete or args.allow_incomplete:
+            return OK
+        problems = len(report.incomplete)
+        print(f"cupellation report: the rebuilt report is incomplete ({problems} "
+              f"problem(s): {safe(report.incomplete[0], 200)}{'; ...' if problems > 1 else ''}"
+              "); --allow-incomplete exits 0 for it", file=sys.stderr)
+        return NOT_WHOLE
+
+
+@dataclass(frozen=True, slots=True)
+class _Found:
+    """The run ``report`` shows: its id, report, budget (when known) and, when it
+    was read from logs, the logged run."""
+
+    run_id: str
+    report: SelectionReport
+    budget: ContextBudget | None
+    logged: LoggedRun | None = None
 
 
 def _check_html_destination(path: str) -> None:
@@ -347,75 +428,34 @@ def _check_html_destination(path: str) -> None:
         raise UsageError(exc.message) from None
 
 
-def _budget_of(entry: Any) -> ContextBudget | None:
-    for event in getattr(entry, "events", ()) or ():
-        if isinstance(event, RunStarted):
-            return event.budget
-    return None
+def _from_traces(sources: list[InputSource], run_id: str | None
+                 ) -> tuple[_Found | None, int]:
+    """The run ``run_id`` (without it: the last run) in trace files, and how many
+    runs were read."""
+    from ..otel import read_trace  # noqa: PLC0415 - only for trace files
 
-
-def _from_traces(paths: list[str], run_id: str | None
-                 ) -> tuple[str, SelectionReport, ContextBudget | None, int] | None:
-    """The run's id, report, budget (when known), and how many runs were read, from
-    trace files, through ``cupellation.otel.read_trace_file``. Without ``run_id``: the
-    last run."""
-    try:
-        otel = importlib.import_module("cupellation.otel")  # only for trace files
-    except ImportError as exc:
-        raise UsageError(f"cannot read trace files: cupellation.otel is not available "
-                         f"({exc})") from None
-    reader = getattr(otel, "read_trace_file", None)
-    if reader is None:
-        raise UsageError("cannot read trace files: this version's cupellation.otel has no "
-                         "read_trace_file")
-    last: tuple[str, SelectionReport, ContextBudget | None, int] | None = None
+    last: _Found | None = None
     count = 0
-    for path in paths:
+    for source in sources:
+        data = read_whole(source)
         try:
-            result = reader(path)
-        except (OSError, ValueError) as exc:
-            raise UsageError(f"cannot read the trace file {path}: {exc}") from None
-        if run_id is not None:
-            report = _report_in(result, run_id)
-            if report is not None:
-                budget = next((_budget_of(entry) for entry in _entries(result)
-                               if getattr(entry, "run_id", None) == run_id), None)
-                return run_id, report, budget, 1
-            continue
-        for entry in _entries(result):
-            report = getattr(entry, "report", None)
-            found_id = getattr(entry, "run_id", None)
-            if isinstance(report, SelectionReport) and isinstance(found_id, str):
-                count += 1
-                last = (found_id, report, _budget_of(entry), count)
-    return last
-
-
-def _entries(result: Any) -> list[Any]:
-    if isinstance(result, SelectionReport | Mapping) or not isinstance(result, Iterable):
-        return []
-    return list(result)
-
-
-def _report_in(result: Any, run_id: str) -> SelectionReport | None:
-    """Find run ``run_id`` in what ``read_trace_file`` returned: a mapping of run ids
-    to reports, objects with ``run_id`` and ``report``, (run id, report) pairs, or
-    events to fold."""
-    if isinstance(result, SelectionReport):
-        return result
-    if isinstance(result, Mapping):
-        found = result.get(run_id)
-        return found if isinstance(found, SelectionReport) else None
-    events: list[PipelineEvent] = []
-    for entry in result if isinstance(result, Iterable) else ():
-        if isinstance(entry, tuple) and len(entry) == 2 and entry[0] == run_id:
-            return entry[1] if isinstance(entry[1], SelectionReport) else None
-        if getattr(entry, "run_id", None) == run_id:
-            report = getattr(entry, "report", None)
-            if isinstance(report, SelectionReport):
-                return report
-            events.append(entry)
-    return build_report(events) if events else None
+            runs = read_trace(data)
+        except CupelError as exc:
+            raise UsageError(f"cannot read the trace file {source.name}: "
+                             f"{describe(exc)}") from None
+        except (ValueError, RecursionError) as exc:
+            raise UsageError(f"cannot read the trace file {source.name}: "
+                             f"{type(exc).__name__}: {exc}") from None
+        for entry in runs:
+            budget = next((event.budget for event in entry.events
+                           if isinstance(event, RunStarted)), None)
+            if run_id is not None:
+                if entry.run_id == run_id:
+                    return _Found(entry.run_id, entry.report, budget), 1
+                continue
+            count += 1
+            last = _Found(entry.run_id, entry.report, budget)
+    return last, count
 
 
 def _print_report(run_id: str, report: SelectionReport, run: LoggedRun | None,
@@ -455,9 +495,9 @@ def _print_report(run_id: str, report: SelectionReport, run: LoggedRun | None,
                          _reason_text(reason_to_dict(left_out.reason)),
                          safe(left_out.item.content, 100))
     console.print(excluded)
-    stages = ", ".join(f"{event.stage} {event.duration_ms:.3f} ms ({event.item_count} items)"
+    stages = ", ".join(f"{event.stage} {event.duration_ms:.3f} ms ({event.item_count} in)"
                        for event in report.events)
-    console.print(f"Stages: {stages or '-'}")
+    console.print(f"Stages (ms, items in): {stages or '-'}")
     for shortfall in report.count_requirement_shortfalls:
         console.print(f"Count shortfall: {safe(shortfall.kind.value)} required "
                       f"{shortfall.required_count}, got {shortfall.satisfied_count}")
@@ -548,17 +588,17 @@ class _Why:
         if args.match is not None:
             try:
                 pattern = re.compile(args.match)
-            except re.error as exc:
+            except (re.error, OverflowError, RecursionError, ValueError) as exc:
                 return _fail("why", f"--match is not a valid regular expression: {exc}")
         answers: list[dict[str, Any]] = []
-        try:
-            with open_reader(args, since=args.since, until=args.until) as reader:
-                for run in reader:
-                    for entry in _matches(run, args.content, pattern):
-                        answers.append(_answer(run, entry))
-                stats = reader.stats
-        except UsageError as exc:
-            return _fail("why", str(exc))
+
+        def consider(run: LoggedRun) -> None:
+            for entry in _matches(run, args.content, pattern):
+                answers.append(_answer(run, entry))
+
+        stats = _read("why", args, consider)
+        if isinstance(stats, int):
+            return stats
         if args.format == "json":
             sys.stdout.write(json.dumps({"matches": answers,
                                          "lines": {"read": stats.lines,

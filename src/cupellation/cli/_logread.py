@@ -8,9 +8,10 @@ import gzip
 import os
 import re
 import sys
+import zlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import IO, Any
 
 from ..exceptions import CupelError
 from ..logs import LogReader, ReadStats, read_runs
@@ -19,14 +20,17 @@ __all__ = [
     "EXIT_CODES_HELP",
     "NOTHING_FOUND",
     "OK",
+    "READ_ERRORS",
     "USAGE",
     "UsageError",
     "add_log_arguments",
     "check_sources",
     "is_trace_file",
     "open_reader",
+    "read_failure",
     "safe",
     "stats_lines",
+    "unreadable_sources",
 ]
 
 OK = 0
@@ -35,9 +39,15 @@ USAGE = 2
 
 EXIT_CODES_HELP = (
     "exit status: 0 success; 1 nothing found (no run in the logs or time window, the run "
-    "id is not there, no run considered a matching item); 2 bad usage or unreadable input "
-    "(one line on standard error)."
+    "id is not there, no run considered a matching item); 2 bad usage or input that "
+    "cannot be read whole (a missing file, a corrupt gzip stream; one line on standard "
+    "error); 130 interrupted; 141 standard output closed early."
 )
+
+#: What reading a source can raise besides the library's own errors: a corrupt or
+#: truncated gzip stream (``zlib.error``, ``EOFError``, ``gzip.BadGzipFile``), an
+#: I/O error.
+READ_ERRORS: tuple[type[BaseException], ...] = (OSError, EOFError, zlib.error)
 
 #: Reads smaller than this show no progress bar.
 _PROGRESS_MIN_BYTES = 4 << 20
@@ -60,6 +70,8 @@ def add_log_arguments(parser: argparse.ArgumentParser) -> None:
 
 def check_sources(paths: Sequence[str]) -> None:
     """Raise :class:`UsageError` for a path that cannot be read."""
+    if list(paths).count("-") > 1:
+        raise UsageError("standard input ('-') can be read once")
     for path in paths:
         if path == "-":
             continue
@@ -80,13 +92,42 @@ def _has_backups(path: str) -> bool:
         return False
 
 
+def read_failure(exc: BaseException, stats: ReadStats | None) -> str:
+    """One line for an error raised while reading, naming the source being read."""
+    where = f"{stats.sources[-1]}: " if stats is not None and stats.sources else ""
+    if isinstance(exc, EOFError):
+        problem = "the compressed data ends early (truncated gzip)"
+    elif isinstance(exc, OSError):
+        problem = exc.strerror or str(exc) or type(exc).__name__
+        if exc.filename and not where:
+            where = f"{exc.filename}: "
+    elif isinstance(exc, zlib.error):
+        problem = f"corrupt compressed data ({exc})"
+    else:
+        problem = str(exc) or type(exc).__name__
+    return f"{where}cannot be read whole: {problem}"
+
+
+def unreadable_sources(stats: ReadStats) -> str | None:
+    """One line naming the first source that could not be opened or read to its end
+    (a corrupt or truncated gzip stream), or None when every source was read whole."""
+    errors = stats.source_errors
+    if not errors:
+        return None
+    more = f" (and {len(errors) - 1} more unreadable source(s))" if len(errors) > 1 else ""
+    return f"{errors[0]}{more}"
+
+
 @contextmanager
-def open_reader(args: argparse.Namespace, **options: Any) -> Iterator[LogReader]:
-    """``read_runs`` over ``args.logs``, with a rich progress bar on stderr when both
-    output streams are terminals and the read is long."""
+def open_reader(args: argparse.Namespace, sources: Sequence[str | IO[bytes]] | None = None,
+                **options: Any) -> Iterator[LogReader]:
+    """``read_runs`` over ``sources`` (default ``args.logs``), with a rich progress
+    bar on stderr when both output streams are terminals and the read is long."""
     check_sources(args.logs)
+    if sources is None:
+        sources = args.logs
     show = (not args.no_progress and sys.stderr.isatty() and sys.stdout.isatty()
-            and "-" not in args.logs)
+            and all(isinstance(source, str) and source != "-" for source in sources))
     progress_cb: Callable[[ReadStats], object] | None = None
     progress: Any = None
     if show:
@@ -114,7 +155,7 @@ def open_reader(args: argparse.Namespace, **options: Any) -> Iterator[LogReader]
             progress.update(task[0], completed=stats.bytes_read)
 
     try:
-        reader = read_runs(*args.logs, rotated=not args.no_rotated, progress=progress_cb,
+        reader = read_runs(*sources, rotated=not args.no_rotated, progress=progress_cb,
                            **options)
     except CupelError as exc:
         raise UsageError(str(exc)) from None
@@ -180,7 +221,7 @@ def is_trace_file(path: str) -> bool:
                     sample = unzipped.read(1 << 16)
             else:
                 sample = raw.read(1 << 16)
-    except (OSError, EOFError):
+    except (OSError, EOFError, zlib.error):
         return False
     text = sample.lstrip()
     if not text.startswith(b"{"):

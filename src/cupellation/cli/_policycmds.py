@@ -40,7 +40,8 @@ class _Presets:
                         "throws on overflow and has no budget. A table on a terminal; "
                         "tab-separated lines (with a header) in a pipe. 'cupellation "
                         "policy show NAME' prints one as a policy file.",
-            epilog="exit status: 0 success; 2 bad usage.")
+            epilog="exit status: 0 success; 2 bad usage (one line on standard error); 141 "
+                   "standard output closed early.")
         parser.add_argument("--format", choices=["text", "json"], default="text",
                             help="text (default) or a JSON array of objects")
         return parser
@@ -83,7 +84,8 @@ class _PolicyCommand:
                         "policy files and says what each describes, or what is wrong and "
                         "where (file, line, path such as scorer.children[1].weight).",
             epilog="exit status: 0 success; 2 a policy that is not valid (one line naming "
-                   "the file, the line or the path, and the problem), or bad usage.")
+                   "the file, the line or the path, and the problem), or bad usage; 130 "
+                   "interrupted; 141 standard output closed early.")
         actions = parser.add_subparsers(dest="policy_command", metavar="ACTION")
         show = actions.add_parser(
             "show", help="print a policy (a preset name or a file)",

@@ -16,7 +16,7 @@ from typing import Literal
 from .._collectors import DiagnosticTraceCollector, FanOutCollector, TraceDetailLevel
 from .._model import ContextBudget, ContextItem
 from .._report import SelectionReport
-from ..events import PipelineEvent, event_to_json
+from ..events import PipelineEvent, StageCompleted, event_to_json
 from ..exceptions import BudgetOverflowError, CupelError, TableTooLargeError
 from ..html import render_html
 from ..logs import AuditLog
@@ -213,6 +213,11 @@ class Outcome:
         """The run's id, from its events."""
         return self.events[0].run_id if self.events else None
 
+    @property
+    def stages(self) -> list[StageCompleted]:
+        """The run's stage events: each stage's items in and out."""
+        return [event for event in self.events if isinstance(event, StageCompleted)]
+
 
 def _check_otlp_installed(args: argparse.Namespace) -> None:
     if not args.otlp:
@@ -236,6 +241,7 @@ def _execute(policy: Policy, budget: ContextBudget, items: list[ContextItem],
             otlp = Otlp(args.otlp_tier, args.otlp_content)
             children.append(otlp.collector)
         if args.audit_log is not None:
+            _make_audit_folder(args)
             try:
                 audit = AuditLog(args.audit_log)
             except OSError as exc:
@@ -267,6 +273,22 @@ def _execute(policy: Policy, budget: ContextBudget, items: list[ContextItem],
         if note:
             outcome.notes.append(note)
     return outcome
+
+
+def _make_audit_folder(args: argparse.Namespace) -> None:
+    """Make --out now when --audit-log is to go inside it (``--out NEW --audit-log
+    NEW/a.log``): the log is opened before the run, the other files after it."""
+    out: Path | None = getattr(args, "out", None)
+    folder = args.audit_log.parent
+    if out is None or folder.exists():
+        return
+    where, inside = folder.absolute(), out.absolute()
+    if where == inside or inside in where.parents:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise CliError(f"cannot create the folder {safe(str(folder))}: "
+                           f"{safe(exc.strerror or str(exc))}") from None
 
 
 def _untimed_note(placed: Sequence[ContextItem]) -> str | None:
@@ -396,7 +418,8 @@ def run(args: argparse.Namespace, /) -> int:
         stdout_text = dumps_items(outcome.placed)
     write_outputs(outputs, folders)
     if target == "text" and outcome.failure is None:
-        print_selection(console(), report, budget, title=f"{source} with {_policy_name(policy)}")
+        print_selection(console(), report, budget, title=f"{source} with {_policy_name(policy)}",
+                        stages=outcome.stages)
     elif stdout_text:
         _print_stdout(stdout_text, is_json=target != "html")
     if not args.quiet:
@@ -460,7 +483,8 @@ def run_demo(args: argparse.Namespace, /) -> int:
     if not args.quiet:
         if outcome.failure is None:
             print_selection(console(), report, budget,
-                            title=f"The demo with {_policy_name(policy)}")
+                            title=f"The demo with {_policy_name(policy)}",
+                            stages=outcome.stages)
             print()
         print("Wrote:")
         width = max(len(str(output.path)) for output in outputs)

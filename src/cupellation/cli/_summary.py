@@ -3,10 +3,12 @@ why, and the stages. Every value from the items is shown escaped."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from .._model import ContextBudget
 from .._report import SelectionReport
+from ..events import StageCompleted
 from ..reasons import reason_to_dict
 from ._common import safe
 
@@ -18,9 +20,23 @@ def _reason_text(wire: dict[str, Any]) -> str:
     return f"{wire['reason']}({data})" if data else str(wire["reason"])
 
 
+def _stage_line(report: SelectionReport, stages: Sequence[StageCompleted]) -> str:
+    """Each stage's time, and the items that went in and came out of it (from the
+    run's stage events; the report alone knows only the items in)."""
+    if stages:
+        shown = ", ".join(f"{event.stage} {event.duration_ms:.3f} ms ({event.items_in} in, "
+                          f"{event.items_out} out)" for event in stages)
+        return f"Stages: {shown}"
+    shown = ", ".join(f"{event.stage} {event.duration_ms:.3f} ms ({event.item_count} in)"
+                      for event in report.events)
+    return f"Stages: {shown or '-'}"
+
+
 def print_selection(console: Any, report: SelectionReport, budget: ContextBudget, *,
-                    title: str, content_width: int = 70) -> None:
-    """Print ``report`` on a rich ``console``."""
+                    title: str, content_width: int = 70,
+                    stages: Sequence[StageCompleted] = ()) -> None:
+    """Print ``report`` on a rich ``console``; ``stages`` (the run's stage events)
+    give the stage line its items in and out."""
     from rich.table import Table  # noqa: PLC0415 - rich is the cli extra's
 
     used = sum(entry.item.tokens for entry in report.included)
@@ -50,9 +66,7 @@ def print_selection(console: Any, report: SelectionReport, budget: ContextBudget
                          safe(left_out.item.content, content_width))
     if report.excluded:
         console.print(excluded)
-    stages = ", ".join(f"{event.stage} {event.duration_ms:.3f} ms ({event.item_count})"
-                       for event in report.events)
-    console.print(f"Stages (ms, items out): {stages or '-'}")
+    console.print(_stage_line(report, stages))
     if report.overflow is not None:
         console.print(f"Overflow: {report.overflow.tokens_over_budget} tokens over the target")
     for shortfall in report.count_requirement_shortfalls:

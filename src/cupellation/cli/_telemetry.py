@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import sys
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -24,7 +25,9 @@ __all__ = [
     "OTLP_INSTALL_HINT",
     "Otlp",
     "TraceFile",
+    "WarningLines",
     "add_otlp_options",
+    "current_warnings",
     "one_line_warnings",
 ]
 
@@ -32,6 +35,9 @@ OTLP_INSTALL_HINT = ("--otlp needs the cupellation-exporters package: pip instal
                      "cupellation-exporters (in a checkout: pip install -e exporters)")
 _TIERS = ("StageOnly", "StageAndExclusions", "Full")
 _CAPTURES = ("none", "hash", "full")
+#: The command's own warnings (a child of the ``cupellation`` logger, whose warnings
+#: the command shows as single lines).
+_CLI_LOGGER = logging.getLogger("cupellation.cli")
 
 
 def add_otlp_options(parser: Any, *, default_capture: str | None) -> None:
@@ -125,12 +131,14 @@ class Otlp:
             self._detach()
         dropped = int(getattr(self.providers, "dropped_spans", 0) or 0)
         messages = self._gather.messages
-        first = f": {safe(messages[0], 200)}" if messages else ""
+        first = f": {messages[0][:200]}" if messages else ""
+        # Through the command's warning lines: shown when the command ends, unless it
+        # ends with bad input (then its one line is the error).
         if dropped:
-            print(f"cupellation: warning: --otlp: export to {safe(self.endpoint)} failed "
-                  f"({dropped} span(s) dropped){first}", file=sys.stderr)
+            _CLI_LOGGER.warning("--otlp: export to %s failed (%d span(s) dropped)%s",
+                                self.endpoint, dropped, first)
         elif messages:
-            print(f"cupellation: warning: --otlp{first}", file=sys.stderr)
+            _CLI_LOGGER.warning("--otlp%s", first)
 
 
 # -- the demo's trace file -----------------------------------------------------------
@@ -242,37 +250,67 @@ def _file_exporter_class() -> Any:
 # -- logging ---------------------------------------------------------------------------
 
 
-class _OneLine(logging.Handler):
-    """Each distinct warning once, as one line: ``cupellation: warning: ...`` (no
-    traceback, control characters escaped)."""
+class WarningLines(logging.Handler):
+    """Each distinct warning once, as one line (``cupellation: warning: ...``, no
+    traceback, control characters escaped), kept until the command ends: printed
+    then, unless the command ends with bad input (status 2), whose one line on
+    standard error is the error itself."""
 
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
         self._seen: set[str] = set()
+        self._lock_lines = threading.Lock()
+        self.lines: list[str] = []
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
             message = record.getMessage().strip().splitlines()
             text = message[0] if message else record.name
             text = text.removeprefix("cupellation: ")
-            if text in self._seen:
-                return
-            self._seen.add(text)
             level = "error" if record.levelno >= logging.ERROR else "warning"
-            print(f"cupellation: {level}: {safe(text, 300)}", file=sys.stderr)
+            with self._lock_lines:
+                if text in self._seen:
+                    return
+                self._seen.add(text)
+                self.lines.append(f"cupellation: {level}: {safe(text, 300)}")
         except Exception:  # a logging handler never raises
             return
 
+    def print(self) -> None:
+        """Write the warnings kept so far to standard error, once."""
+        with self._lock_lines:
+            lines, self.lines = self.lines, []
+        stream = sys.stderr
+        if stream is None or not lines:
+            return
+        try:
+            stream.write("".join(line + "\n" for line in lines))
+            stream.flush()
+        except (OSError, ValueError):  # standard error is gone
+            return
+
+
+_CURRENT: list[WarningLines] = []
+
+
+def current_warnings() -> WarningLines | None:
+    """The handler of the innermost :func:`one_line_warnings` block, if any (a command
+    adds it to the loggers of the libraries it drives, such as OpenTelemetry's)."""
+    return _CURRENT[-1] if _CURRENT else None
+
 
 @contextmanager
-def one_line_warnings(*names: str) -> Iterator[None]:
-    """Show warnings of the named loggers as single lines on stderr while inside."""
-    handler = _OneLine()
+def one_line_warnings(*names: str) -> Iterator[WarningLines]:
+    """Keep the warnings of the named loggers as single lines while inside; the
+    caller prints them (:meth:`WarningLines.print`) or drops them."""
+    handler = WarningLines()
     loggers = [logging.getLogger(name) for name in names]
     for logger in loggers:
         logger.addHandler(handler)
+    _CURRENT.append(handler)
     try:
-        yield
+        yield handler
     finally:
+        _CURRENT.remove(handler)
         for logger in loggers:
             logger.removeHandler(handler)

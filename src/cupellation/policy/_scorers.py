@@ -366,7 +366,12 @@ class CompositeSpec(_Spec):
         for position, entry in enumerate(children):
             if not isinstance(entry, CompositeChild):
                 raise InvalidTypeError(f"children[{position}]", entry, "a CompositeChild")
-        if not math.isfinite(math.fsum(entry.weight for entry in children)):
+        # The check CompositeScorer makes, summed the way it sums (math.fsum would
+        # raise OverflowError on 1e308 + 1e308 instead of giving inf).
+        total = 0.0
+        for entry in children:
+            total += entry.weight
+        if not math.isfinite(total):
             raise ConfigurationError("children", [entry.weight for entry in children],
                                      "weights sum to infinity")
         object.__setattr__(self, "children", children)

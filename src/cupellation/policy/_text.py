@@ -36,7 +36,7 @@ def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _line_text(text: str, line: int) -> str:
-    lines = text.splitlines()
+    lines = text.split("\n")  # the parsers count lines at \n only
     return lines[line - 1][:80] if 0 < line <= len(lines) else ""
 
 
