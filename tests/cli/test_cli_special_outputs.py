@@ -108,6 +108,21 @@ def test_a_full_device_is_exit_2_with_one_line(
     assert is_char_device(device)
 
 
+@pytest.mark.parametrize("command", ["select", "demo"])
+def test_an_audit_log_on_a_full_device_is_exit_2_with_one_line(
+        tmp_path: Path, items: Path, command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--audit-log`` on a device where every write fails: the AuditLog keeps going
+    (it never raises into a run), but the command was asked to record the run, so it
+    ends with exit 2 and one line saying how many lines were lost."""
+    device = make_full(tmp_path)
+    if command == "select":
+        result = _select(capsys, items, "--audit-log", device)
+    else:
+        result = run_main(capsys, "demo", "-q", "--out", tmp_path / "out", "--audit-log", device)
+    assert_one_line_error(result, 2, "--audit-log", "cannot write it whole", "lines lost")
+    assert is_char_device(device)
+
+
 def test_report_html_to_a_full_device_is_exit_2(
         tmp_path: Path, log: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """``report --html FULL`` is exit 2 with one line."""

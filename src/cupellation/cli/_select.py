@@ -264,6 +264,11 @@ def _execute(policy: Policy, budget: ContextBudget, items: list[ContextItem],
             audit.close()
         if otlp is not None:
             otlp.close()
+    if audit is not None and audit.lost_lines:
+        # The log keeps whole lines only and says so, but the command was asked to
+        # record the run: a log that lost lines is a failed output, like a full disk.
+        raise CliError(f"--audit-log {safe(str(args.audit_log))}: cannot write it whole: "
+                       f"{audit.lost_lines} lines lost (no space left, or a write error)")
     outcome = Outcome(report_collector.build_report(), report_collector.events, placed,
                       failure)
     if trace is not None:
