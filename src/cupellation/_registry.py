@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
-from ._tables import CUSTOM_TYPE, child, index
+from ._tables import CUSTOM_TYPE, StrategyTable, child, index
 from .placing._protocol import PLACERS, Placer, build_placer
 from .scoring._base import SCORERS, Scorer, build_scorer
 from .scoring._decay import CURVES, build_curve
@@ -41,8 +41,12 @@ __all__ = [
     "describe_scorer",
     "describe_slicer",
     "find_custom",
+    "settings_of",
     "strategy_json",
 ]
+
+#: A strategy family, as :func:`settings_of` names it.
+Family = Literal["scorer", "slicer", "placer", "curve"]
 
 #: Every built-in scorer's ``type``, sorted.
 SCORER_TYPES: tuple[str, ...] = SCORERS.names()
@@ -52,6 +56,19 @@ SLICER_TYPES: tuple[str, ...] = SLICERS.names()
 PLACER_TYPES: tuple[str, ...] = PLACERS.names()
 #: Every built-in decay curve's ``type``, sorted.
 CURVE_TYPES: tuple[str, ...] = CURVES.names()
+
+
+def settings_of(family: Family, type_name: Any, path: str) -> tuple[str, tuple[str, ...]]:
+    """The canonical ``type_name`` a (possibly loosely spelt) name stands for in
+    ``family``, and the settings its table may hold besides ``type``.
+
+    Raises :class:`~cupellation.exceptions.ConfigurationError` naming
+    ``path.type`` for an unknown name.
+    """
+    tables: dict[str, StrategyTable[Any]] = {"scorer": SCORERS, "slicer": SLICERS,
+                                             "placer": PLACERS, "curve": CURVES}
+    cls = tables[family].lookup({"type": type_name}, path)
+    return cls.type_name, cls.settings
 
 
 def describe_scorer(scorer: Scorer) -> dict[str, Any]:
