@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .. import _registry as registry
+from .._model import ContextItem
 from .._registry import SCORER_TYPES, settings_of
 from ..exceptions import ConfigurationError, CupelError, InvalidTypeError
 from ..scoring import Scorer
@@ -272,27 +273,9 @@ def run_scoring_vector(doc: Mapping[str, Any]) -> None:
     outside the tolerance, and says so when a construction error was expected
     but the scorer was built (or another error was raised).
     """
-    test = _table(doc.get("test", {}), "test")
-    scorer_type = test.get("scorer")
-    if not isinstance(scorer_type, str):
-        raise VectorFailure(f"[test].scorer must name a scorer type, got {scorer_type!r}")
-    config = doc.get("config", {})
-    expect_error = bool(test.get("expect_construction_error", False))
-
-    try:
-        scorer = build_scorer(scorer_type, config)
-    except ConfigurationError as exc:
-        if expect_error:
-            return
-        raise VectorFailure(f"building the {scorer_type!r} scorer failed: {exc}") from exc
-    except CupelError as exc:
-        kind = "a ConfigurationError was expected, got" if expect_error else "building failed:"
-        raise VectorFailure(
-            f"{scorer_type!r} scorer: {kind} {type(exc).__name__}: {exc}"
-        ) from exc
-    if expect_error:
-        raise VectorFailure(f"expected a construction error, but the scorer was built: {scorer!r}")
-
+    scorer = _vector_scorer(doc)
+    if scorer is None:
+        return  # the construction error the vector expects
     tables = doc.get("items", [])
     try:
         items = [item_from_vector(_table(table, "items[]")) for table in tables]
@@ -306,7 +289,38 @@ def run_scoring_vector(doc: Mapping[str, Any]) -> None:
         ) from exc
     if len(scores) != len(items):
         raise VectorFailure(f"{scorer!r} returned {len(scores)} scores for {len(items)} items")
+    problems = _score_problems(doc, items, scores)
+    if problems:
+        raise VectorFailure(f"{scorer!r}: " + "; ".join(problems))
 
+
+def _vector_scorer(doc: Mapping[str, Any]) -> Scorer | None:
+    """The scorer a vector builds, or ``None`` when building it raised the
+    ConfigurationError the vector expects; VectorFailure otherwise."""
+    test = _table(doc.get("test", {}), "test")
+    scorer_type = test.get("scorer")
+    if not isinstance(scorer_type, str):
+        raise VectorFailure(f"[test].scorer must name a scorer type, got {scorer_type!r}")
+    expect_error = bool(test.get("expect_construction_error", False))
+    try:
+        scorer = build_scorer(scorer_type, doc.get("config", {}))
+    except ConfigurationError as exc:
+        if expect_error:
+            return None
+        raise VectorFailure(f"building the {scorer_type!r} scorer failed: {exc}") from exc
+    except CupelError as exc:
+        kind = "a ConfigurationError was expected, got" if expect_error else "building failed:"
+        raise VectorFailure(
+            f"{scorer_type!r} scorer: {kind} {type(exc).__name__}: {exc}"
+        ) from exc
+    if expect_error:
+        raise VectorFailure(f"expected a construction error, but the scorer was built: {scorer!r}")
+    return scorer
+
+
+def _score_problems(doc: Mapping[str, Any], items: Sequence[ContextItem],
+                    scores: list[float]) -> list[str]:
+    """Each ``[[expected]]`` score the actual one misses by more than the tolerance."""
     epsilon = _epsilon(doc)
     # Positions per content, so repeated contents match the expected entries in order.
     positions: dict[str, list[int]] = {}
@@ -331,5 +345,4 @@ def run_scoring_vector(doc: Mapping[str, Any]) -> None:
             problems.append(
                 f"item {content!r}: expected {want!r}, got {actual!r} (epsilon {epsilon:g})"
             )
-    if problems:
-        raise VectorFailure(f"{scorer!r}: " + "; ".join(problems))
+    return problems
