@@ -455,8 +455,7 @@ class _Run:
         count = len(self.candidates)
         start = self._stage_start(_CLASSIFY, count)
         pinned_items, pinned_idx, scoreable, scoreable_idx = self._classify()
-        pinned = Pinned(items=pinned_items, indices=pinned_idx,
-                        tokens=sum(map(_TOKENS, pinned_items)), budget=budget)
+        pinned = Pinned(pinned_items, pinned_idx, sum(map(_TOKENS, pinned_items)), budget)
         # The specification compares pinned tokens with maxTokens - outputReserve
         # only; reserved slots belong to the Slice stage's effective budget.
         available_for_pinned = budget.max_tokens - budget.output_reserve
@@ -543,9 +542,8 @@ class _Run:
         # Token counts travel beside the items, read once in input order: the
         # later stages then need not chase every item in score order again.
         scoreable_tokens = list(map(_TOKENS, scoreable))
-        ranked = Ranked(items=[scoreable[p] for p in order], scores=scores[order_arr].tolist(),
-                        tokens=[scoreable_tokens[p] for p in order], order=order,
-                        scoreable_idx=scoreable_idx)
+        ranked = Ranked([scoreable[p] for p in order], scores[order_arr].tolist(),
+                        [scoreable_tokens[p] for p in order], order, scoreable_idx)
         self._stage_done(_SORT, start, count, count)
         return ranked
 
@@ -560,8 +558,8 @@ class _Run:
             slicer, ScoredItems._trusted(ranked.items, ranked.scores, ranked.tokens), effective)
         chosen = _positions(outcome.selected, ranked.items, f"slicer {_name(slicer)}")
         chosen.sort()  # back to score order, as Place's merge expects
-        sliced = Sliced(outcome=outcome, chosen=chosen,
-                        tokens=sum([ranked.tokens[k] for k in chosen]), effective=effective)
+        tokens = ranked.tokens  # a local: the comprehension reads it per item
+        sliced = Sliced(outcome, chosen, sum([tokens[k] for k in chosen]), effective)
         if self.enabled:
             for shortfall in outcome.shortfalls:
                 self.deliver((CountShortfall(
@@ -604,9 +602,10 @@ class _Run:
         if self.exclusions_on or (self.enabled and tokens > self.budget.target_tokens):
             order, scoreable_idx = ranked.order, ranked.scoreable_idx
             indices = pinned.indices + [scoreable_idx[order[k]] for k in chosen]
-        return Merged(items=pinned.items + [ranked.items[k] for k in chosen],
-                      scores=[1.0] * len(pinned.items) + [ranked.scores[k] for k in chosen],
-                      indices=indices, tokens=tokens)
+        # Locals, not attributes, inside the comprehensions: they run per item.
+        items, scores = ranked.items, ranked.scores
+        return Merged(pinned.items + [items[k] for k in chosen],
+                      [1.0] * len(pinned.items) + [scores[k] for k in chosen], indices, tokens)
 
     def _overflow(self, merged: Merged, pinned: Pinned) -> Merged:
         """The merged items over ``target_tokens``, by the overflow strategy: Throw
