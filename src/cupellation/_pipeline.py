@@ -196,6 +196,12 @@ class Pipeline:
             budget=budget,
         )
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # Rebuilt through __init__ (describe()'s cached mapping proxy cannot be
+        # pickled, and is made again when asked).
+        return (_rebuilt_pipeline, (self.scorer, self.slicer, self.placer, self.deduplication,
+                                    self.overflow_strategy, self.budget))
+
     # -- configuration ------------------------------------------------------------
 
     def with_budget(self, budget: ContextBudget) -> Pipeline:
@@ -770,6 +776,14 @@ def _error_text(exc: BaseException) -> str:
     if text.isascii():
         return text
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _rebuilt_pipeline(scorer: Scorer, slicer: Slicer, placer: Placer, deduplication: bool,
+                      overflow_strategy: OverflowStrategy, budget: ContextBudget | None
+                      ) -> Pipeline:
+    """A pickled or copied :class:`Pipeline`, made again."""
+    return Pipeline(scorer, slicer, placer, deduplication=deduplication,
+                    overflow_strategy=overflow_strategy, budget=budget)
 
 
 def _strategy_table(data: Mapping[str, Any], key: str) -> Any:

@@ -4,8 +4,10 @@ Pipeline.from_policy() rebuilds the pipeline, so a logged run can be re-run."""
 
 from __future__ import annotations
 
+import copy
 import json
-from collections.abc import Sequence
+import pickle
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -188,6 +190,19 @@ def test_describe_is_compact_sorted_json_of_each_table() -> None:
     assert pipeline.describe() is pipeline.describe()  # made once
     with pytest.raises(TypeError):
         pipeline.describe()["scorer"] = "x"  # type: ignore[index]
+
+
+@pytest.mark.parametrize("copier", [copy.deepcopy, lambda value: pickle.loads(pickle.dumps(value))],
+                         ids=["deepcopy", "pickle"])
+def test_a_pipeline_copies_and_pickles_after_describing_itself(
+        copier: Callable[[Pipeline], Pipeline]) -> None:
+    """A pipeline whose record describe() has made (and cached) still deep-copies and
+    pickles, to an equal pipeline with the same record (main could not pickle one)."""
+    pipeline = PIPELINES[-len(PLACERS) - 1]
+    described = dict(pipeline.describe())
+    copied = copier(pipeline)
+    assert copied == pipeline
+    assert dict(copied.describe()) == described
 
 
 def test_policy_is_the_plain_form_and_a_policy_file_reads_it() -> None:
