@@ -96,9 +96,11 @@ def _check_strategy(family: str, strategy: object, described: dict[str, Any],
     found = find_custom(described, family)
     if found is not None:
         where, shown = found
-        value = strategy if where == family else shown
-        raise InvalidTypeError(where, value, f"a built-in {family} ({', '.join(names)}); a "
-                                             "policy cannot describe custom strategies")
+        if where == family:
+            raise InvalidTypeError(where, strategy, f"a built-in {family} ({', '.join(names)}); "
+                                                    "a policy cannot describe custom strategies")
+        raise InvalidTypeError(where, shown, "a built-in strategy; a policy cannot describe "
+                                             "custom strategies")
     rebuilt = rebuild(described)
     if rebuilt != strategy:
         raise InvalidValueError(
