@@ -4,22 +4,33 @@ Deduplicate, Sort, Slice, Place — emitting the event stream as it runs."""
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 import os
 import time
-from bisect import bisect_left, bisect_right
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from itertools import accumulate, compress
 from operator import attrgetter
 from types import MappingProxyType
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from opentelemetry import trace as otel_trace
 
+from ._attribution import (
+    Decisions,
+    Merged,
+    Pinned,
+    Ranked,
+    Sliced,
+    deduplicated,
+    inclusions,
+    negative_tokens,
+    slice_exclusions,
+    truncation_exclusions,
+)
 from ._collectors import (
     NULL_COLLECTOR,
     DiagnosticTraceCollector,
@@ -27,8 +38,18 @@ from ._collectors import (
     TraceDetailLevel,
     check_collector,
 )
-from ._model import ContextBudget, ContextItem, ContextKind, OverflowStrategy, ScoredItems
+from ._model import ContextBudget, ContextItem, OverflowStrategy, ScoredItems
+from ._registry import (
+    build_placer,
+    build_scorer,
+    build_slicer,
+    describe_placer,
+    describe_scorer,
+    describe_slicer,
+    strategy_json,
+)
 from ._report import SelectionReport
+from ._tables import bool_value, built, check_keys, table
 from .events import (
     CountShortfall,
     ItemEventBatch,
@@ -44,27 +65,22 @@ from .events import (
 from .exceptions import (
     BudgetOverflowError,
     ConfigurationError,
+    DecodeError,
     InvalidTypeError,
     PinnedBudgetError,
     PipelineError,
     ScorerError,
 )
 from .placing import ChronologicalPlacer, Placer
-from .reasons import (
-    BudgetExceeded,
-    CountCapExceeded,
-    Deduplicated,
-    ExclusionReason,
-    InclusionReason,
-    NegativeTokens,
-    PinnedOverride,
-)
-from .scoring import Scorer, score_array
-from .slicing import GreedySlice, SliceOutcome, Slicer, slice_with_details
+from .scoring import Clock, Scorer, score_array
+from .slicing import GreedySlice, Slicer, slice_with_details
 
 __all__ = ["Pipeline"]
 
 _logger = logging.getLogger("cupellation")
+
+#: The keys of a recorded policy (``run_started.pipeline``, :meth:`Pipeline.policy`).
+_POLICY_KEYS = ("scorer", "slicer", "placer", "deduplication", "overflow_strategy")
 
 _TOKENS = attrgetter("tokens")
 _PINNED = attrgetter("pinned")
@@ -107,8 +123,9 @@ class Pipeline:
     deduplication: bool
     overflow_strategy: OverflowStrategy
     budget: ContextBudget | None
-    #: describe()'s answer, made once: the strategies are immutable.
-    _description: Mapping[str, Any] = field(init=False, repr=False, compare=False)
+    #: describe()'s answer, made when first asked: the strategies are immutable.
+    _description: Mapping[str, str | bool] | None = field(init=False, repr=False,
+                                                          compare=False)
 
     def __init__(
         self,
@@ -143,13 +160,47 @@ class Pipeline:
         set_(self, "deduplication", deduplication)
         set_(self, "overflow_strategy", OverflowStrategy.parse(overflow_strategy))
         set_(self, "budget", budget)
-        set_(self, "_description", MappingProxyType({
-            "scorer": repr(scorer),
-            "slicer": repr(slicer),
-            "placer": repr(placer),
-            "deduplication": deduplication,
-            "overflow_strategy": self.overflow_strategy.value,
-        }))
+        set_(self, "_description", None)
+
+    @classmethod
+    def from_policy(cls, policy: Mapping[str, Any], *, budget: ContextBudget | None = None,
+                    clock: Clock | None = None) -> Pipeline:
+        """The pipeline a recorded policy describes: ``run_started``'s ``pipeline``
+        mapping (each strategy as JSON text, see :meth:`describe`) or the plain
+        form :meth:`policy` returns; the inverse of both.
+
+        ``budget`` becomes the pipeline's default budget (the record carries the
+        run's budget separately). ``clock`` is the time provider of decay scorers
+        whose table has no ``reference_time`` (default: the wall clock): such a
+        scorer measured ages at the time of its run, which the record does not
+        fix (``run_started.started_at`` is a good choice:
+        ``clock=FixedClock(started_at)``).
+
+        Only built-in strategies can be rebuilt: a custom one (a
+        :class:`~cupellation.scoring.FunctionScorer`, a user's own slicer),
+        recorded as ``{"type": "custom", "repr": ...}``, raises
+        :class:`~cupellation.exceptions.CustomStrategyError` naming its path
+        (``pipeline.scorer.children[1]``) and its repr. Other damage raises
+        :class:`~cupellation.exceptions.DecodeError` (text that is not JSON) or
+        ``InvalidValueError`` / ``InvalidTypeError`` naming the path.
+        """
+        data = table(policy, "pipeline")
+        check_keys(data, "pipeline", _POLICY_KEYS, _POLICY_KEYS)
+        return cls(
+            build_scorer(_strategy_table(data, "scorer"), path="pipeline.scorer", clock=clock),
+            build_slicer(_strategy_table(data, "slicer"), path="pipeline.slicer"),
+            build_placer(_strategy_table(data, "placer"), path="pipeline.placer"),
+            deduplication=bool_value(data["deduplication"], "pipeline.deduplication"),
+            overflow_strategy=built("pipeline", lambda: OverflowStrategy.parse(
+                data["overflow_strategy"])),
+            budget=budget,
+        )
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # Rebuilt through __init__ (describe()'s cached mapping proxy cannot be
+        # pickled, and is made again when asked).
+        return (_rebuilt_pipeline, (self.scorer, self.slicer, self.placer, self.deduplication,
+                                    self.overflow_strategy, self.budget))
 
     # -- configuration ------------------------------------------------------------
 
@@ -177,9 +228,45 @@ class Pipeline:
         """A copy with deduplication switched on or off."""
         return replace(self, deduplication=enabled)
 
-    def describe(self) -> Mapping[str, Any]:
-        """The configuration as JSON-native values (carried, read-only, by ``run_started``)."""
-        return self._description
+    def describe(self) -> Mapping[str, str | bool]:
+        """The configuration as ``run_started`` records it (a read-only mapping).
+
+        ``scorer``, ``slicer`` and ``placer`` are each strategy's table
+        (``to_dict()``) as compact JSON text with sorted keys, such as
+        ``{"children":[{"type":"recency","weight":3.0},...],"type":"composite"}``;
+        a strategy that is not a built-in is recorded as ``{"type":"custom",
+        "repr":...}`` (its repr, 200 characters at most). ``deduplication`` is a
+        bool and ``overflow_strategy`` the strategy's name. :meth:`from_policy`
+        rebuilds the pipeline from it; :meth:`policy` is the same as plain data.
+        """
+        description = self._description
+        if description is None:
+            description = MappingProxyType({
+                "scorer": strategy_json(describe_scorer(self.scorer)),
+                "slicer": strategy_json(describe_slicer(self.slicer)),
+                "placer": strategy_json(describe_placer(self.placer)),
+                "deduplication": self.deduplication,
+                "overflow_strategy": self.overflow_strategy.value,
+            })
+            object.__setattr__(self, "_description", description)
+        return description
+
+    def policy(self) -> dict[str, Any]:
+        """The configuration as plain data: ``deduplication``, ``overflow_strategy``
+        and the ``scorer``, ``slicer`` and ``placer`` tables (a custom strategy as
+        ``{"type": "custom", "repr": ...}``).
+
+        It is a policy file's table without name, description and budget:
+        ``Policy.from_dict(pipeline.policy())`` gives the pipeline's policy when
+        every strategy is a built-in, and :meth:`from_policy` the pipeline.
+        """
+        return {
+            "deduplication": self.deduplication,
+            "overflow_strategy": self.overflow_strategy.value,
+            "scorer": describe_scorer(self.scorer),
+            "slicer": describe_slicer(self.slicer),
+            "placer": describe_placer(self.placer),
+        }
 
     # -- running -------------------------------------------------------------------
 
@@ -258,7 +345,9 @@ class _Run:
     Items travel as parallel lists (items, scores, tokens, candidate indices)
     rather than as pairs, and each stage's item decisions go to the collector
     as one column-wise :class:`ItemEventBatch`: both matter at 100,000
-    candidates, and the null path builds none of it.
+    candidates, and the null path builds none of it. Why an item was left out
+    or kept is worked out by the pure functions of ``_attribution``, from the
+    small values the stages pass along.
 
     Every call into the collector goes through :meth:`deliver`, which numbers
     nothing and decides nothing: it only guards. A collector that raises is
@@ -267,7 +356,7 @@ class _Run:
     """
 
     __slots__ = ("budget", "candidates", "collector", "enabled", "exclusions_on", "items_on",
-                 "pipeline", "run_id", "seq", "stage")
+                 "pipeline", "run_id", "seq", "stage", "started")
 
     def __init__(self, pipeline: Pipeline, candidates: Sequence[ContextItem],
                  budget: ContextBudget, collector: TraceCollector, run_id: str,
@@ -282,6 +371,7 @@ class _Run:
         self.items_on = level is not None and level >= TraceDetailLevel.FULL
         self.seq = 0
         self.stage: PipelineStage | None = None
+        self.started = 0.0
 
     # -- delivery -----------------------------------------------------------------------
 
@@ -301,13 +391,12 @@ class _Run:
         self.seq = seq + 1
         return seq
 
-    def _batch(self, stage: PipelineStage | None, indices: Iterable[int],
-               items: Iterable[ContextItem], scores: Iterable[float],
-               reasons: Iterable[ExclusionReason] | Iterable[InclusionReason],
-               positions: Iterable[int] | None = None) -> None:
+    def _decisions(self, stage: PipelineStage | None, decisions: Decisions) -> None:
+        """Deliver one stage's item decisions as a batch (none when there are none)."""
         batch = ItemEventBatch(run_id=self.run_id, first_seq=self.seq, stage=stage,
-                               candidate_indices=indices, items=items, scores=scores,
-                               reasons=reasons, positions=positions)
+                               candidate_indices=decisions.indices, items=decisions.items,
+                               scores=decisions.scores, reasons=decisions.reasons,
+                               positions=decisions.positions)
         if batch:
             self.seq += len(batch)
             self.deliver(batch)
@@ -326,111 +415,60 @@ class _Run:
                                          duration_ms=_ms(start), items_in=items_in,
                                          items_out=items_out),))
 
-    # -- the stages ---------------------------------------------------------------------
+    # -- the run ------------------------------------------------------------------------
 
     def execute(self) -> list[ContextItem]:
-        pipeline, budget, candidates = self.pipeline, self.budget, self.candidates
-        run_start = time.perf_counter()
-        if self.enabled:
-            trace_id, span_id = _current_span_ids()
-            self.deliver((RunStarted(
-                run_id=self.run_id, seq=self.next_seq(), started_at=datetime.now(UTC),
-                budget=budget, pipeline=pipeline.describe(), candidate_count=len(candidates),
-                candidate_tokens=_candidate_tokens(candidates),
-                detail_level=(TraceDetailLevel.FULL if self.items_on
-                              else TraceDetailLevel.STAGE_AND_EXCLUSIONS if self.exclusions_on
-                              else TraceDetailLevel.STAGE_ONLY).tier, trace_id=trace_id,
-                span_id=span_id),))
+        """Run the six stages and return the placed items."""
+        self._run_started()
+        pinned, scoreable, scoreable_idx = self._classify_stage()
+        scores = self._score_stage(scoreable, scoreable_idx)
+        survivors = self._deduplicate_stage(scoreable, scoreable_idx, scores)
+        ranked = self._sort_stage(scoreable, scoreable_idx, scores, survivors)
+        sliced = self._slice_stage(ranked, pinned)
+        placed = self._place_stage(ranked, sliced, pinned)
+        self._run_completed(placed)
+        return placed
 
-        # -- 1. Classify ------------------------------------------------------------
-        start = self._stage_start(_CLASSIFY, len(candidates))
-        pinned, pinned_idx, scoreable, scoreable_idx = self._classify()
-        pinned_tokens = sum(item.tokens for item in pinned)
-        # The specification compares pinned tokens with maxTokens - outputReserve
-        # only; reserved slots belong to the Slice stage's effective budget.
-        available_for_pinned = budget.max_tokens - budget.output_reserve
-        if pinned_tokens > available_for_pinned:
-            raise PinnedBudgetError(pinned_tokens, available_for_pinned)
-        self._stage_done(_CLASSIFY, start, len(candidates), len(pinned) + len(scoreable))
+    def _run_started(self) -> None:
+        self.started = time.perf_counter()
+        if not self.enabled:
+            return
+        trace_id, span_id = _current_span_ids()
+        detail = (TraceDetailLevel.FULL if self.items_on
+                  else TraceDetailLevel.STAGE_AND_EXCLUSIONS if self.exclusions_on
+                  else TraceDetailLevel.STAGE_ONLY)
+        self.deliver((RunStarted(
+            run_id=self.run_id, seq=self.next_seq(), started_at=datetime.now(UTC),
+            budget=self.budget, pipeline=self.pipeline.describe(),
+            candidate_count=len(self.candidates),
+            candidate_tokens=_candidate_tokens(self.candidates), detail_level=detail.tier,
+            trace_id=trace_id, span_id=span_id),))
 
-        # -- 2. Score ---------------------------------------------------------------
-        count = len(scoreable)
-        start = self._stage_start(_SCORE, count)
-        scores = self._score(scoreable, scoreable_idx)
-        score_list: list[float] = scores.tolist()
-        self._stage_done(_SCORE, start, count, count)
-
-        # -- 3. Deduplicate ---------------------------------------------------------
-        start = self._stage_start(_DEDUPLICATE, count)
-        survivors = self._deduplicate(scoreable, scoreable_idx, score_list)
-        self._stage_done(_DEDUPLICATE, start, count,
-                         count if survivors is None else len(survivors))
-
-        # -- 4. Sort ----------------------------------------------------------------
-        start = self._stage_start(_SORT, count if survivors is None else len(survivors))
-        # A stable sort of the negated scores is (score desc, index asc), P1.
-        if survivors is None:
-            order_arr = np.argsort(-scores, kind="stable")
-        else:
-            kept = np.asarray(survivors, dtype=np.intp)
-            order_arr = kept[np.argsort(-scores[kept], kind="stable")]
-        order: list[int] = order_arr.tolist()
-        sorted_items = [scoreable[p] for p in order]
-        sorted_scores: list[float] = scores[order_arr].tolist()
-        # Token counts travel beside the items, read once in input order: the
-        # later stages then need not chase every item in score order again.
-        scoreable_tokens = list(map(_TOKENS, scoreable))
-        sorted_tokens = [scoreable_tokens[p] for p in order]
-        self._stage_done(_SORT, start, len(order), len(order))
-
-        # -- 5. Slice ---------------------------------------------------------------
-        start = self._stage_start(_SLICE, len(sorted_items))
-        effective = budget.effective(pinned_tokens)
-        outcome = slice_with_details(
-            pipeline.slicer, ScoredItems._trusted(sorted_items, sorted_scores, sorted_tokens),
-            effective
-        )
-        chosen = _positions(outcome.selected, sorted_items, f"slicer {_name(pipeline.slicer)}")
-        chosen.sort()  # back to score order, as Place's merge expects
-        sliced_tokens = sum([sorted_tokens[k] for k in chosen])
-        if self.enabled:
-            self._report_slice(outcome, sorted_items, sorted_scores, sorted_tokens, chosen,
-                               sliced_tokens, order, scoreable_idx, effective, pinned,
-                               pinned_idx)
-        self._stage_done(_SLICE, start, len(sorted_items), len(chosen))
-
-        # -- 6. Place ---------------------------------------------------------------
-        merged_in = len(pinned) + len(chosen)
-        start = self._stage_start(_PLACE, merged_in)
-        merged_items = pinned + [sorted_items[k] for k in chosen]
-        merged_scores = [1.0] * len(pinned) + [sorted_scores[k] for k in chosen]
-        merged_tokens = pinned_tokens + sliced_tokens
-        overflowed = merged_tokens > budget.target_tokens
-        merged_idx: list[int] = []
-        if self.exclusions_on or (self.enabled and overflowed):
-            merged_idx = pinned_idx + [scoreable_idx[order[k]] for k in chosen]
-        if overflowed:
-            merged_items, merged_scores, merged_idx = self._overflow(
-                merged_items, merged_scores, merged_idx, merged_tokens, pinned, pinned_idx)
-        placed = _placed(pipeline.placer,
-                         pipeline.placer.place(ScoredItems._trusted(merged_items, merged_scores)))
-        if len(placed) != len(merged_items):
-            raise PipelineError(
-                f"placer {_name(pipeline.placer)} returned {len(placed)} items "
-                f"for {len(merged_items)}: a placer must return a permutation of its input"
-            )
-        if self.items_on:
-            self._report_placed(placed, merged_items, merged_scores, merged_idx, len(pinned))
-        self._stage_done(_PLACE, start, merged_in, len(placed))
+    def _run_completed(self, placed: list[ContextItem]) -> None:
         self.stage = None
         if self.enabled:
             self.deliver((RunCompleted(
-                run_id=self.run_id, seq=self.next_seq(), duration_ms=_ms(run_start),
+                run_id=self.run_id, seq=self.next_seq(), duration_ms=_ms(self.started),
                 included_count=len(placed), included_tokens=sum(map(_TOKENS, placed)),
-                excluded_count=len(candidates) - len(placed)),))
-        return list(placed)
+                excluded_count=len(self.candidates) - len(placed)),))
 
-    # -- stage helpers ------------------------------------------------------------------
+    # -- 1. Classify ----------------------------------------------------------------------
+
+    def _classify_stage(self) -> tuple[Pinned, list[ContextItem], list[int]]:
+        """Split the candidates into pinned and scoreable items (negative token
+        counts are excluded); refuse pinned items over ``max_tokens - output_reserve``."""
+        budget = self.budget
+        count = len(self.candidates)
+        start = self._stage_start(_CLASSIFY, count)
+        pinned_items, pinned_idx, scoreable, scoreable_idx = self._classify()
+        pinned = Pinned(pinned_items, pinned_idx, sum(map(_TOKENS, pinned_items)), budget)
+        # The specification compares pinned tokens with maxTokens - outputReserve
+        # only; reserved slots belong to the Slice stage's effective budget.
+        available_for_pinned = budget.max_tokens - budget.output_reserve
+        if pinned.tokens > available_for_pinned:
+            raise PinnedBudgetError(pinned.tokens, available_for_pinned)
+        self._stage_done(_CLASSIFY, start, count, len(pinned_items) + len(scoreable))
+        return pinned, scoreable, scoreable_idx
 
     def _classify(self) -> tuple[list[ContextItem], list[int], list[ContextItem], list[int]]:
         candidates = self.candidates
@@ -450,7 +488,7 @@ class _Run:
         scoreable: list[ContextItem] = []
         scoreable_idx: list[int] = []
         negative: list[int] = []
-        for index, item in enumerate(self.candidates):
+        for index, item in enumerate(candidates):
             if type(item) is not ContextItem and not isinstance(item, ContextItem):
                 raise InvalidTypeError(f"candidates[{index}]", item, "a ContextItem")
             if item.tokens < 0:
@@ -462,206 +500,212 @@ class _Run:
                 scoreable.append(item)
                 scoreable_idx.append(index)
         if self.exclusions_on and negative:
-            items = [candidates[k] for k in negative]
-            self._batch(_CLASSIFY, negative, items, [0.0] * len(items),
-                        [NegativeTokens(tokens=item.tokens) for item in items])
+            self._decisions(_CLASSIFY, negative_tokens(candidates, negative))
         return pinned, pinned_idx, scoreable, scoreable_idx
 
-    def _score(self, scoreable: list[ContextItem], scoreable_idx: list[int]
-               ) -> np.ndarray[Any, np.dtype[np.float64]]:
-        scorer = self.pipeline.scorer
-        if not scoreable:
-            return np.zeros(0, dtype=np.float64)
-        try:
-            scores = score_array(_name(scorer), scorer.score_all(scoreable), len(scoreable))
-        except OverflowError as exc:
-            # A Python int beyond float64's range, met inside the scorer.
-            raise ScorerError(_name(scorer), None,
-                              f"returned a number outside float64's range ({exc})") from exc
-        except ScorerError as exc:
-            # Scorers (and composites' children) name the position among the items
-            # they were given, the scoreable ones: say which candidate that is.
-            if exc.index is None or not 0 <= exc.index < len(scoreable_idx):
-                raise
-            raise ScorerError(exc.scorer, scoreable_idx[exc.index], exc.detail) from exc
-        except (TypeError, ValueError) as exc:
-            # A scorer that fails on the items it was given: named as a ScorerError,
-            # with its own exception as the cause.
-            raise ScorerError(_name(scorer), None,
-                              f"raised {type(exc).__name__}: {exc}") from exc
-        finite = np.isfinite(scores)
-        if not finite.all():
-            bad = int(np.argmin(finite))
-            raise ScorerError(_name(scorer), scoreable_idx[bad],
-                              f"returned {scores[bad]!r} (scores must be finite)")
+    # -- 2. Score -------------------------------------------------------------------------
+
+    def _score_stage(self, scoreable: list[ContextItem], scoreable_idx: list[int]
+                     ) -> npt.NDArray[np.float64]:
+        count = len(scoreable)
+        start = self._stage_start(_SCORE, count)
+        scores = _checked_scores(self.pipeline.scorer, scoreable, scoreable_idx)
+        self._stage_done(_SCORE, start, count, count)
         return scores
 
-    def _deduplicate(self, scoreable: list[ContextItem], scoreable_idx: list[int],
-                     score_list: list[float]) -> list[int] | None:
+    # -- 3. Deduplicate -------------------------------------------------------------------
+
+    def _deduplicate_stage(self, scoreable: list[ContextItem], scoreable_idx: list[int],
+                           scores: npt.NDArray[np.float64]) -> list[int] | None:
         """Positions that survive, in input order; None when nothing was removed."""
-        if not self.pipeline.deduplication or not scoreable:
-            return None
-        contents = [item.content for item in scoreable]
-        if len(set(contents)) == len(contents):
-            return None  # the common case, settled by one set of (cached) string hashes
-        best: dict[str, int] = {}
-        for position, item in enumerate(scoreable):
-            content = item.content
-            held = best.get(content)
-            # Strictly greater: on equal scores the earlier item stays (P3 tie rule).
-            if held is None or score_list[position] > score_list[held]:
-                best[content] = position
-        if len(best) == len(scoreable):
-            return None
-        survivors = [p for p, item in enumerate(scoreable) if best[item.content] == p]
-        if self.exclusions_on:
-            dropped = [p for p, item in enumerate(scoreable) if best[item.content] != p]
-            self._batch(_DEDUPLICATE, [scoreable_idx[p] for p in dropped],
-                        [scoreable[p] for p in dropped], [score_list[p] for p in dropped],
-                        [Deduplicated(deduplicated_against=scoreable_idx[
-                            best[scoreable[p].content]]) for p in dropped])
+        count = len(scoreable)
+        start = self._stage_start(_DEDUPLICATE, count)
+        best = (_best_of_each_content(scoreable, scores)
+                if self.pipeline.deduplication else None)
+        survivors = None
+        if best is not None:
+            survivors = [p for p, item in enumerate(scoreable) if best[item.content] == p]
+            if self.exclusions_on:
+                self._decisions(_DEDUPLICATE, deduplicated(scoreable, scoreable_idx,
+                                                           scores.tolist(), best))
+        self._stage_done(_DEDUPLICATE, start, count,
+                         count if survivors is None else len(survivors))
         return survivors
 
-    def _report_slice(self, outcome: SliceOutcome, sorted_items: list[ContextItem],
-                      sorted_scores: list[float], sorted_tokens: list[int],
-                      chosen: list[int], selected_tokens: int, order: list[int],
-                      scoreable_idx: list[int], effective: ContextBudget,
-                      pinned: list[ContextItem], pinned_idx: list[int]) -> None:
-        for shortfall in outcome.shortfalls:
-            self.deliver((CountShortfall(
-                run_id=self.run_id, seq=self.next_seq(), kind=str(shortfall.kind),
-                required_count=shortfall.required_count,
-                satisfied_count=shortfall.satisfied_count),))
-        if not self.exclusions_on:
-            return
-        target = effective.target_tokens
-        available = max(0, target - selected_tokens)
-        # PinnedOverride (pipeline/diag-pinned-override.toml): the item is over the
-        # effective target, and not over the effective target with nothing pinned.
-        unpinned_target = self.budget.effective(0).target_tokens
-        # C-level passes (compress, map) rather than comprehensions: this runs
-        # over every left-out candidate of every traced run.
-        left_flags = bytearray(b"\x01") * len(sorted_items)
-        for k in chosen:
-            left_flags[k] = 0
-        unchosen = list(compress(range(len(sorted_items)), left_flags))
-        left_out = list(map(sorted_items.__getitem__, unchosen))
-        tokens = list(map(sorted_tokens.__getitem__, unchosen))
-        # Most are plain BudgetExceeded(tokens, available), and ``available`` is
-        # the same for the whole stage: one shared (immutable) reason per
-        # distinct token count, looked up without a Python loop. The few that a
-        # count cap or the pinned items explain are replaced afterwards.
-        shared = _BudgetExceededByTokens(available)
-        reasons: list[ExclusionReason] = list(map(shared.__getitem__, tokens))
-        special: set[int] = set()
-        caps = {**dict(outcome.count_caps), **{c.kind: c.cap for c in outcome.cap_exclusions}}
-        selected_by_kind: Counter[ContextKind] = Counter()
-        if caps:
-            selected_by_kind.update(sorted_items[k].kind for k in chosen)
-            special.update(j for j, item in enumerate(left_out) if item.kind in caps)
-        if pinned and tokens:
-            window = np.asarray(tokens, dtype=np.int64)
-            special.update(np.flatnonzero(
-                (window > target) & (window <= unpinned_target)).tolist())
-        pinned_prefix = list(accumulate(item.tokens for item in pinned))
-        for j in sorted(special):
-            item, item_tokens = left_out[j], tokens[j]
-            cap = caps.get(item.kind)
-            if (cap is not None and selected_by_kind[item.kind] >= cap
-                    and item_tokens <= target):
-                # Both reference implementations' rule: the kind is at its cap and
-                # the item would otherwise fit.
-                reasons[j] = CountCapExceeded(kind=item.kind.value, cap=cap,
-                                              count=selected_by_kind[item.kind])
-            elif pinned and target < item_tokens <= unpinned_target:
-                reasons[j] = PinnedOverride(displaced_by=pinned_idx[_displacer(
-                    pinned_prefix, item_tokens, self.budget)])
-        self._batch(_SLICE, map(scoreable_idx.__getitem__, map(order.__getitem__, unchosen)),
-                    left_out, map(sorted_scores.__getitem__, unchosen), reasons)
+    # -- 4. Sort --------------------------------------------------------------------------
 
-    def _overflow(self, items: list[ContextItem], scores: list[float], indices: list[int],
-                  merged_tokens: int, pinned: list[ContextItem], pinned_idx: list[int]
-                  ) -> tuple[list[ContextItem], list[float], list[int]]:
+    def _sort_stage(self, scoreable: list[ContextItem], scoreable_idx: list[int],
+                    scores: npt.NDArray[np.float64], survivors: list[int] | None) -> Ranked:
+        count = len(scoreable) if survivors is None else len(survivors)
+        start = self._stage_start(_SORT, count)
+        # A stable sort of the negated scores is (score desc, index asc), P1.
+        if survivors is None:
+            order_arr = np.argsort(-scores, kind="stable")
+        else:
+            kept = np.asarray(survivors, dtype=np.intp)
+            order_arr = kept[np.argsort(-scores[kept], kind="stable")]
+        order: list[int] = order_arr.tolist()
+        # Token counts travel beside the items, read once in input order: the
+        # later stages then need not chase every item in score order again.
+        scoreable_tokens = list(map(_TOKENS, scoreable))
+        ranked = Ranked([scoreable[p] for p in order], scores[order_arr].tolist(),
+                        [scoreable_tokens[p] for p in order], order, scoreable_idx)
+        self._stage_done(_SORT, start, count, count)
+        return ranked
+
+    # -- 5. Slice -------------------------------------------------------------------------
+
+    def _slice_stage(self, ranked: Ranked, pinned: Pinned) -> Sliced:
+        slicer = self.pipeline.slicer
+        count = len(ranked.items)
+        start = self._stage_start(_SLICE, count)
+        effective = self.budget.effective(pinned.tokens)
+        outcome = slice_with_details(
+            slicer, ScoredItems._trusted(ranked.items, ranked.scores, ranked.tokens), effective)
+        chosen = _positions(outcome.selected, ranked.items, f"slicer {_name(slicer)}")
+        chosen.sort()  # back to score order, as Place's merge expects
+        tokens = ranked.tokens  # a local: the comprehension reads it per item
+        sliced = Sliced(outcome, chosen, sum([tokens[k] for k in chosen]), effective)
+        if self.enabled:
+            for shortfall in outcome.shortfalls:
+                self.deliver((CountShortfall(
+                    run_id=self.run_id, seq=self.next_seq(), kind=str(shortfall.kind),
+                    required_count=shortfall.required_count,
+                    satisfied_count=shortfall.satisfied_count),))
+        if self.exclusions_on:
+            self._decisions(_SLICE, slice_exclusions(ranked, sliced, pinned))
+        self._stage_done(_SLICE, start, count, len(chosen))
+        return sliced
+
+    # -- 6. Place -------------------------------------------------------------------------
+
+    def _place_stage(self, ranked: Ranked, sliced: Sliced, pinned: Pinned
+                     ) -> list[ContextItem]:
+        placer = self.pipeline.placer
+        count = len(pinned.items) + len(sliced.chosen)
+        start = self._stage_start(_PLACE, count)
+        merged = self._merge(ranked, sliced, pinned)
+        if merged.tokens > self.budget.target_tokens:
+            merged = self._overflow(merged, pinned)
+        placed = _placed(placer, placer.place(ScoredItems._trusted(merged.items, merged.scores)))
+        if len(placed) != len(merged.items):
+            raise PipelineError(
+                f"placer {_name(placer)} returned {len(placed)} items "
+                f"for {len(merged.items)}: a placer must return a permutation of its input"
+            )
+        if self.items_on:
+            where = _positions(placed, merged.items, f"placer {_name(placer)}")
+            self._decisions(None, inclusions(placed, where, merged, len(pinned.items)))
+        self._stage_done(_PLACE, start, count, len(placed))
+        return list(placed)
+
+    def _merge(self, ranked: Ranked, sliced: Sliced, pinned: Pinned) -> Merged:
+        """Pinned items (score 1.0) then the sliced ones, in score order; candidate
+        indices only when something will ask for them."""
+        chosen = sliced.chosen
+        tokens = pinned.tokens + sliced.tokens
+        indices: list[int] = []
+        if self.exclusions_on or (self.enabled and tokens > self.budget.target_tokens):
+            order, scoreable_idx = ranked.order, ranked.scoreable_idx
+            indices = pinned.indices + [scoreable_idx[order[k]] for k in chosen]
+        # Locals, not attributes, inside the comprehensions: they run per item.
+        items, scores = ranked.items, ranked.scores
+        return Merged(pinned.items + [items[k] for k in chosen],
+                      [1.0] * len(pinned.items) + [scores[k] for k in chosen], indices, tokens)
+
+    def _overflow(self, merged: Merged, pinned: Pinned) -> Merged:
+        """The merged items over ``target_tokens``, by the overflow strategy: Throw
+        raises, Proceed reports and keeps all, Truncate keeps pinned items always
+        and the others while they fit, in merged order."""
         budget = self.budget
         strategy = self.pipeline.overflow_strategy
         target = budget.target_tokens
         if strategy is OverflowStrategy.THROW:
-            raise BudgetOverflowError(merged_tokens, target)
+            raise BudgetOverflowError(merged.tokens, target)
         if strategy is OverflowStrategy.PROCEED:
             if self.enabled:
                 self.deliver((Overflow(
                     run_id=self.run_id, seq=self.next_seq(),
-                    tokens_over_budget=merged_tokens - target, item_indices=tuple(indices),
-                    budget=budget),))
-            return items, scores, indices
-        # Truncate: keep pinned items always, others while they fit, in merged order.
-        kept: list[int] = []
-        removed: list[int] = []
-        current = 0
-        pinned_kept = 0
-        for position, item in enumerate(items):
-            tokens = item.tokens
-            if item.pinned:
-                pinned_kept += tokens
-            elif current + tokens > target:
-                removed.append(position)
-                continue
-            kept.append(position)
-            current += tokens
+                    tokens_over_budget=merged.tokens - target,
+                    item_indices=tuple(merged.indices), budget=budget),))
+            return merged
+        kept, removed, kept_tokens, pinned_kept = _truncate(merged.items, target)
         if self.exclusions_on and removed:
-            # Decided against the final state, so each reason reads the same
-            # numbers as the report's totals.
-            sliced_kept = current - pinned_kept
-            pinned_prefix = list(accumulate(item.tokens for item in pinned))
-            reasons: list[ExclusionReason] = []
-            for position in removed:
-                tokens = items[position].tokens
-                if pinned_kept > 0 and sliced_kept + tokens <= target:
-                    reasons.append(PinnedOverride(displaced_by=pinned_idx[_room_displacer(
-                        pinned_prefix, target - sliced_kept - tokens)]))
-                else:
-                    reasons.append(BudgetExceeded(item_tokens=tokens,
-                                                  available_tokens=max(0, target - current)))
-            self._batch(_PLACE, [indices[p] for p in removed], [items[p] for p in removed],
-                        [scores[p] for p in removed], reasons)
-        return ([items[k] for k in kept], [scores[k] for k in kept],
-                [indices[k] for k in kept] if indices else [])
-
-    def _report_placed(self, placed: Sequence[ContextItem], merged_items: list[ContextItem],
-                       merged_scores: list[float], merged_idx: list[int],
-                       pinned_count: int) -> None:
-        where = _positions(placed, merged_items, f"placer {_name(self.pipeline.placer)}")
-        # Most placed items are Scored: start from that and patch the few that are
-        # not (the pinned ones sit first in the merged list), with C-level passes.
-        reasons: list[InclusionReason] = [InclusionReason.SCORED] * len(placed)
-        scores = list(map(merged_scores.__getitem__, where))
-        if pinned_count:
-            placed_at = dict(zip(where, range(len(where)), strict=True))
-            for k in range(pinned_count):
-                reasons[placed_at[k]] = InclusionReason.PINNED
-        if 0 in map(_TOKENS, placed):
-            for j, item in enumerate(placed):
-                if item.tokens == 0 and not item.pinned:
-                    reasons[j] = InclusionReason.ZERO_TOKEN
-                    scores[j] = 0.0  # the seeds: zero-token items are reported with 0.0
-        self._batch(None, map(merged_idx.__getitem__, where), placed, scores, reasons,
-                    positions=range(len(placed)))
+            self._decisions(_PLACE, truncation_exclusions(merged, removed, kept_tokens,
+                                                          pinned_kept, pinned))
+        return Merged(items=[merged.items[k] for k in kept],
+                      scores=[merged.scores[k] for k in kept],
+                      indices=[merged.indices[k] for k in kept] if merged.indices else [],
+                      tokens=kept_tokens)
 
 
-class _BudgetExceededByTokens(dict[int, ExclusionReason]):
-    """``BudgetExceeded(tokens, available)`` for a fixed ``available``, made once per
-    token count and reused (reasons are immutable values)."""
+def _checked_scores(scorer: Scorer, scoreable: list[ContextItem],
+                    scoreable_idx: list[int]) -> npt.NDArray[np.float64]:
+    """The scorer's scores of ``scoreable``, checked: a ScorerError names the
+    candidate index of a score that is not a finite real number."""
+    if not scoreable:
+        return np.zeros(0, dtype=np.float64)
+    try:
+        scores = score_array(_name(scorer), scorer.score_all(scoreable), len(scoreable))
+    except OverflowError as exc:
+        # A Python int beyond float64's range, met inside the scorer.
+        raise ScorerError(_name(scorer), None,
+                          f"returned a number outside float64's range ({exc})") from exc
+    except ScorerError as exc:
+        # Scorers (and composites' children) name the position among the items
+        # they were given, the scoreable ones: say which candidate that is.
+        if exc.index is None or not 0 <= exc.index < len(scoreable_idx):
+            raise
+        raise ScorerError(exc.scorer, scoreable_idx[exc.index], exc.detail) from exc
+    except (TypeError, ValueError) as exc:
+        # A scorer that fails on the items it was given: named as a ScorerError,
+        # with its own exception as the cause.
+        raise ScorerError(_name(scorer), None,
+                          f"raised {type(exc).__name__}: {exc}") from exc
+    finite = np.isfinite(scores)
+    if not finite.all():
+        bad = int(np.argmin(finite))
+        raise ScorerError(_name(scorer), scoreable_idx[bad],
+                          f"returned {scores[bad]!r} (scores must be finite)")
+    return scores
 
-    __slots__ = ("available",)
 
-    def __init__(self, available: int) -> None:
-        super().__init__()
-        self.available = available
+def _best_of_each_content(scoreable: list[ContextItem], scores: npt.NDArray[np.float64]
+                          ) -> dict[str, int] | None:
+    """For each content, the position of the item that keeps it (the best score;
+    on equal scores the earlier item, P3); None when every content is distinct."""
+    if not scoreable:
+        return None
+    contents = [item.content for item in scoreable]
+    if len(set(contents)) == len(contents):
+        return None  # the common case, settled by one set of (cached) string hashes
+    score_list: list[float] = scores.tolist()
+    best: dict[str, int] = {}
+    for position, content in enumerate(contents):
+        held = best.get(content)
+        # Strictly greater: on equal scores the earlier item stays (P3 tie rule).
+        if held is None or score_list[position] > score_list[held]:
+            best[content] = position
+    return best
 
-    def __missing__(self, tokens: int) -> ExclusionReason:
-        reason = self[tokens] = BudgetExceeded(item_tokens=tokens,
-                                                    available_tokens=self.available)
-        return reason
+
+def _truncate(items: list[ContextItem], target: int) -> tuple[list[int], list[int], int, int]:
+    """Truncate: the merged positions kept (pinned items always, others while they
+    fit, in merged order) and removed, the kept tokens, and how many are pinned."""
+    kept: list[int] = []
+    removed: list[int] = []
+    current = 0
+    pinned_kept = 0
+    for position, item in enumerate(items):
+        tokens = item.tokens
+        if item.pinned:
+            pinned_kept += tokens
+        elif current + tokens > target:
+            removed.append(position)
+            continue
+        kept.append(position)
+        current += tokens
+    return kept, removed, current, pinned_kept
 
 
 _run_numbers = itertools.count()
@@ -734,6 +778,28 @@ def _error_text(exc: BaseException) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+def _rebuilt_pipeline(scorer: Scorer, slicer: Slicer, placer: Placer, deduplication: bool,
+                      overflow_strategy: OverflowStrategy, budget: ContextBudget | None
+                      ) -> Pipeline:
+    """A pickled or copied :class:`Pipeline`, made again."""
+    return Pipeline(scorer, slicer, placer, deduplication=deduplication,
+                    overflow_strategy=overflow_strategy, budget=budget)
+
+
+def _strategy_table(data: Mapping[str, Any], key: str) -> Any:
+    """A recorded strategy: its table, or the JSON text of it (``run_started``'s form)."""
+    value = data[key]
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise DecodeError(f"pipeline.{key}", value,
+                          f"is not the JSON text of a strategy table ({exc.msg}); runs "
+                          "recorded before cupellation 0.3.0 carry a repr, which cannot be "
+                          "rebuilt") from None
+
+
 def _placed(placer: Placer, placed: object) -> list[ContextItem]:
     """What ``placer.place`` returned, as a list; a placer that returned ``None`` (or
     anything but an iterable of items) raises PipelineError naming it."""
@@ -772,24 +838,3 @@ def _positions(selected: Sequence[ContextItem], pool: list[ContextItem], who: st
                                 "(or returned it more often than it was given)")
         positions.append(queue.pop(0))
     return positions
-
-
-def _room_displacer(prefix: list[int], room: int) -> int:
-    """Position (among the pinned items) of the one whose tokens, added in order,
-    first left less than the item needed; ``room`` is what the item could spare."""
-    return min(bisect_right(prefix, room), len(prefix) - 1)
-
-
-def _displacer(prefix: list[int], item_tokens: int, budget: ContextBudget) -> int:
-    """Position (among the pinned items) of the one whose tokens, added in order,
-    first brought the effective target below ``item_tokens``.
-
-    ``prefix`` holds the pinned items' running token sums. The effective target
-    falls as pinned tokens grow (by the reserved tokens and the safety margin's
-    floors as well, so it is computed, not subtracted), which makes the first
-    such prefix a binary search.
-    """
-    def pushed_out(pinned_tokens: int) -> bool:
-        return budget.effective(pinned_tokens).target_tokens < item_tokens
-
-    return min(bisect_left(prefix, True, key=pushed_out), len(prefix) - 1)

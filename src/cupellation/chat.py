@@ -653,43 +653,50 @@ def chat_to_items(
     Raises :class:`~cupellation.exceptions.DecodeError` naming the message and
     field for a malformed transcript.
     """
-    return _convert(data, None, format=format, token_counter=token_counter,
-                    use_tiktoken=use_tiktoken, tiktoken_encoding=tiktoken_encoding,
-                    pin_system=pin_system, synthesize_timestamps=synthesize_timestamps,
-                    end=end, kinds=kinds)
+    return _convert(data, None, _Options(
+        format=format, token_counter=token_counter, use_tiktoken=use_tiktoken,
+        tiktoken_encoding=tiktoken_encoding, pin_system=pin_system,
+        synthesize_timestamps=synthesize_timestamps, end=end, kinds=kinds))
 
 
-def _convert(
-    data: Any,
-    lines: Sequence[int] | None,
-    *,
-    format: ChatFormat | None,
-    token_counter: TokenCounter | None,
-    use_tiktoken: bool,
-    tiktoken_encoding: str,
-    pin_system: bool,
-    synthesize_timestamps: bool,
-    end: datetime | None,
-    kinds: Mapping[str, ContextKind | str] | None,
-) -> list[ContextItem]:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Options:
+    """The conversion options of :func:`chat_to_items` and :func:`load_chat`."""
+
+    format: ChatFormat | None
+    token_counter: TokenCounter | None
+    use_tiktoken: bool
+    tiktoken_encoding: str
+    pin_system: bool
+    synthesize_timestamps: bool
+    end: datetime | None
+    kinds: Mapping[str, ContextKind | str] | None
+
+    def __post_init__(self) -> None:
+        if self.format is not None and self.format not in ("openai", "anthropic"):
+            raise InvalidValueError("format", self.format,
+                                    "must be 'openai', 'anthropic' or None")
+        end = self.end
+        if end is not None and (not isinstance(end, datetime) or end.utcoffset() is None):
+            raise InvalidValueError("end", end, "must be a timezone-aware datetime or None")
+
+
+def _convert(data: Any, lines: Sequence[int] | None, options: _Options) -> list[ContextItem]:
     """:func:`chat_to_items`, with each message's line for JSON Lines input."""
-    if format is not None and format not in ("openai", "anthropic"):
-        raise InvalidValueError("format", format, "must be 'openai', 'anthropic' or None")
-    if end is not None and (not isinstance(end, datetime) or end.utcoffset() is None):
-        raise InvalidValueError("end", end, "must be a timezone-aware datetime or None")
     messages, system, has_system = _messages_of(data)
-    chosen: ChatFormat = detect_chat_format(data) if format is None else format
+    chosen: ChatFormat = detect_chat_format(data) if options.format is None else options.format
     if chosen == "openai" and has_system:
         raise DecodeError("system", system,
                           "is not part of the OpenAI format (use a 'system' role message)")
-    counter, counted_by = _resolve_counter(token_counter, use_tiktoken, tiktoken_encoding)
-    reader = _Reader(chosen, _kinds(kinds), lines)
+    counter, counted_by = _resolve_counter(options.token_counter, options.use_tiktoken,
+                                           options.tiktoken_encoding)
+    reader = _Reader(chosen, _kinds(options.kinds), lines)
     if chosen == "openai":
         reader.openai(messages)
     else:
         reader.anthropic(system, has_system, messages)
     segments = reader.segments
-    moments = _timestamps(segments, synthesize_timestamps, end)
+    moments = _timestamps(segments, options.synthesize_timestamps, options.end)
     first_system = next((position for position, s in enumerate(segments)
                          if s.role in ("system", "developer")), None)
     items: list[ContextItem] = []
@@ -712,7 +719,7 @@ def _convert(
                 content=segment.text, tokens=tokens, kind=segment.kind, source=segment.source,
                 priority=segment.priority, tags=segment.tags, metadata=metadata,
                 timestamp=moment,
-                pinned=segment.pinned or (pin_system and position == first_system),
+                pinned=segment.pinned or (options.pin_system and position == first_system),
             ))
         except (InvalidValueError, InvalidTypeError) as exc:
             index = segment.message_index
@@ -751,24 +758,11 @@ def load_chat(
     per line; their errors name the line. The options are those of
     :func:`chat_to_items`.
     """
-    options: dict[str, Any] = {
-        "format": format, "token_counter": token_counter, "use_tiktoken": use_tiktoken,
-        "tiktoken_encoding": tiktoken_encoding, "pin_system": pin_system,
-        "synthesize_timestamps": synthesize_timestamps, "end": end, "kinds": kinds,
-    }
-    where = "<chat>"
-    if isinstance(source, os.PathLike) or (isinstance(source, str) and _names_a_file(source)):
-        path = Path(source)
-        where = str(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise InvalidValueError("source", where,
-                                    f"cannot be read ({exc.strerror or exc})") from None
-    elif isinstance(source, str):
-        text = source
-    else:
-        raise InvalidTypeError("source", source, "a path or the transcript text")
+    options = _Options(
+        format=format, token_counter=token_counter, use_tiktoken=use_tiktoken,
+        tiktoken_encoding=tiktoken_encoding, pin_system=pin_system,
+        synthesize_timestamps=synthesize_timestamps, end=end, kinds=kinds)
+    text, where = _source_text(source)
     # JSON Lines end at \n only: a raw U+2028, U+2029 or U+0085 is valid inside a
     # JSON string, and str.splitlines() would cut the record there.
     rows = text.split("\n")
@@ -781,8 +775,27 @@ def load_chat(
                               line=whole.lineno) from None
     else:
         if not (isinstance(data, Mapping) and "role" in data and "messages" not in data):
-            return _convert(data, None, **options)
-    # JSON Lines: one message per line.
+            return _convert(data, None, options)
+    messages, lines = _json_lines(rows, where)
+    return _convert(messages, lines, options)
+
+
+def _source_text(source: object) -> tuple[str, str]:
+    """The text of ``source`` (a path, or the text itself) and how errors name it."""
+    if isinstance(source, os.PathLike) or (isinstance(source, str) and _names_a_file(source)):
+        path = Path(source)
+        try:
+            return path.read_text(encoding="utf-8"), str(path)
+        except OSError as exc:
+            raise InvalidValueError("source", str(path),
+                                    f"cannot be read ({exc.strerror or exc})") from None
+    if isinstance(source, str):
+        return source, "<chat>"
+    raise InvalidTypeError("source", source, "a path or the transcript text")
+
+
+def _json_lines(rows: list[str], where: str) -> tuple[list[Any], list[int]]:
+    """JSON Lines: one message per (non-blank) line, and each one's line number."""
     messages: list[Any] = []
     lines: list[int] = []
     for number, line in enumerate(rows, start=1):
@@ -794,4 +807,4 @@ def load_chat(
             raise DecodeError(where, line[:80], f"is not valid JSON ({exc.msg})",
                               line=number) from None
         lines.append(number)
-    return _convert(messages, lines, **options)
+    return messages, lines

@@ -7,7 +7,10 @@ The hierarchy::
     │   │   a value is out of its allowed range or shape; ``.field`` and
     │   │   ``.value`` name the offending field and the value given
     │   ├── ConfigurationError                 a scorer, slicer, placer or
-    │   │                                      pipeline was configured wrongly
+    │   │   │                                  pipeline was configured wrongly
+    │   │   └── CustomStrategyError            a recorded strategy table names a
+    │   │                                      custom strategy (known by its
+    │   │                                      repr only): it cannot be rebuilt
     │   ├── CountRequirementError              a count quota's require_count
     │   │                                      cannot be met and its scarcity
     │   │                                      behaviour is Throw
@@ -52,6 +55,7 @@ __all__ = [
     "ConfigurationError",
     "CountRequirementError",
     "CupelError",
+    "CustomStrategyError",
     "DecodeError",
     "InvalidTextError",
     "InvalidTypeError",
@@ -106,6 +110,22 @@ class InvalidValueError(_FieldErrorMixin, CupelError, ValueError):
 
 class ConfigurationError(InvalidValueError):
     """A scorer, slicer, placer or pipeline was given an invalid configuration."""
+
+
+class CustomStrategyError(ConfigurationError):
+    """A strategy table is ``{"type": "custom", "repr": ...}``: the record of a
+    strategy that is not a built-in (a :class:`~cupellation.scoring.FunctionScorer`,
+    a user's own slicer), which only its ``repr`` describes.
+
+    Such a run reads like any other, but its pipeline cannot be rebuilt from the
+    record. ``field`` is the path of the custom strategy (``scorer.children[1]``)
+    and ``value`` its recorded ``repr``.
+    """
+
+    def __init__(self, field: str, value: Any) -> None:
+        super().__init__(field, value, "is a custom strategy, recorded by its repr only; it "
+                                       "cannot be rebuilt from the record (only built-in "
+                                       "strategies can)")
 
 
 class CountRequirementError(InvalidValueError):

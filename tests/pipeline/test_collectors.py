@@ -15,6 +15,7 @@ import msgspec
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
+import cupellation._attribution as attribution_module
 import cupellation._pipeline as pipeline_module
 import cupellation.events as events_module
 from cupellation import (
@@ -53,7 +54,8 @@ ITEMS.append(ContextItem("neg", -1))
 BUDGET = ContextBudget(1000, 60)
 PIPELINE = Pipeline(scorer=RecencyScorer())
 
-#: Every event class the pipeline module builds itself.
+#: Every event class the pipeline module builds itself (the reasons are built by
+#: the attribution module, which explains what the pipeline decided).
 RUN_AND_STAGE_EVENTS = ("RunStarted", "StageStarted", "StageCompleted", "Overflow",
                         "CountShortfall", "RunCompleted", "RunFailed")
 #: What it builds for item decisions: the batches and the reasons they hold.
@@ -72,10 +74,15 @@ def _refuse(what: str) -> Any:
 
 def _forbid(monkeypatch: pytest.MonkeyPatch, pipeline_names: Sequence[str],
             what: str) -> None:
-    """Replace ``pipeline_names`` in the pipeline module, and the per-item event
-    classes in cupellation.events (where a batch builds them), with traps."""
+    """Replace ``pipeline_names`` in the pipeline and attribution modules (wherever
+    each is used), and the per-item event classes in cupellation.events (where a
+    batch builds them), with traps."""
     for name in pipeline_names:
-        monkeypatch.setattr(pipeline_module, name, _refuse(what))
+        users = [module for module in (pipeline_module, attribution_module)
+                 if hasattr(module, name)]
+        assert users, f"{name} is built by neither module"
+        for module in users:
+            monkeypatch.setattr(module, name, _refuse(what))
     for name in ITEM_EVENTS:
         monkeypatch.setattr(events_module, name, _refuse(what))
 

@@ -1,5 +1,5 @@
-"""Hypothesis strategies for policies: every scorer (nested), slicer and placer,
-with budgets, names and odd text."""
+"""Hypothesis strategies for policies: every built-in scorer (nested), decay curve,
+slicer (nested) and placer, with budgets, names and odd text."""
 
 from __future__ import annotations
 
@@ -10,39 +10,42 @@ from hypothesis import strategies as st
 
 from cupellation import ContextBudget, OverflowStrategy
 from cupellation._model import ascii_fold
+from cupellation.placing import Placer
 from cupellation.policy import (
     ChronologicalPlacer,
-    CompositeChild,
-    CompositeSpec,
     CountConstrainedKnapsackSlice,
     CountQuotaEntry,
     CountQuotaSlice,
-    DecaySpec,
     ExponentialCurve,
-    FrequencySpec,
     GreedySlice,
-    KindSpec,
     KnapsackSlice,
-    MetadataKeySpec,
-    MetadataTrustSpec,
-    PlacerSpec,
     Policy,
-    PrioritySpec,
     QuotaEntry,
     QuotaSlice,
-    RecencySpec,
-    ReflexiveSpec,
-    ScaledSpec,
-    ScorerSpec,
-    SlicerSpec,
     StepCurve,
-    TagSpec,
     UShapedPlacer,
     WindowCurve,
 )
-from cupellation.slicing import ScarcityBehavior
+from cupellation.scoring import (
+    CompositeScorer,
+    DecayScorer,
+    FixedClock,
+    FrequencyScorer,
+    KindScorer,
+    MetadataKeyScorer,
+    MetadataTrustScorer,
+    PriorityScorer,
+    RecencyScorer,
+    ReflexiveScorer,
+    ScaledScorer,
+    Scorer,
+    TagScorer,
+    utc_now,
+)
+from cupellation.slicing import ScarcityBehavior, Slicer
 
-__all__ = ["budgets", "json_like", "policies", "scorers", "slicers", "text"]
+__all__ = ["budgets", "curves", "json_like", "placers", "policies", "scorers", "slicers",
+           "text"]
 
 #: Any text a policy file can hold (no lone surrogates), control characters,
 #: quotes, backslashes and non-ASCII included.
@@ -72,22 +75,21 @@ kind_names = st.lists(names, max_size=4).map(_distinct_folded)
 
 
 @st.composite
-def _tag_spec(draw: st.DrawFn) -> TagSpec:
+def _tag_scorer(draw: st.DrawFn) -> TagScorer:
     case_sensitive = draw(st.booleans())
     tags = draw(st.lists(text, max_size=4))
     tags = list(dict.fromkeys(tags)) if case_sensitive else _distinct_folded(tags)
     values = draw(st.lists(st.floats(0.0, 1e6), min_size=len(tags), max_size=len(tags)))
-    return TagSpec(tag_weights=dict(zip(tags, values, strict=True)),
-                   case_sensitive=case_sensitive)
+    return TagScorer(dict(zip(tags, values, strict=True)), case_sensitive=case_sensitive)
 
 
 @st.composite
-def _kind_spec(draw: st.DrawFn) -> KindSpec:
+def _kind_scorer(draw: st.DrawFn) -> KindScorer:
     if draw(st.booleans()):
-        return KindSpec()
+        return KindScorer()
     kinds = draw(kind_names)
     values = draw(st.lists(st.floats(0.0, 1e6), min_size=len(kinds), max_size=len(kinds)))
-    return KindSpec(weights=dict(zip(kinds, values, strict=True)))
+    return KindScorer(dict(zip(kinds, values, strict=True)))
 
 
 @st.composite
@@ -103,26 +105,27 @@ curves = st.one_of(
     _step_curve(),
 )
 
-leaf_scorers: st.SearchStrategy[ScorerSpec] = st.one_of(
-    st.just(RecencySpec()), st.just(PrioritySpec()), st.just(FrequencySpec()),
-    st.just(ReflexiveSpec()), _kind_spec(), _tag_spec(),
-    st.builds(MetadataTrustSpec, default_score=unit),
-    st.builds(MetadataKeySpec, key=text, value=text, boost=weights),
-    st.builds(DecaySpec, curve=curves, null_timestamp_score=unit,
-              reference_time=st.none() | moments),
+#: A decay scorer's clock as a policy can write it: the run's (wall) clock, or fixed.
+clocks = st.just(utc_now) | moments.map(FixedClock)
+
+leaf_scorers: st.SearchStrategy[Scorer] = st.one_of(
+    st.just(RecencyScorer()), st.just(PriorityScorer()), st.just(FrequencyScorer()),
+    st.just(ReflexiveScorer()), _kind_scorer(), _tag_scorer(),
+    st.builds(MetadataTrustScorer, default_score=unit),
+    st.builds(MetadataKeyScorer, key=text, value=text, boost=weights),
+    st.builds(DecayScorer, curves, clock=clocks, null_timestamp_score=unit),
 )
 
 
-def _extend(children: st.SearchStrategy[ScorerSpec]) -> st.SearchStrategy[ScorerSpec]:
-    entries = st.builds(CompositeChild, scorer=children, weight=weights)
+def _extend(children: st.SearchStrategy[Scorer]) -> st.SearchStrategy[Scorer]:
+    entries = st.tuples(children, weights)
     return st.one_of(
-        st.lists(entries, min_size=1, max_size=3).map(
-            lambda items: CompositeSpec(children=tuple(items))),
-        st.builds(ScaledSpec, inner=children),
+        st.lists(entries, min_size=1, max_size=3).map(CompositeScorer),
+        st.builds(ScaledScorer, children),
     )
 
 
-scorers: st.SearchStrategy[ScorerSpec] = st.recursive(leaf_scorers, _extend, max_leaves=6)
+scorers: st.SearchStrategy[Scorer] = st.recursive(leaf_scorers, _extend, max_leaves=6)
 
 
 @st.composite
@@ -149,7 +152,7 @@ scarcities = st.sampled_from(list(ScarcityBehavior))
 buckets = st.integers(1, 10**6)
 
 
-def _extend_slicer(inner: st.SearchStrategy[SlicerSpec]) -> st.SearchStrategy[SlicerSpec]:
+def _extend_slicer(inner: st.SearchStrategy[Slicer]) -> st.SearchStrategy[Slicer]:
     non_knapsack = inner.filter(lambda slicer: not isinstance(slicer, KnapsackSlice))
     return st.one_of(
         st.builds(QuotaSlice, inner, _quota_entries()),
@@ -157,7 +160,7 @@ def _extend_slicer(inner: st.SearchStrategy[SlicerSpec]) -> st.SearchStrategy[Sl
     )
 
 
-slicers: st.SearchStrategy[SlicerSpec] = st.recursive(
+slicers: st.SearchStrategy[Slicer] = st.recursive(
     st.one_of(
         st.just(GreedySlice()),
         st.builds(KnapsackSlice, buckets),
@@ -165,8 +168,8 @@ slicers: st.SearchStrategy[SlicerSpec] = st.recursive(
     ),
     _extend_slicer, max_leaves=3,
 )
-placers: st.SearchStrategy[PlacerSpec] = st.sampled_from([ChronologicalPlacer(),
-                                                          UShapedPlacer()])
+placers: st.SearchStrategy[Placer] = st.sampled_from([ChronologicalPlacer(),
+                                                      UShapedPlacer()])
 
 
 @st.composite

@@ -15,6 +15,8 @@ from cupellation import (
     DecayScorer,
     KindScorer,
     OverflowStrategy,
+    PriorityScorer,
+    RecencyScorer,
     ScaledScorer,
     TagScorer,
 )
@@ -22,20 +24,17 @@ from cupellation.policy import (
     CountConstrainedKnapsackSlice,
     CountQuotaEntry,
     CountQuotaSlice,
-    DecaySpec,
     ExponentialCurve,
     GreedySlice,
-    KindSpec,
     Policy,
-    PrioritySpec,
     QuotaEntry,
     QuotaSlice,
-    RecencySpec,
     StepCurve,
     UShapedPlacer,
     WindowCurve,
     load_policy,
 )
+from cupellation.scoring import FixedClock, utc_now
 
 _EVERYTHING = """
 name = "everything"
@@ -169,16 +168,21 @@ def test_a_decay_reference_time_fixes_the_clock_and_otherwise_the_given_clock_is
     build_pipeline's clock (or the wall clock) is used."""
     moment = datetime(2026, 1, 2, tzinfo=UTC)
     item = ContextItem("x", 1, timestamp=moment - timedelta(hours=1))
-    fixed = DecaySpec(curve=ExponentialCurve(half_life=timedelta(hours=1)),
-                      reference_time=moment)
+    fixed = DecayScorer(ExponentialCurve(half_life=timedelta(hours=1)),
+                        clock=FixedClock(moment))
     scorer = Policy(scorer=fixed).build_pipeline().scorer
     assert isinstance(scorer, DecayScorer)
     assert scorer.score_all([item]) == [0.5]
-    free = DecaySpec(curve=ExponentialCurve(half_life=timedelta(hours=1)))
+    scorer = Policy(scorer=fixed).build_pipeline(clock=utc_now).scorer
+    assert scorer.score_all([item]) == [0.5]  # the reference time still wins
+    free = DecayScorer(ExponentialCurve(half_life=timedelta(hours=1)), clock=utc_now)
     scorer = Policy(scorer=free).build_pipeline(
         clock=lambda: moment + timedelta(hours=1)).scorer
     assert isinstance(scorer, DecayScorer)
     assert scorer.score_all([item]) == [0.25]
+    rebuilt = Policy(scorer=free).build_pipeline().scorer
+    assert isinstance(rebuilt, DecayScorer)
+    assert rebuilt.clock is utc_now
 
 
 def test_the_budget_argument_overrides_the_policy_budget() -> None:
@@ -186,19 +190,19 @@ def test_the_budget_argument_overrides_the_policy_budget() -> None:
     pipeline has none."""
     own = ContextBudget(100, 50)
     other = ContextBudget(200, 100)
-    policy = Policy(scorer=RecencySpec(), budget=own)
+    policy = Policy(scorer=RecencyScorer(), budget=own)
     assert policy.build_pipeline().budget == own
     assert policy.build_pipeline(other).budget == other
-    assert Policy(scorer=RecencySpec()).build_pipeline().budget is None
+    assert Policy(scorer=RecencyScorer()).build_pipeline().budget is None
     assert policy.with_budget(None).budget is None
 
 
 def test_python_built_policies_equal_their_file_form() -> None:
     """A policy made in Python equals the same policy read from JSON and TOML text."""
     policy = Policy(
-        scorer=DecaySpec(curve=StepCurve(windows=[(timedelta(hours=1), 1.0),
-                                                  (timedelta(days=1), 0.5)]),
-                         null_timestamp_score=0.0),
+        scorer=DecayScorer(StepCurve(windows=[(timedelta(hours=1), 1.0),
+                                              (timedelta(days=1), 0.5)]),
+                           clock=utc_now, null_timestamp_score=0.0),
         slicer=CountConstrainedKnapsackSlice([CountQuotaEntry("Tool", 1, cap_count=3)], 50),
         overflow_strategy="truncate",  # type: ignore[arg-type]
     )
@@ -211,7 +215,7 @@ def test_python_built_policies_equal_their_file_form() -> None:
 def test_defaults_fill_in_what_a_minimal_policy_leaves_out() -> None:
     """Only the scorer is required: greedy, chronological, deduplication, Throw."""
     policy = load_policy('{"scorer": {"type": "priority"}}')
-    assert policy == Policy(scorer=PrioritySpec())
+    assert policy == Policy(scorer=PriorityScorer())
     assert policy.to_dict() == {
         "deduplication": True, "overflow_strategy": "Throw", "scorer": {"type": "priority"},
         "slicer": {"type": "greedy"}, "placer": {"type": "chronological"},
@@ -223,7 +227,7 @@ def test_defaults_fill_in_what_a_minimal_policy_leaves_out() -> None:
 def test_files_are_read_by_suffix_or_by_content(tmp_path: Path, suffix: str,
                                                 writer: str) -> None:
     """A file's format comes from its suffix, else from its content."""
-    policy = Policy(scorer=KindSpec(weights={"Memory": 1.0}), placer=UShapedPlacer())
+    policy = Policy(scorer=KindScorer({"Memory": 1.0}), placer=UShapedPlacer())
     path = tmp_path / f"p{suffix}"
     path.write_text(getattr(policy, writer)(), encoding="utf-8")
     assert load_policy(path) == policy
@@ -232,17 +236,19 @@ def test_files_are_read_by_suffix_or_by_content(tmp_path: Path, suffix: str,
 
 def test_kind_weights_compare_ignoring_case_but_keep_their_spelling() -> None:
     """Kind names in weights are matched case-insensitively and written as given."""
-    a = Policy(scorer=KindSpec(weights={"toolOutput": 1.0}))
-    b = Policy(scorer=KindSpec(weights={"ToolOutput": 1.0}))
+    a = Policy(scorer=KindScorer({"toolOutput": 1.0}))
+    b = Policy(scorer=KindScorer({"ToolOutput": 1.0}))
     assert a == b
     assert a.to_dict()["scorer"]["weights"] == {"toolOutput": 1.0}
 
 
-def test_window_curves_and_simple_specs_build() -> None:
-    """Every spec's build() returns the matching scorer type."""
-    spec = DecaySpec(curve=WindowCurve(max_age=timedelta(days=2)))
-    assert isinstance(spec.build(), DecayScorer)
-    assert isinstance(KindSpec().build(), KindScorer)
+def test_a_policy_holds_the_strategies_it_builds() -> None:
+    """The pipeline a policy builds uses the policy's own (immutable) strategies, and a
+    window curve survives the trip through a file."""
+    policy = Policy(scorer=DecayScorer(WindowCurve(max_age=timedelta(days=2)), clock=utc_now))
+    assert policy.build_pipeline().scorer is policy.scorer
+    assert load_policy(policy.to_toml()) == policy
+    assert policy.to_dict()["scorer"]["curve"] == {"type": "window", "max_age": "2d"}
 
 
 def test_long_one_line_texts_are_read_as_text_not_paths(tmp_path: Path) -> None:
@@ -251,9 +257,9 @@ def test_long_one_line_texts_are_read_as_text_not_paths(tmp_path: Path) -> None:
     text = ('scorer = {type = "tag", tag_weights = {'
             + ", ".join(f"a{k} = 1.0" for k in range(60)) + "}}")
     assert len(text) > 300
-    assert load_policy(text).scorer.type_name == "tag"
+    assert isinstance(load_policy(text).scorer, TagScorer)
     folder = tmp_path / "a=b"
     folder.mkdir()
     path = folder / "p.toml"
-    path.write_text(Policy(scorer=RecencySpec()).to_toml(), encoding="utf-8")
-    assert load_policy(str(path)) == Policy(scorer=RecencySpec())
+    path.write_text(Policy(scorer=RecencyScorer()).to_toml(), encoding="utf-8")
+    assert load_policy(str(path)) == Policy(scorer=RecencyScorer())

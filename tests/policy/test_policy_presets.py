@@ -6,12 +6,17 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from cupellation import ContextBudget, ContextItem, OverflowStrategy
+from cupellation import (
+    CompositeScorer,
+    ContextBudget,
+    ContextItem,
+    KindScorer,
+    OverflowStrategy,
+)
 from cupellation.exceptions import InvalidTypeError, InvalidValueError
 from cupellation.policy import (
     PRESET_NAMES,
     ChronologicalPlacer,
-    CompositeSpec,
     GreedySlice,
     KnapsackSlice,
     UShapedPlacer,
@@ -52,11 +57,12 @@ def test_each_preset_matches_its_documented_definition(name: str) -> None:
     scorers, slicer, placer = EXPECTED[name]
     assert policy.name == name
     assert policy.description
-    assert isinstance(policy.scorer, CompositeSpec)
-    assert [(child.scorer.type_name, child.weight) for child in policy.scorer.children] == scorers
-    for child in policy.scorer.children:
-        if child.scorer.type_name == "kind":
-            assert child.scorer.to_dict() == {"type": "kind"}  # the default weights
+    assert isinstance(policy.scorer, CompositeScorer)
+    assert [(type(child).type_name, weight)  # type: ignore[attr-defined]
+            for child, weight in policy.scorer.children] == scorers
+    for child, _weight in policy.scorer.children:
+        if isinstance(child, KindScorer):
+            assert child.to_dict() == {"type": "kind"}  # the default weights
     assert policy.slicer == slicer
     assert policy.placer == placer
     assert policy.deduplication is True

@@ -12,8 +12,8 @@ import pytest
 from _policy_strategies import json_like, policies
 from hypothesis import given, settings
 
+from cupellation._tables import decode_duration, encode_duration
 from cupellation.policy import Policy, load_policy, presets
-from cupellation.policy._codec import decode_duration, encode_duration
 from cupellation.policy._toml import dumps
 
 

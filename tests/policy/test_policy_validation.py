@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 
+from cupellation import ContextBudget, ContextItem
 from cupellation.exceptions import (
     ConfigurationError,
     DecodeError,
@@ -14,17 +16,24 @@ from cupellation.exceptions import (
     InvalidValueError,
 )
 from cupellation.policy import (
-    CompositeChild,
-    CompositeSpec,
-    DecaySpec,
+    CountQuotaEntry,
+    CountQuotaSlice,
     GreedySlice,
-    KindSpec,
     Policy,
-    RecencySpec,
-    ScaledSpec,
+    QuotaSlice,
     WindowCurve,
     load_policy,
 )
+from cupellation.scoring import (
+    CompositeScorer,
+    DecayScorer,
+    FixedClock,
+    FunctionScorer,
+    KindScorer,
+    RecencyScorer,
+    ScaledScorer,
+)
+from cupellation.slicing import ScoredItem
 
 _COMPOSITE = """
 [scorer]
@@ -209,20 +218,70 @@ def test_the_top_level_must_be_a_table() -> None:
 def test_value_types_validate_on_construction() -> None:
     """The Python constructors apply the same rules as the file format."""
     with pytest.raises(ConfigurationError) as caught:
-        CompositeSpec.of((RecencySpec(), 1.0), (KindSpec(), -1.0))
-    assert caught.value.field == "weight"
+        CompositeScorer([(RecencyScorer(), 1.0), (KindScorer(), -1.0)])
+    assert caught.value.field == "children[1].weight"
     with pytest.raises(ConfigurationError):
-        CompositeSpec(children=())
+        CompositeScorer([])
     with pytest.raises(InvalidTypeError):
-        CompositeChild(scorer="recency", weight=1.0)  # type: ignore[arg-type]
+        CompositeScorer([("recency", 1.0)])  # type: ignore[list-item]
     with pytest.raises(InvalidTypeError):
-        ScaledSpec(inner=object())  # type: ignore[arg-type]
+        ScaledScorer(object())  # type: ignore[arg-type]
     with pytest.raises(InvalidTypeError):
-        Policy(scorer=RecencySpec(), slicer=object())  # type: ignore[arg-type]
+        Policy(scorer=RecencyScorer(), slicer=object())  # type: ignore[arg-type]
     with pytest.raises(InvalidTypeError):
-        Policy(scorer=RecencySpec(), placer=GreedySlice())  # type: ignore[arg-type]
+        Policy(scorer=RecencyScorer(), placer=GreedySlice())  # type: ignore[arg-type]
     with pytest.raises(InvalidValueError, match="surrogate"):
-        Policy(scorer=RecencySpec(), name="bad \ud800 name")
+        Policy(scorer=RecencyScorer(), name="bad \ud800 name")
     early = datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=5)))
     with pytest.raises(ConfigurationError, match="outside the datetime range"):
-        DecaySpec(curve=WindowCurve(max_age=timedelta(hours=1)), reference_time=early)
+        FixedClock(early)
+    assert Policy(scorer=DecayScorer(WindowCurve(max_age=timedelta(hours=1)),
+                                     clock=FixedClock(datetime(2026, 1, 1, tzinfo=UTC))))
+
+
+def _odd(item: object, items: object) -> float:
+    return 0.5
+
+
+class _TakeFirst:
+    """A custom strategy: both a slicer and a placer of sorts."""
+
+    def slice(self, scored: Sequence[ScoredItem], budget: ContextBudget, /
+              ) -> list[ContextItem]:
+        return [entry.item for entry in scored[:1]]
+
+    def place(self, items: Sequence[ScoredItem], /) -> list[ContextItem]:
+        return [entry.item for entry in items]
+
+
+@pytest.mark.parametrize(("kwargs", "field"), [
+    ({"scorer": FunctionScorer(_odd)}, "scorer"),
+    ({"scorer": CompositeScorer([(RecencyScorer(), 1.0),
+                                 (ScaledScorer(FunctionScorer(_odd)), 2.0)])},
+     "scorer.children[1].inner"),
+    ({"scorer": RecencyScorer(), "slicer": QuotaSlice(
+        CountQuotaSlice(_TakeFirst(), [CountQuotaEntry("Tool", cap_count=1)]))},
+     "slicer.inner.inner"),
+    ({"scorer": RecencyScorer(), "placer": _TakeFirst()}, "placer"),
+    ({"scorer": 3}, "scorer"),
+])
+def test_a_policy_refuses_custom_strategies_naming_where_they_are(
+        kwargs: dict[str, object], field: str) -> None:
+    """A policy is what a file can hold: a custom strategy, at the top or nested in
+    a composite, a scaled scorer or a quota slicer, is refused with InvalidTypeError
+    naming its path, so a policy file never holds an unreadable record."""
+    with pytest.raises(InvalidTypeError) as caught:
+        Policy(**kwargs)  # type: ignore[arg-type]
+    assert caught.value.field == field
+    assert "policy cannot describe custom strategies" in str(caught.value)
+
+
+def test_a_policy_refuses_a_decay_clock_it_cannot_write() -> None:
+    """A decay scorer whose clock is neither the wall clock nor a FixedClock cannot be
+    written (its table would read back as another scorer): InvalidValueError."""
+    moment = datetime(2026, 1, 1, tzinfo=UTC)
+    scorer = DecayScorer(WindowCurve(max_age=timedelta(hours=1)), clock=lambda: moment)
+    with pytest.raises(InvalidValueError, match="cannot write") as caught:
+        Policy(scorer=scorer)
+    assert caught.value.field == "scorer"
+

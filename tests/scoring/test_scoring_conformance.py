@@ -348,7 +348,7 @@ def test_decay_needs_a_reference_time() -> None:
     is a ConfigurationError naming it rather than a scorer reading the wall clock."""
     with pytest.raises(ConfigurationError) as caught:
         build_scorer("decay", {"curve": {"type": "window", "max_age_secs": 60}})
-    assert caught.value.field == "reference_time"
+    assert caught.value.field == "config.reference_time"
 
 
 def test_decay_unknown_curve_type_is_rejected() -> None:
@@ -399,14 +399,20 @@ def test_item_from_vector_reads_toml_1_1_offset_times_without_seconds() -> None:
 
 @pytest.mark.parametrize(
     ("curve", "field"),
-    [({"type": "exponential"}, "half_life_secs"),
-     ({"type": "window", "max_age_secs": float("nan")}, "max_age_secs"),
-     ({"type": "exponential", "half_life_secs": -60.0}, "half_life"),
-     ({"type": "step", "windows": [{"max_age_secs": 60.0}]}, "score")],
+    [({"type": "exponential"}, "config.curve.half_life_secs"),
+     ({"type": "window", "max_age_secs": float("nan")}, "config.curve.max_age"),
+     ({"type": "exponential", "half_life_secs": -60.0}, "config.curve.half_life"),
+     ({"type": "step", "windows": [{"max_age_secs": 60.0}]}, "config.curve.windows[0].score")],
     ids=["missing-half-life", "nan-seconds", "negative-half-life", "window-without-score"],
 )
 def test_decay_curve_settings_are_validated(curve: dict[str, Any], field: str) -> None:
-    """A missing or invalid curve setting raises ConfigurationError naming it."""
+    """A missing or invalid curve setting raises ConfigurationError naming its path.
+
+    Changed deliberately with the strategy registry: the vector's seconds are renamed
+    to the curve table's duration keys before the registry builds the curve, so a
+    missing key is named as the vector spells it and an invalid value by the path
+    of the table key it became (``config.curve.half_life``), no longer by a bare
+    field name."""
     with pytest.raises(ConfigurationError) as caught:
-        build_scorer("decay", {"curve": curve})
+        build_scorer("decay", {"curve": curve, "reference_time": "2025-01-01T00:00:00Z"})
     assert caught.value.field == field

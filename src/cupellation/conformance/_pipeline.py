@@ -1,21 +1,26 @@
 """Runs a pipeline conformance vector: output order and every
-``[expected.diagnostics]`` assertion, through the real event stream and report."""
+``[expected.diagnostics]`` assertion, through the real event stream and report.
+
+The pipeline's strategies are built by the strategy registry from the tables
+the stage runners' renaming gives (``[[config.scorers]]`` entries, the
+``slicer`` name with the slicer's settings beside it, the ``placer`` name).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .. import _registry as registry
 from .._collectors import DiagnosticTraceCollector, TraceDetailLevel
 from .._model import ContextBudget
 from .._pipeline import Pipeline
 from .._report import SelectionReport
 from ..reasons import reason_to_dict as exclusion_reason_to_json
-from ..scoring import CompositeScorer, Scorer
 from ._errors import VectorFailure, check_keys
 from ._placing import build_placer
-from ._scoring import scorer_from_entry
-from ._slicing import build_slicer
+from ._scoring import entry_table
+from ._slicing import slicer_table
 from ._vectors import item_from_vector
 
 __all__ = ["build_pipeline", "run_pipeline_vector"]
@@ -37,14 +42,19 @@ def build_pipeline(config: Mapping[str, Any]) -> Pipeline:
     entries: Sequence[Any] = config.get("scorers", ())
     if not entries:
         raise VectorFailure("[config] has no [[config.scorers]] entry")
-    scorers = [scorer_from_entry(entry, f"config.scorers[{index}]")
-               for index, entry in enumerate(entries)]
-    scorer: Scorer = scorers[0][0] if len(scorers) == 1 else CompositeScorer(scorers)
+    children = [entry_table(entry, f"config.scorers[{index}]")
+                for index, entry in enumerate(entries)]
+    if len(children) == 1:
+        del children[0]["weight"]  # a single entry is used alone
+        scorer = children[0]
+    else:
+        scorer = {"type": "composite", "children": children}
     slicer_config = {k: v for k, v in config.items() if k not in _PIPELINE_KEYS}
+    slicer = slicer_table(config.get("slicer", "greedy"), slicer_config,
+                          also_known=_PIPELINE_KEYS)
     return Pipeline(
-        scorer=scorer,
-        slicer=build_slicer(config.get("slicer", "greedy"), slicer_config,
-                            also_known=_PIPELINE_KEYS),
+        scorer=registry.build_scorer(scorer, path="config.scorers"),
+        slicer=registry.build_slicer(slicer, path="config"),
         placer=build_placer(config.get("placer", "chronological")),
         deduplication=bool(config.get("deduplication", True)),
         overflow_strategy=config.get("overflow_strategy", "throw"),

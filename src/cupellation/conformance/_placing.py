@@ -1,41 +1,35 @@
-"""Placing conformance vectors (``spec/src/conformance/format.md``, "Placing Vectors")."""
+"""Placing conformance vectors (``spec/src/conformance/format.md``, "Placing Vectors").
+
+The placer is built by the strategy registry from ``{"type": <the vector's
+name>}``; names compare ignoring ASCII case, ``-`` and ``_`` (``"u-shaped"``).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._model import ascii_fold
-from ..exceptions import ConfigurationError, InvalidTypeError
-from ..placing import ChronologicalPlacer, Placer, UShapedPlacer
+from .. import _registry as registry
+from ..exceptions import InvalidTypeError
+from ..placing import Placer
 from ._errors import VectorFailure
 from ._vectors import scored_item_from_vector
 
 __all__ = ["PLACER_NAMES", "build_placer", "run_placing_vector"]
 
-_PLACERS: dict[str, type[ChronologicalPlacer] | type[UShapedPlacer]] = {
-    "chronological": ChronologicalPlacer,
-    "u-shaped": UShapedPlacer,
-}
-
-#: The placer names vectors use, in the specification's spelling.
-PLACER_NAMES: tuple[str, ...] = tuple(_PLACERS)
+#: The placer names vectors use (the registry's; ``u-shaped`` is ``u_shaped``).
+PLACER_NAMES: tuple[str, ...] = registry.PLACER_TYPES
 
 
-def build_placer(name: str) -> Placer:
-    """The built-in placer a vector names: ``"chronological"`` or ``"u-shaped"``.
+def build_placer(name: Any) -> Placer:
+    """The built-in placer a vector names (``"chronological"``, ``"u-shaped"``).
 
-    Names are compared ignoring ASCII case. Raises
-    :class:`~cupellation.exceptions.ConfigurationError` for any other name.
+    Raises :class:`~cupellation.exceptions.ConfigurationError` naming
+    ``placer.type`` for any other name.
     """
     if not isinstance(name, str):
         raise InvalidTypeError("placer", name, "a string")
-    placer_type = _PLACERS.get(ascii_fold(name))
-    if placer_type is None:
-        raise ConfigurationError(
-            "placer", name, f"must be one of {', '.join(map(repr, PLACER_NAMES))}"
-        )
-    return placer_type()
+    return registry.build_placer({"type": name}, path="placer")
 
 
 def _contents(value: Any, where: str) -> list[str]:

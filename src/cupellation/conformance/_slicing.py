@@ -1,7 +1,12 @@
 """Slicing conformance vectors (``spec/src/conformance/format.md``, "Slicing Vectors").
 
-Slicer names are those the vectors use (``greedy``, ``knapsack``, ``quota``,
-``count_quota``, ``count_constrained_knapsack``), compared ignoring ASCII case
+The slicer is built by the strategy registry, as a policy's is: the runner only
+renames the vector format's keys to the table's (:func:`slicer_table`). Where
+the two formats differ: ``inner_slicer`` (the table's ``inner``) is a name
+whose slicer takes the keys its decorator does not, or a table with its own
+``type`` and settings; ``scarcity_behavior`` is the table's ``scarcity``; a
+count quota's ``entries`` default to none; ``count_constrained_knapsack`` may
+name its (always knapsack) ``inner_slicer``. Names compare ignoring ASCII case,
 with ``-`` and ``_`` interchangeable.
 """
 
@@ -11,77 +16,42 @@ from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from .._model import (
-    ContextBudget,
-    ascii_fold,
-)
+from .. import _registry as registry
+from .._model import ContextBudget
 from ..exceptions import ConfigurationError, InvalidTypeError
-from ..slicing import (
-    CountConstrainedKnapsackSlice,
-    CountQuotaEntry,
-    CountQuotaSlice,
-    GreedySlice,
-    KnapsackSlice,
-    QuotaEntry,
-    QuotaSlice,
-    ScarcityBehavior,
-    Slicer,
-    slice_with_details,
-)
+from ..slicing import Slicer, slice_with_details
 from ._errors import UnsupportedConfigError, VectorFailure, check_keys
 from ._vectors import scored_item_from_vector
 
-__all__ = ["SLICER_NAMES", "build_slicer", "run_slicing_vector"]
+__all__ = ["SLICER_NAMES", "build_slicer", "run_slicing_vector", "slicer_table"]
 
 #: The slicer names vectors use, in the specification's spelling.
-SLICER_NAMES: tuple[str, ...] = (
-    "greedy", "knapsack", "quota", "count_quota", "count_constrained_knapsack",
-)
+SLICER_NAMES: tuple[str, ...] = registry.SLICER_TYPES
 
-
-def _name(value: Any, field: str) -> str:
-    if not isinstance(value, str):
-        raise InvalidTypeError(field, value, "a string")
-    return ascii_fold(value).replace("-", "_")
-
-
-def _table_list(config: Mapping[str, Any], key: str, path: str, owner: str,
-                known: tuple[str, ...]) -> Sequence[Mapping[str, Any]]:
-    value = config.get(key, [])
-    if not isinstance(value, list) or not all(isinstance(v, Mapping) for v in value):
-        raise InvalidTypeError(f"config.{key}", value, "an array of tables")
-    for index, table in enumerate(value):
-        check_keys(table, known, f"{path}.{key}[{index}]", owner)
-    return value
-
-
-def _scarcity(config: Mapping[str, Any]) -> ScarcityBehavior:
-    return ScarcityBehavior.parse(config.get("scarcity_behavior", ScarcityBehavior.DEGRADE))
-
-
-def _count_entries(config: Mapping[str, Any], path: str) -> list[CountQuotaEntry]:
-    return [
-        CountQuotaEntry(
-            table["kind"], table.get("require_count", 0), cap_count=table["cap_count"]
-        )
-        for table in _table_list(config, "entries", path, "a count quota entry",
-                                 ("kind", "require_count", "cap_count"))
-    ]
-
-
-#: The settings each slicer takes itself. A decorator slicer (quota,
-#: count_quota) hands every other key to its inner slicer, which must take it.
+#: The settings of the slicers whose vector settings differ from their table's.
+#: A decorator slicer (quota, count_quota) hands every other key to its inner
+#: slicer, which must take it.
 _KEYS: dict[str, tuple[str, ...]] = {
-    "greedy": (),
-    "knapsack": ("bucket_size",),
     "quota": ("inner_slicer", "quotas"),
     "count_quota": ("inner_slicer", "entries", "scarcity_behavior"),
     "count_constrained_knapsack": ("inner_slicer", "bucket_size", "entries", "scarcity_behavior"),
 }
+#: The keys of a quota entry and a count entry.
+_ENTRY_KEYS = {"quotas": ("kind", "require", "cap"),
+               "entries": ("kind", "require_count", "cap_count")}
 
 
-def _inner(key: str, config: Mapping[str, Any], path: str) -> Slicer:
-    """The inner slicer of ``quota`` or ``count_quota``.
+def _entries(config: Mapping[str, Any], key: str, path: str, owner: str) -> list[Any]:
+    value = config.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, Mapping) for v in value):
+        raise InvalidTypeError(f"config.{key}", value, "an array of tables")
+    for position, table in enumerate(value):
+        check_keys(table, _ENTRY_KEYS[key], f"{path}.{key}[{position}]", owner)
+    return value
+
+
+def _inner(key: str, config: Mapping[str, Any], path: str) -> dict[str, Any]:
+    """The table of the inner slicer of ``quota`` or ``count_quota``.
 
     ``inner_slicer`` is a name (default ``"greedy"``), and the inner slicer
     takes the keys its decorator does not (``bucket_size``, or the
@@ -101,23 +71,45 @@ def _inner(key: str, config: Mapping[str, Any], path: str) -> Slicer:
         if "type" not in inner:
             raise ConfigurationError("inner_slicer.type", None, "is required")
         settings = {k: v for k, v in inner.items() if k != "type"}
-        return build_slicer(inner["type"], settings, path=f"{path}.inner_slicer",
+        return slicer_table(inner["type"], settings, path=f"{path}.inner_slicer",
                             context=f"the inner slicer of {key!r}")
-    return build_slicer(inner, rest, path=path, context=f"the inner slicer of {key!r}",
+    return slicer_table(inner, rest, path=path, context=f"the inner slicer of {key!r}",
                         also_known=_KEYS[key])
 
 
-def build_slicer(name: str, config: Mapping[str, Any], *, path: str = "config",
-                 context: str | None = None, also_known: Collection[str] = ()) -> Slicer:
-    """The slicer a vector names, configured from its ``[config]`` table.
+def _scarcity(config: Mapping[str, Any], out: dict[str, Any]) -> dict[str, Any]:
+    if "scarcity_behavior" in config:
+        out["scarcity"] = config["scarcity_behavior"]
+    return out
 
-    Recognised keys: ``bucket_size`` (knapsack, count_constrained_knapsack and
-    a knapsack inner slicer); ``inner_slicer`` (quota, count_quota; default
-    ``"greedy"``; a name, or a table with ``type`` and the inner slicer's
-    settings); ``[[config.quotas]]`` with ``kind``, ``require``, ``cap``
-    (quota, also as the inner slicer of count_quota); ``[[config.entries]]``
-    with ``kind``, ``require_count``, ``cap_count``, and
-    ``scarcity_behavior`` (count_quota and count_constrained_knapsack).
+
+def _decorated(name: str, config: Mapping[str, Any], path: str) -> dict[str, Any]:
+    """The table of a quota, count-quota or count-constrained-knapsack slicer."""
+    if name == "quota":
+        return {"type": name, "inner": _inner(name, config, path),
+                "quotas": _entries(config, "quotas", path, "a quota entry")}
+    entries = _entries(config, "entries", path, "a count quota entry")
+    if name == "count_quota":
+        return _scarcity(config, {"type": name, "inner": _inner(name, config, path),
+                                  "entries": entries})
+    owner = "the 'count_constrained_knapsack' slicer"
+    check_keys(config, _KEYS[name], path, owner)
+    inner, _ = registry.settings_of("slicer", config.get("inner_slicer", "knapsack"),
+                                    f"{path}.inner_slicer")
+    if inner != "knapsack":
+        raise ConfigurationError("config.inner_slicer", config["inner_slicer"],
+                                 "count_constrained_knapsack always slices with a knapsack")
+    out = {"type": name, "entries": entries}
+    if "bucket_size" in config:
+        out["bucket_size"] = config["bucket_size"]
+    return _scarcity(config, out)
+
+
+def slicer_table(name: Any, config: Mapping[str, Any], *, path: str = "config",
+                 context: str | None = None, also_known: Collection[str] = ()
+                 ) -> dict[str, Any]:
+    """The strategy table of the slicer a vector names, from its ``[config]`` table
+    (keys renamed to the table's, see the module doc).
 
     A key that neither the slicer nor its inner slicer takes raises
     :class:`~cupellation.conformance.UnsupportedConfigError` naming its path
@@ -126,38 +118,29 @@ def build_slicer(name: str, config: Mapping[str, Any], *, path: str = "config",
     Raises :class:`~cupellation.exceptions.ConfigurationError` for an
     unknown name.
     """
-    key = _name(name, "slicer")
-    if key not in _KEYS:
-        raise ConfigurationError("slicer", name, f"must be one of {', '.join(SLICER_NAMES)}")
-    if key not in ("quota", "count_quota"):
-        owner = f"the {key!r} slicer" + (f" ({context})" if context else "")
-        for stray in config:
-            if stray not in _KEYS[key]:
-                raise UnsupportedConfigError(f"{path}.{stray}", owner,
-                                             (*_KEYS[key], *also_known))
-    if key == "greedy":
-        return GreedySlice()
-    if key == "knapsack":
-        return KnapsackSlice(config.get("bucket_size", 100))
-    if key == "quota":
-        quotas = [
-            QuotaEntry(table["kind"], table.get("require", 0.0), table.get("cap", 100.0))
-            for table in _table_list(config, "quotas", path, "a quota entry",
-                                     ("kind", "require", "cap"))
-        ]
-        return QuotaSlice(_inner(key, config, path), quotas)
-    if key == "count_quota":
-        return CountQuotaSlice(_inner(key, config, path), _count_entries(config, path),
-                               _scarcity(config))
-    inner = _name(config.get("inner_slicer", "knapsack"), "config.inner_slicer")
-    if inner != "knapsack":
-        raise ConfigurationError(
-            "config.inner_slicer", config["inner_slicer"],
-            "count_constrained_knapsack always slices with a knapsack",
-        )
-    return CountConstrainedKnapsackSlice(
-        _count_entries(config, path), config.get("bucket_size", 100), _scarcity(config)
-    )
+    if not isinstance(name, str):
+        raise InvalidTypeError("slicer", name, "a string")
+    key, settings = registry.settings_of("slicer", name, path)
+    if key in _KEYS:
+        return _decorated(key, config, path)
+    owner = f"the {key!r} slicer" + (f" ({context})" if context else "")
+    for stray in config:
+        if stray not in settings:
+            raise UnsupportedConfigError(f"{path}.{stray}", owner, (*settings, *also_known))
+    return {"type": key, **config}
+
+
+def build_slicer(name: Any, config: Mapping[str, Any], *, path: str = "config",
+                 context: str | None = None, also_known: Collection[str] = ()) -> Slicer:
+    """The slicer a vector names, configured from its ``[config]`` table: built by
+    the strategy registry from :func:`slicer_table` (the same arguments).
+
+    Raises :class:`~cupellation.conformance.UnsupportedConfigError` for a key
+    no slicer takes, and :class:`~cupellation.exceptions.ConfigurationError`
+    for an unknown name or an invalid setting (naming its path).
+    """
+    table = slicer_table(name, config, path=path, context=context, also_known=also_known)
+    return registry.build_slicer(table, path=path)
 
 
 def _expected_count(expected: Mapping[str, Any], key: str) -> int | None:

@@ -5,6 +5,12 @@
 
 Any object with a ``place(items, /)`` method satisfies :class:`Placer`; its
 input is a sequence of :class:`ScoredItem` (an item and its score).
+
+The built-in placers have a table form, the ``placer`` of a policy file and of
+``run_started``'s record: ``{"type": "chronological"}``, ``{"type": "u_shaped"}``
+(``to_dict()`` / ``from_dict(table)``). Adding one: its module (with
+``type_name``, ``settings``, ``to_dict``/``from_dict`` and
+``@PLACERS.register``), its export here, its test, and ``cupellation.policy``'s doc.
 """
 
 from __future__ import annotations

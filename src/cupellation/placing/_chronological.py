@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, ClassVar, Self
 
 from .._model import ContextItem, ScoredItem
 from ._common import checked_items
+from ._protocol import PLACERS
 
 __all__ = ["ChronologicalPlacer"]
 
@@ -20,6 +22,7 @@ def _timestamp_key(item: ContextItem) -> int:
     return key
 
 
+@PLACERS.register
 @dataclass(frozen=True, slots=True)
 class ChronologicalPlacer:
     """Orders items oldest first by ``timestamp``; scores are ignored.
@@ -27,6 +30,19 @@ class ChronologicalPlacer:
     Timestamped items come first, ascending by instant; items without a
     timestamp follow in their input order. Equal timestamps keep input order.
     """
+
+    type_name: ClassVar[str] = "chronological"
+    settings: ClassVar[tuple[str, ...]] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"type": "chronological"}``."""
+        return {"type": self.type_name}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, path: str = "placer") -> Self:
+        """This placer (its table has no settings)."""
+        PLACERS.read(cls, data, path)
+        return cls()
 
     def place(self, items: Sequence[ScoredItem], /) -> list[ContextItem]:
         """Return the items of ``items`` in chronological order (see the class doc)."""

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, ClassVar, Self
 
 from .._model import ContextItem, ScoredItem
 from ._common import checked_items_and_scores
+from ._protocol import PLACERS
 
 __all__ = ["UShapedPlacer"]
 
 
+@PLACERS.register
 @dataclass(frozen=True, slots=True)
 class UShapedPlacer:
     """Puts the highest-scored items at both edges and the lowest in the middle.
@@ -20,6 +23,19 @@ class UShapedPlacer:
     first, rank 1 last, rank 2 second, rank 3 second to last, and so on.
     Scores must be finite numbers.
     """
+
+    type_name: ClassVar[str] = "u_shaped"
+    settings: ClassVar[tuple[str, ...]] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"type": "u_shaped"}``."""
+        return {"type": self.type_name}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, path: str = "placer") -> Self:
+        """This placer (its table has no settings)."""
+        PLACERS.read(cls, data, path)
+        return cls()
 
     def place(self, items: Sequence[ScoredItem], /) -> list[ContextItem]:
         """Return the items of ``items`` in U-shaped order (see the class doc)."""

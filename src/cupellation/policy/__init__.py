@@ -1,12 +1,18 @@
 """Declarative policies: a whole pipeline configuration as a value, a TOML or
 JSON file, or one of seven named presets.
 
-    from cupellation import ContextBudget
-    from cupellation.policy import get_preset, load_policy
+    from cupellation import CompositeScorer, ContextBudget, KindScorer, RecencyScorer
+    from cupellation.policy import Policy, get_preset, load_policy
 
     pipeline = get_preset("chat").build_pipeline(ContextBudget(8000, 6000))
     policy = load_policy("policies/review.toml")
     print(policy.to_toml())
+    mine = Policy(scorer=CompositeScorer([(RecencyScorer(), 2.0), (KindScorer(), 1.0)]))
+
+A policy holds the built-in strategies themselves; each writes its own table
+(``to_dict``) and reads it back (``from_dict``), and the strategy registry is
+the one builder that policies, the conformance runner and
+:meth:`~cupellation.Pipeline.from_policy` share.
 
 A policy file (TOML shown; JSON has the same shape)::
 
@@ -64,7 +70,10 @@ Throw); ``count_constrained_knapsack`` (``entries``, ``bucket_size``,
 Type names ignore case, ``-`` and ``_`` and a class suffix
 (``"MetadataTrustScorer"`` works). Unknown keys are refused with a "did you
 mean" suggestion; every error names its path, such as
-``scorer.children[1].weight``, and the value.
+``scorer.children[1].weight``, and the value. A decay scorer without
+``reference_time`` reads the clock at run time (the one given to
+``build_pipeline``, else the wall clock); in Python, ``reference_time`` is
+``DecayScorer(curve, clock=FixedClock(moment))``.
 
 A policy round-trips exactly: ``Policy.from_dict(p.to_dict()) == p``, and
 ``load_policy`` of ``p.to_toml()`` or ``p.to_json()`` gives ``p`` back.
@@ -72,6 +81,7 @@ A policy round-trips exactly: ``Policy.from_dict(p.to_dict()) == p``, and
 
 from __future__ import annotations
 
+from .._registry import PLACER_TYPES, SCORER_TYPES, SLICER_TYPES
 from ..placing import ChronologicalPlacer, UShapedPlacer
 from ..scoring import ExponentialCurve, StepCurve, WindowCurve
 from ..slicing import (
@@ -84,24 +94,8 @@ from ..slicing import (
     QuotaSlice,
 )
 from ._load import PolicyFormat, load_policy
-from ._policy import PLACER_TYPES, SLICER_TYPES, PlacerSpec, Policy, SlicerSpec
+from ._policy import Policy
 from ._presets import PRESET_NAMES, get_preset, presets
-from ._scorers import (
-    SCORER_TYPES,
-    CompositeChild,
-    CompositeSpec,
-    DecaySpec,
-    FrequencySpec,
-    KindSpec,
-    MetadataKeySpec,
-    MetadataTrustSpec,
-    PrioritySpec,
-    RecencySpec,
-    ReflexiveSpec,
-    ScaledSpec,
-    ScorerSpec,
-    TagSpec,
-)
 
 __all__ = [
     "PLACER_TYPES",
@@ -109,32 +103,17 @@ __all__ = [
     "SCORER_TYPES",
     "SLICER_TYPES",
     "ChronologicalPlacer",
-    "CompositeChild",
-    "CompositeSpec",
     "CountConstrainedKnapsackSlice",
     "CountQuotaEntry",
     "CountQuotaSlice",
-    "DecaySpec",
     "ExponentialCurve",
-    "FrequencySpec",
     "GreedySlice",
-    "KindSpec",
     "KnapsackSlice",
-    "MetadataKeySpec",
-    "MetadataTrustSpec",
-    "PlacerSpec",
     "Policy",
     "PolicyFormat",
-    "PrioritySpec",
     "QuotaEntry",
     "QuotaSlice",
-    "RecencySpec",
-    "ReflexiveSpec",
-    "ScaledSpec",
-    "ScorerSpec",
-    "SlicerSpec",
     "StepCurve",
-    "TagSpec",
     "UShapedPlacer",
     "WindowCurve",
     "get_preset",

@@ -35,27 +35,27 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from .._model import OverflowStrategy, ascii_fold
+from .._tables import suggest
 from ..exceptions import InvalidTypeError, InvalidValueError
-from ..placing import ChronologicalPlacer, UShapedPlacer
-from ..slicing import GreedySlice, KnapsackSlice
-from ._codec import suggest
-from ._policy import PlacerSpec, Policy, SlicerSpec
-from ._scorers import (
-    CompositeSpec,
-    FrequencySpec,
-    KindSpec,
-    PrioritySpec,
-    RecencySpec,
-    ReflexiveSpec,
-    ScorerSpec,
+from ..placing import ChronologicalPlacer, Placer, UShapedPlacer
+from ..scoring import (
+    CompositeScorer,
+    FrequencyScorer,
+    KindScorer,
+    PriorityScorer,
+    RecencyScorer,
+    ReflexiveScorer,
+    Scorer,
 )
+from ..slicing import GreedySlice, KnapsackSlice, Slicer
+from ._policy import Policy
 
 __all__ = ["PRESET_NAMES", "get_preset", "presets"]
 
 
-def _preset(name: str, description: str, scorers: tuple[tuple[ScorerSpec, float], ...],
-            slicer: SlicerSpec, placer: PlacerSpec) -> Policy:
-    return Policy(name=name, description=description, scorer=CompositeSpec.of(*scorers),
+def _preset(name: str, description: str, scorers: tuple[tuple[Scorer, float], ...],
+            slicer: Slicer, placer: Placer) -> Policy:
+    return Policy(name=name, description=description, scorer=CompositeScorer(scorers),
                   slicer=slicer, placer=placer, deduplication=True,
                   overflow_strategy=OverflowStrategy.THROW)
 
@@ -64,35 +64,35 @@ _PRESETS: Mapping[str, Policy] = MappingProxyType({
     policy.name: policy for policy in (
         _preset("Chat",
                 "Conversation: the latest turns matter most, then the kind of item.",
-                ((RecencySpec(), 3.0), (KindSpec(), 1.0)),
+                ((RecencyScorer(), 3.0), (KindScorer(), 1.0)),
                 GreedySlice(), ChronologicalPlacer()),
         _preset("CodeReview",
                 "Code review: the kind of item and the caller's priorities weigh "
                 "equally, recency breaks ties.",
-                ((KindSpec(), 2.0), (PrioritySpec(), 2.0), (RecencySpec(), 1.0)),
+                ((KindScorer(), 2.0), (PriorityScorer(), 2.0), (RecencyScorer(), 1.0)),
                 GreedySlice(), ChronologicalPlacer()),
         _preset("Rag",
                 "Retrieval: the caller's relevance hint leads; the best items sit at "
                 "both edges of the window.",
-                ((ReflexiveSpec(), 3.0), (KindSpec(), 1.0)),
+                ((ReflexiveScorer(), 3.0), (KindScorer(), 1.0)),
                 GreedySlice(), UShapedPlacer()),
         _preset("DocumentQa",
                 "Questions over documents: kind and relevance hint, then priority; a "
                 "knapsack packs the budget tightly and the best items sit at the edges.",
-                ((KindSpec(), 2.0), (ReflexiveSpec(), 2.0), (PrioritySpec(), 1.0)),
+                ((KindScorer(), 2.0), (ReflexiveScorer(), 2.0), (PriorityScorer(), 1.0)),
                 KnapsackSlice(bucket_size=100), UShapedPlacer()),
         _preset("ToolUse",
                 "Agents calling tools: kind and recency weigh equally, then priority.",
-                ((KindSpec(), 2.0), (RecencySpec(), 2.0), (PrioritySpec(), 1.0)),
+                ((KindScorer(), 2.0), (RecencyScorer(), 2.0), (PriorityScorer(), 1.0)),
                 GreedySlice(), ChronologicalPlacer()),
         _preset("LongRunning",
                 "Long sessions: recency first, then items whose tags recur, then kind.",
-                ((RecencySpec(), 3.0), (FrequencySpec(), 1.0), (KindSpec(), 1.0)),
+                ((RecencyScorer(), 3.0), (FrequencyScorer(), 1.0), (KindScorer(), 1.0)),
                 GreedySlice(), ChronologicalPlacer()),
         _preset("Debugging",
                 "Debugging: the caller's priorities first (errors, failing output), "
                 "then kind, then recency.",
-                ((PrioritySpec(), 3.0), (KindSpec(), 2.0), (RecencySpec(), 1.0)),
+                ((PriorityScorer(), 3.0), (KindScorer(), 2.0), (RecencyScorer(), 1.0)),
                 GreedySlice(), ChronologicalPlacer()),
     ) if policy.name is not None
 })

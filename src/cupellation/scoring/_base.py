@@ -1,5 +1,7 @@
 """The scorer interface (``spec/src/scorers.md``): the :class:`Scorer` protocol,
-the :class:`ScorerBase` abstract class and :class:`FunctionScorer`."""
+the :class:`ScorerBase` abstract class and :class:`FunctionScorer`; and what the
+built-in scorers share: immutability, comparison by value, and their table form
+(``type_name``, ``settings``, ``to_dict`` / ``from_dict``) in :data:`SCORERS`."""
 
 from __future__ import annotations
 
@@ -7,18 +9,40 @@ import math
 import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from datetime import datetime
+from typing import Any, ClassVar, Protocol, Self, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
 from .._model import ContextItem
+from .._tables import StrategyTable
 from ..exceptions import ConfigurationError, InvalidTypeError, InvalidValueError, ScorerError
 
-__all__ = ["FunctionScorer", "Scorer", "ScorerBase", "ScorerFunction", "score_array"]
+__all__ = [
+    "SCORERS",
+    "BuiltinScorer",
+    "Clock",
+    "FunctionScorer",
+    "Immutable",
+    "Scorer",
+    "ScorerBase",
+    "ScorerFunction",
+    "ScorerType",
+    "build_scorer",
+    "check_scorer",
+    "check_unit_interval",
+    "check_weight",
+    "score_array",
+    "scorer_label",
+]
 
 #: The specification's per-item scorer signature: ``Score(item, allItems) -> float64``.
 ScorerFunction = Callable[[ContextItem, Sequence[ContextItem]], float]
+
+#: A zero-argument callable returning a timezone-aware datetime (a decay scorer's
+#: time provider).
+Clock = Callable[[], datetime]
 
 
 @runtime_checkable
@@ -71,14 +95,56 @@ class ScorerBase(ABC):
         raise InvalidValueError("item", item, "is not in all_items (compared by identity)")
 
 
-class _Immutable:
-    """Mixin making a slotted built-in immutable once ``__init__`` has set it up.
+class ScorerType(Protocol):
+    """What a built-in scorer class offers the registry (the class object itself)."""
+
+    type_name: str
+    settings: tuple[str, ...]
+
+    def from_dict(self, data: Mapping[str, Any], /, *, path: str = ...,
+                  clock: Clock | None = ...) -> Scorer:
+        """The scorer a table describes."""
+        ...
+
+
+#: The built-in scorers by ``type_name``; each registers itself in its own module.
+SCORERS: StrategyTable[ScorerType] = StrategyTable("scorer", suffixes=("scorer", "spec"))
+
+
+def build_scorer(data: Mapping[str, Any], *, path: str = "scorer",
+                 clock: Clock | None = None) -> Scorer:
+    """The built-in scorer a table describes, by its ``type`` (see :data:`SCORERS`).
+
+    ``clock`` is the time provider of decay scorers without a ``reference_time``
+    (default: the wall clock); composite and scaled scorers pass it on.
+    """
+    return SCORERS.lookup(data, path).from_dict(data, path=path, clock=clock)
+
+
+class Immutable:
+    """Mixin making a slotted built-in immutable once ``__init__`` has set it up, and
+    comparing it by value.
 
     ``__init__`` assigns through ``object.__setattr__``; ``__setstate__`` does
-    the same so that pickling and ``copy.deepcopy`` still work.
+    the same so that pickling and ``copy.deepcopy`` still work. Two instances
+    of the same class are equal when their :meth:`_value` is: the settings that
+    decide their scores.
     """
 
     __slots__ = ()
+
+    def _value(self) -> tuple[Any, ...]:
+        """The (hashable) settings this instance is equal by; none by default."""
+        return ()
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        assert isinstance(other, Immutable)
+        return self._value() == other._value()
+
+    def __hash__(self) -> int:
+        return hash((type(self), self._value()))
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"{type(self).__name__} is immutable")
@@ -92,6 +158,38 @@ class _Immutable:
         _, slots = state
         for name, value in (slots or {}).items():
             object.__setattr__(self, name, value)
+
+
+class BuiltinScorer(Immutable, ScorerBase):
+    """Base of the built-in scorers: immutable, compared by value, and written as a
+    table (a policy file's ``scorer``, ``run_started``'s record of the pipeline).
+
+    A subclass declares ``type_name`` and ``settings`` and registers with
+    ``@SCORERS.register``; one with settings overrides :meth:`to_dict` and
+    :meth:`from_dict`.
+    """
+
+    __slots__ = ()
+
+    #: The ``type`` of this scorer's table.
+    type_name: ClassVar[str]
+    #: The other keys this scorer's table may hold.
+    settings: ClassVar[tuple[str, ...]] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """This scorer's table: ``{"type": ...}`` plus its settings."""
+        return {"type": self.type_name}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, path: str = "scorer",
+                  clock: Clock | None = None) -> Self:
+        """The scorer a table describes (the inverse of :meth:`to_dict`).
+
+        Unknown keys are refused with a suggestion; every error names its
+        path inside the table (``path`` is where the table sits).
+        """
+        SCORERS.read(cls, data, path)
+        return cls()
 
 
 def check_weight(field: str, value: Any, *, positive: bool = False) -> float:
@@ -182,7 +280,7 @@ def scorer_label(scorer: object) -> str:
     return type(scorer).__name__
 
 
-class FunctionScorer(_Immutable, ScorerBase):
+class FunctionScorer(Immutable, ScorerBase):
     """A scorer made from a plain function ``fn(item, all_items) -> float``.
 
     ``fn`` has the specification's per-item signature; :meth:`score_all` calls
@@ -234,6 +332,9 @@ class FunctionScorer(_Immutable, ScorerBase):
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise ScorerError(self.name, None, f"returned {value!r}, which is not a real number")
         return float(value)
+
+    def _value(self) -> tuple[Any, ...]:
+        return (self.fn, self.name)
 
     def __repr__(self) -> str:
         return f"FunctionScorer({self.name})"

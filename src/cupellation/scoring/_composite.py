@@ -4,18 +4,22 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from reprlib import recursive_repr
+from typing import Any, Self
 
 import numpy as np
 import numpy.typing as npt
 
 from .._model import ContextItem
+from .._tables import array_value, built, check_keys, child, index, table
 from ..exceptions import ConfigurationError, InvalidTypeError
 from ._base import (
+    SCORERS,
+    BuiltinScorer,
+    Clock,
     Scorer,
-    ScorerBase,
-    _Immutable,
+    build_scorer,
     check_scorer,
     check_weight,
     score_array,
@@ -57,15 +61,16 @@ def _detect_cycles(roots: Sequence[object], field: str) -> None:
             return
         visited.add(key)
         in_path.add(key)
-        for child in _children_of(node):
-            visit(child)
+        for inner in _children_of(node):
+            visit(inner)
         in_path.discard(key)
 
     for root in roots:
         visit(root)
 
 
-class CompositeScorer(_Immutable, ScorerBase):
+@SCORERS.register
+class CompositeScorer(BuiltinScorer):
     """The weighted average of child scorers' scores.
 
     ``children`` is a non-empty sequence of ``(scorer, weight)`` pairs; each
@@ -78,9 +83,14 @@ class CompositeScorer(_Immutable, ScorerBase):
     list, a zero, negative or non-finite weight, or a cycle, and
     :class:`~cupellation.exceptions.InvalidTypeError` for an entry that is not
     a ``(Scorer, number)`` pair.
+
+    Table: ``{"type": "composite", "children": [...]}``, each child the table of
+    its scorer with its ``weight`` beside ``type``.
     """
 
     __slots__ = ("children", "scorers", "weights")
+    type_name = "composite"
+    settings = ("children",)
     children: tuple[tuple[Scorer, float], ...]
     scorers: tuple[Scorer, ...]
     weights: tuple[float, ...]
@@ -95,12 +105,13 @@ class CompositeScorer(_Immutable, ScorerBase):
         scorers: list[Scorer] = []
         raw_weights: list[float] = []
         total = 0.0
-        for index, entry in enumerate(children):
+        for position, entry in enumerate(children):
             if not isinstance(entry, tuple | list) or len(entry) != 2:
-                raise InvalidTypeError(f"children[{index}]", entry, "a (scorer, weight) pair")
+                raise InvalidTypeError(f"children[{position}]", entry, "a (scorer, weight) pair")
             scorer, weight = entry
-            scorers.append(check_scorer(f"children[{index}].scorer", scorer))
-            raw_weights.append(check_weight(f"children[{index}].weight", weight, positive=True))
+            scorers.append(check_scorer(f"children[{position}].scorer", scorer))
+            raw_weights.append(check_weight(f"children[{position}].weight", weight,
+                                            positive=True))
             total += raw_weights[-1]
         if not math.isfinite(total):
             raise ConfigurationError("children", raw_weights, "weights sum to infinity")
@@ -118,13 +129,46 @@ class CompositeScorer(_Immutable, ScorerBase):
         scores: list[float] = result.tolist()
         return scores
 
+    def to_dict(self) -> dict[str, Any]:
+        """``type`` and ``children``: each child's table with its ``weight`` beside
+        ``type`` (a custom child is recorded as ``{"type": "custom", "repr": ...}``)."""
+        children = []
+        for scorer, weight in self.children:
+            described = SCORERS.describe(scorer)
+            children.append({"type": described.pop("type"), "weight": weight, **described})
+        return {"type": self.type_name, "children": children}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, path: str = "scorer",
+                  clock: Clock | None = None) -> Self:
+        """The composite a table describes; each child needs its ``weight``."""
+        data = SCORERS.read(cls, data, path, required=("children",))
+        children_path = child(path, "children")
+        children: list[tuple[Scorer, Any]] = []
+        for position, raw in enumerate(array_value(data["children"], children_path)):
+            where = index(children_path, position)
+            entry = table(raw, where)
+            kind = SCORERS.lookup(entry, where)
+            check_keys(entry, where, ("type", "weight", *kind.settings))
+            if "weight" not in entry:
+                raise ConfigurationError(child(where, "weight"), None,
+                                         "is required (each child has a weight)")
+            settings = {key: value for key, value in entry.items() if key != "weight"}
+            children.append((kind.from_dict(settings, path=where, clock=clock),
+                             entry["weight"]))
+        return built(path, lambda: cls(children))
+
+    def _value(self) -> tuple[Any, ...]:
+        return (self.children,)
+
     @recursive_repr()
     def __repr__(self) -> str:
         shown = ", ".join(f"({scorer!r}, {weight!r})" for scorer, weight in self.children)
         return f"CompositeScorer(children=[{shown}])"
 
 
-class ScaledScorer(_Immutable, ScorerBase):
+@SCORERS.register
+class ScaledScorer(BuiltinScorer):
     """Min-max normalisation of an inner scorer: ``(raw - min) / (max - min)``
     over the inner scores of all items.
 
@@ -132,9 +176,13 @@ class ScaledScorer(_Immutable, ScorerBase):
     item. NaN inner scores are skipped when finding min and max, as the
     specification's ``<`` / ``>`` comparisons skip them. The inner scorer runs
     once per pass (the specification's N² calls give the same result).
+
+    Table: ``{"type": "scaled", "inner": {...}}``, the inner scorer's table.
     """
 
     __slots__ = ("inner",)
+    type_name = "scaled"
+    settings = ("inner",)
     inner: Scorer
 
     def __init__(self, inner: Scorer) -> None:
@@ -160,6 +208,21 @@ class ScaledScorer(_Immutable, ScorerBase):
             return [0.5] * len(raw)
         span = high - low
         return [(value - low) / span for value in raw]
+
+    def to_dict(self) -> dict[str, Any]:
+        """``type`` and the ``inner`` scorer's table."""
+        return {"type": self.type_name, "inner": SCORERS.describe(self.inner)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, path: str = "scorer",
+                  clock: Clock | None = None) -> Self:
+        """The scaled scorer a table describes."""
+        data = SCORERS.read(cls, data, path, required=("inner",))
+        inner = build_scorer(data["inner"], path=child(path, "inner"), clock=clock)
+        return cls(inner)
+
+    def _value(self) -> tuple[Any, ...]:
+        return (self.inner,)
 
     @recursive_repr()
     def __repr__(self) -> str:

@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._model import ContextItem, ascii_fold
-from ._base import ScorerBase, _Immutable
+from ._base import SCORERS, BuiltinScorer
 
 __all__ = ["FrequencyScorer"]
 
@@ -162,7 +162,8 @@ def _union_sizes(groups: _Groups) -> list[int]:
     return sizes
 
 
-class FrequencyScorer(_Immutable, ScorerBase):
+@SCORERS.register
+class FrequencyScorer(BuiltinScorer):
     """The fraction of the other items that share at least one tag with the item.
 
     ``matching peers / (len(all_items) - 1)``. Tags compare case-insensitively
@@ -173,10 +174,12 @@ class FrequencyScorer(_Immutable, ScorerBase):
 
     A pass groups items by their set of folded tags, so it costs about O(N·T)
     for typical tag distributions instead of the specification's O(N²·T²),
-    with identical results.
+    with identical results. Table: ``{"type": "frequency"}``.
     """
 
     __slots__ = ()
+    type_name = "frequency"
+    settings = ()
 
     def score_all(self, items: Sequence[ContextItem], /) -> list[float]:
         """Every item's frequency score."""

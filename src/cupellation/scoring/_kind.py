@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
+from typing import Any, Self
 
 from .._model import ContextItem, ContextKind
+from .._tables import built, child, table
 from ..exceptions import ConfigurationError, InvalidTypeError
-from ._base import ScorerBase, _Immutable, check_weight
+from ._base import SCORERS, BuiltinScorer, Clock, check_weight
 
 __all__ = ["DEFAULT_KIND_WEIGHTS", "KindScorer"]
 
@@ -31,7 +33,8 @@ def _kind_key(raw: object) -> ContextKind:
     return ContextKind(raw)
 
 
-class KindScorer(_Immutable, ScorerBase):
+@SCORERS.register
+class KindScorer(BuiltinScorer):
     """The configured weight of an item's ``kind``, 0.0 for a kind not configured.
 
     ``weights`` maps kinds (``ContextKind`` or plain names) to non-negative
@@ -42,10 +45,15 @@ class KindScorer(_Immutable, ScorerBase):
 
     Raises :class:`~cupellation.exceptions.ConfigurationError` for a negative
     or non-finite weight, or two names that differ only in case.
+
+    Table: ``{"type": "kind"}``, plus ``"weights": {kind name: weight}`` when
+    they are not the defaults.
     """
 
     absolute = True
     __slots__ = ("weights",)
+    type_name = "kind"
+    settings = ("weights",)
     weights: Mapping[ContextKind, float]
 
     def __init__(
@@ -72,6 +80,29 @@ class KindScorer(_Immutable, ScorerBase):
         # ContextKind hashes and compares by its ASCII-folded name, so this
         # lookup is the case-insensitive one the specification asks for.
         return [get(item.kind, 0.0) for item in items]
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"type": "kind"}`` plus ``weights`` when they are not the defaults."""
+        out: dict[str, Any] = {"type": self.type_name}
+        if self.weights is not DEFAULT_KIND_WEIGHTS:
+            out["weights"] = {kind.value: weight for kind, weight in self.weights.items()}
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, path: str = "scorer",
+                  clock: Clock | None = None) -> Self:
+        """The kind scorer a table describes (without ``weights``: the defaults)."""
+        data = SCORERS.read(cls, data, path)
+        weights = data.get("weights")
+        if weights is not None:
+            weights = table(weights, child(path, "weights"))
+        return built(path, lambda: cls(weights))
+
+    def _value(self) -> tuple[Any, ...]:
+        # The defaults are a setting of their own: KindScorer() writes no weights.
+        if self.weights is DEFAULT_KIND_WEIGHTS:
+            return (None,)
+        return (frozenset(self.weights.items()),)
 
     def __reduce__(self) -> tuple[type[KindScorer], tuple[dict[ContextKind, float] | None]]:
         # MappingProxyType cannot be pickled; rebuild from the weights instead.

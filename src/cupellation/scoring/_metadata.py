@@ -6,12 +6,13 @@ from __future__ import annotations
 import math
 import numbers
 import re
-from collections.abc import Sequence
-from typing import Any, ClassVar
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Self
 
 from .._model import ContextItem
+from .._tables import built, child, text_value
 from ..exceptions import InvalidTypeError
-from ._base import ScorerBase, _Immutable, check_unit_interval, check_weight
+from ._base import SCORERS, BuiltinScorer, Clock, check_unit_interval, check_weight
 from ._reflexive import clamp_unit
 
 __all__ = ["TRUST_KEY", "MetadataKeyScorer", "MetadataTrustScorer"]
@@ -48,18 +49,22 @@ def parse_trust(raw: Any) -> float | None:
     return value if math.isfinite(value) else None
 
 
-class MetadataTrustScorer(_Immutable, ScorerBase):
+@SCORERS.register
+class MetadataTrustScorer(BuiltinScorer):
     """The caller's trust value from ``metadata["cupel:trust"]``, clamped to ``[0.0, 1.0]``.
 
     The value may be decimal text (``"0.85"``, the wire format) or a number.
     A missing key, unparseable text (``"high"``, ``""``, ``" 0.5"``), another
     type, or a non-finite value (``"NaN"``, ``"inf"``) give ``default_score``.
     ``default_score`` must lie in ``[0.0, 1.0]``; it defaults to the neutral
-    0.5. Absolute: other items do not matter.
+    0.5. Absolute: other items do not matter. Table:
+    ``{"type": "metadata_trust", "default_score": 0.5}``.
     """
 
     absolute = True
     __slots__ = ("default_score",)
+    type_name = "metadata_trust"
+    settings = ("default_score",)
     default_score: float
 
     def __init__(self, default_score: float = 0.5) -> None:
@@ -81,11 +86,26 @@ class MetadataTrustScorer(_Immutable, ScorerBase):
             append(default if value is None else clamp_unit(value))
         return scores
 
+    def to_dict(self) -> dict[str, Any]:
+        """``type`` and ``default_score``."""
+        return {"type": self.type_name, "default_score": self.default_score}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, path: str = "scorer",
+                  clock: Clock | None = None) -> Self:
+        """The trust scorer a table describes (``default_score`` defaults to 0.5)."""
+        data = SCORERS.read(cls, data, path)
+        return built(path, lambda: cls(default_score=data.get("default_score", 0.5)))
+
+    def _value(self) -> tuple[Any, ...]:
+        return (self.default_score,)
+
     def __repr__(self) -> str:
         return f"MetadataTrustScorer(default_score={self.default_score!r})"
 
 
-class MetadataKeyScorer(_Immutable, ScorerBase):
+@SCORERS.register
+class MetadataKeyScorer(BuiltinScorer):
     """A multiplier: ``boost`` when ``metadata[key] == value``, else 1.0.
 
     The comparison is string to string with no coercion: a metadata value that
@@ -94,11 +114,14 @@ class MetadataKeyScorer(_Immutable, ScorerBase):
     Absolute: other items do not matter.
 
     Raises :class:`~cupellation.exceptions.ConfigurationError` naming
-    ``boost`` when it is zero, negative or non-finite.
+    ``boost`` when it is zero, negative or non-finite. Table:
+    ``{"type": "metadata_key", "key": ..., "value": ..., "boost": ...}`` (all required).
     """
 
     absolute = True
     __slots__ = ("boost", "key", "value")
+    type_name = "metadata_key"
+    settings = ("key", "value", "boost")
     key: str
     value: str
     boost: float
@@ -125,6 +148,23 @@ class MetadataKeyScorer(_Immutable, ScorerBase):
             raw = item.metadata.get(key)
             append(boost if isinstance(raw, str) and raw == wanted else neutral)
         return scores
+
+    def to_dict(self) -> dict[str, Any]:
+        """``type``, ``key``, ``value`` and ``boost``."""
+        return {"type": self.type_name, "key": self.key, "value": self.value,
+                "boost": self.boost}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, path: str = "scorer",
+                  clock: Clock | None = None) -> Self:
+        """The metadata-key scorer a table describes."""
+        data = SCORERS.read(cls, data, path, required=cls.settings)
+        key = text_value(data["key"], child(path, "key"))
+        wanted = text_value(data["value"], child(path, "value"))
+        return built(path, lambda: cls(key, wanted, data["boost"]))
+
+    def _value(self) -> tuple[Any, ...]:
+        return (self.key, self.value, self.boost)
 
     def __repr__(self) -> str:
         return (

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from .._model import ContextItem
-from ._base import ScorerBase, _Immutable
+from ._base import SCORERS, BuiltinScorer
 
 __all__ = ["PriorityScorer", "RecencyScorer"]
 
@@ -60,16 +60,19 @@ def _rank_scores_generic(keys: Sequence[Any], present: list[Any],
     return [0.0 if key is None else first_position[key] / denominator for key in keys]
 
 
-class RecencyScorer(_Immutable, ScorerBase):
+@SCORERS.register
+class RecencyScorer(BuiltinScorer):
     """More recent items score higher: the rank of an item's ``timestamp`` among
     all timestamped items, scaled to ``[0.0, 1.0]``.
 
     An item without a timestamp scores 0.0; a lone timestamped item scores 1.0;
     equal timestamps share a rank (all-equal timestamps all score 0.0).
-    Relative: an item's score depends on the other items.
+    Relative: an item's score depends on the other items. Table: ``{"type": "recency"}``.
     """
 
     __slots__ = ()
+    type_name = "recency"
+    settings = ()
 
     def score_all(self, items: Sequence[ContextItem], /) -> list[float]:
         """Every item's recency score, in O(N log N)."""
@@ -80,16 +83,19 @@ class RecencyScorer(_Immutable, ScorerBase):
         return "RecencyScorer()"
 
 
-class PriorityScorer(_Immutable, ScorerBase):
+@SCORERS.register
+class PriorityScorer(BuiltinScorer):
     """Higher ``priority`` values score higher: the rank of an item's priority
     among all prioritised items, scaled to ``[0.0, 1.0]``.
 
     An item without a priority scores 0.0; a lone prioritised item scores 1.0;
     equal priorities share a rank (all-equal priorities all score 0.0).
-    Relative: an item's score depends on the other items.
+    Relative: an item's score depends on the other items. Table: ``{"type": "priority"}``.
     """
 
     __slots__ = ()
+    type_name = "priority"
+    settings = ()
 
     def score_all(self, items: Sequence[ContextItem], /) -> list[float]:
         """Every item's priority score, in O(N log N)."""

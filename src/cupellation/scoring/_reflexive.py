@@ -7,7 +7,7 @@ import math
 from collections.abc import Sequence
 
 from .._model import ContextItem
-from ._base import ScorerBase, _Immutable
+from ._base import SCORERS, BuiltinScorer
 
 __all__ = ["ReflexiveScorer"]
 
@@ -21,15 +21,19 @@ def clamp_unit(value: float) -> float:
     return value
 
 
-class ReflexiveScorer(_Immutable, ScorerBase):
+@SCORERS.register
+class ReflexiveScorer(BuiltinScorer):
     """The caller's ``future_relevance_hint``, clamped to ``[0.0, 1.0]``.
 
     A missing or non-finite hint (NaN, ±infinity) scores 0.0; it is never
-    clamped to a boundary. Absolute: other items do not matter.
+    clamped to a boundary. Absolute: other items do not matter. Table:
+    ``{"type": "reflexive"}``.
     """
 
     absolute = True
     __slots__ = ()
+    type_name = "reflexive"
+    settings = ()
 
     def score_all(self, items: Sequence[ContextItem], /) -> list[float]:
         """Every item's clamped hint."""

@@ -5,15 +5,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
+from typing import Any, Self
 
 from .._model import ContextItem, ascii_fold
+from .._tables import bool_value, built, child, table
 from ..exceptions import ConfigurationError, InvalidTypeError
-from ._base import ScorerBase, _Immutable, check_weight
+from ._base import SCORERS, BuiltinScorer, Clock, check_weight
 
 __all__ = ["TagScorer"]
 
 
-class TagScorer(_Immutable, ScorerBase):
+@SCORERS.register
+class TagScorer(BuiltinScorer):
     """``min(sum of the weights of the item's matching tags / total weight, 1.0)``.
 
     ``tag_weights`` maps tags to non-negative finite weights; the total is the
@@ -29,10 +32,15 @@ class TagScorer(_Immutable, ScorerBase):
     Raises :class:`~cupellation.exceptions.ConfigurationError` for a negative
     or non-finite weight, or (case-insensitive) two tags that differ only in
     case.
+
+    Table: ``{"type": "tag", "tag_weights": {tag: weight}, "case_sensitive": false}``
+    (``tag_weights`` required).
     """
 
     absolute = True
     __slots__ = ("_lookup", "case_sensitive", "tag_weights", "total_weight")
+    type_name = "tag"
+    settings = ("tag_weights", "case_sensitive")
     tag_weights: Mapping[str, float]
     case_sensitive: bool
     total_weight: float
@@ -93,6 +101,24 @@ class TagScorer(_Immutable, ScorerBase):
                     matched += weight  # in the item's tag order, as the spec sums
             append(min(matched / total, 1.0))
         return scores
+
+    def to_dict(self) -> dict[str, Any]:
+        """``type``, ``tag_weights`` and ``case_sensitive``."""
+        return {"type": self.type_name, "tag_weights": dict(self.tag_weights),
+                "case_sensitive": self.case_sensitive}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, path: str = "scorer",
+                  clock: Clock | None = None) -> Self:
+        """The tag scorer a table describes."""
+        data = SCORERS.read(cls, data, path, required=("tag_weights",))
+        tag_weights = table(data["tag_weights"], child(path, "tag_weights"))
+        case_sensitive = bool_value(data.get("case_sensitive", False),
+                                    child(path, "case_sensitive"))
+        return built(path, lambda: cls(tag_weights, case_sensitive=case_sensitive))
+
+    def _value(self) -> tuple[Any, ...]:
+        return (frozenset(self.tag_weights.items()), self.case_sensitive)
 
     def __reduce__(self) -> tuple[type[TagScorer], tuple[dict[str, float], bool]]:
         # MappingProxyType cannot be pickled; rebuild from the weights instead.

@@ -13,6 +13,14 @@ Any object with a ``slice(scored, budget, /)`` method satisfies
 and count shortfalls of slicers that record them. A slicer's input is a
 sequence of :class:`ScoredItem` (an item and its score), as the Sort stage
 hands it; :class:`ScoredItems` is the pipeline's column-wise form of it.
+
+Every built-in slicer is an immutable value with a table form, the ``slicer``
+of a policy file and of ``run_started``'s record: ``type_name``
+(``"count_quota"``), ``to_dict()`` and ``from_dict(table)``; an inner slicer
+is a nested table. Adding a built-in slicer: its module (the class with
+``type_name``, ``settings``, ``to_dict``/``from_dict`` and
+``@SLICERS.register``), its export here, its test, and the slicer list in
+``cupellation.policy``'s doc.
 """
 
 from __future__ import annotations

@@ -10,19 +10,23 @@ has reached ``cap_count`` (Cap Enforcement, counting the committed items).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, ClassVar, Self
 
 from .._model import ContextBudget, ContextItem, ContextKind, ScoredItem, ScoredItems
+from .._tables import array_value, built, check_keys, child, index, table, text_value
 from ..exceptions import ConfigurationError, CountRequirementError, InvalidTypeError
 from ._common import check_budget, check_count, check_inner, unpack
 from ._knapsack import KnapsackSlice, knapsack_select
 from ._protocol import (
+    SLICERS,
     CapExclusion,
     CountRequirementShortfall,
     ScarcityBehavior,
     SliceOutcome,
     Slicer,
+    build_slicer,
     slice_with_details,
 )
 
@@ -63,6 +67,26 @@ class CountQuotaEntry:
         object.__setattr__(self, "kind", context_kind)
         object.__setattr__(self, "require_count", require)
         object.__setattr__(self, "cap_count", cap)
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"kind": ..., "require_count": ..., "cap_count": ...}``."""
+        return {"kind": self.kind.value, "require_count": self.require_count,
+                "cap_count": self.cap_count}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, path: str = "entries[0]") -> Self:
+        """The entry a table describes (``require_count`` defaults to 0)."""
+        entry = table(data, path)
+        check_keys(entry, path, ("kind", "require_count", "cap_count"), ("kind", "cap_count"))
+        kind = text_value(entry["kind"], child(path, "kind"))
+        return built(path, lambda: cls(kind, entry.get("require_count", 0),
+                                       cap_count=entry["cap_count"]))
+
+
+def _entries_from(value: Any, path: str) -> list[CountQuotaEntry]:
+    """The entries of a count-quota table's ``entries`` array."""
+    return [CountQuotaEntry.from_dict(raw, path=index(path, position))
+            for position, raw in enumerate(array_value(value, path))]
 
 
 def _check_entries(entries: object) -> tuple[CountQuotaEntry, ...]:
@@ -178,6 +202,7 @@ def _count_quota_slice(
                         (*caps, *inner.count_caps))
 
 
+@SLICERS.register
 @dataclass(frozen=True, slots=True, init=False)
 class CountQuotaSlice:
     """Guarantees per-kind item counts around an ``inner`` slicer.
@@ -193,8 +218,14 @@ class CountQuotaSlice:
     with ``DEGRADE`` (the default) it is reported as a shortfall by
     :meth:`slice_with_details`. ``inner`` must not be a :class:`KnapsackSlice`
     (use :class:`CountConstrainedKnapsackSlice`).
+
+    Table: ``{"type": "count_quota", "inner": {...}, "entries": [{"kind",
+    "require_count", "cap_count"}, ...], "scarcity": "Degrade"}`` (``entries``
+    required; ``inner`` defaults to greedy).
     """
 
+    type_name: ClassVar[str] = "count_quota"
+    settings: ClassVar[tuple[str, ...]] = ("inner", "entries", "scarcity")
     inner: Slicer
     entries: tuple[CountQuotaEntry, ...]
     scarcity: ScarcityBehavior
@@ -215,6 +246,21 @@ class CountQuotaSlice:
         object.__setattr__(self, "inner", inner)
         object.__setattr__(self, "entries", _check_entries(entries))
         object.__setattr__(self, "scarcity", ScarcityBehavior.parse(scarcity))
+
+    def to_dict(self) -> dict[str, Any]:
+        """``type``, the ``inner`` slicer's table, ``entries`` and ``scarcity``."""
+        return {"type": self.type_name, "inner": SLICERS.describe(self.inner),
+                "entries": [entry.to_dict() for entry in self.entries],
+                "scarcity": self.scarcity.value}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, path: str = "slicer") -> Self:
+        """The count-quota slicer a table describes."""
+        data = SLICERS.read(cls, data, path, required=("entries",))
+        inner = build_slicer(data.get("inner", {"type": "greedy"}), path=child(path, "inner"))
+        entries = _entries_from(data["entries"], child(path, "entries"))
+        scarcity = data.get("scarcity", ScarcityBehavior.DEGRADE.value)
+        return built(path, lambda: cls(inner, entries, scarcity))
 
     def slice(self, scored: Sequence[ScoredItem], budget: ContextBudget, /) -> list[ContextItem]:
         """Return the count-constrained selection (see the class doc)."""
@@ -241,6 +287,7 @@ class CountQuotaSlice:
         )
 
 
+@SLICERS.register
 @dataclass(frozen=True, slots=True, init=False)
 class CountConstrainedKnapsackSlice:
     """CountQuotaSlice's three phases with a :class:`KnapsackSlice` of
@@ -250,8 +297,13 @@ class CountConstrainedKnapsackSlice:
     enforcement, so the cap keeps the best items; the sort is stable, so
     equal scores keep the knapsack's output order (reconstruction order:
     the later input item first).
+
+    Table: ``{"type": "count_constrained_knapsack", "entries": [...],
+    "bucket_size": 100, "scarcity": "Degrade"}`` (``entries`` required).
     """
 
+    type_name: ClassVar[str] = "count_constrained_knapsack"
+    settings: ClassVar[tuple[str, ...]] = ("entries", "bucket_size", "scarcity")
     entries: tuple[CountQuotaEntry, ...]
     bucket_size: int
     scarcity: ScarcityBehavior
@@ -266,6 +318,19 @@ class CountConstrainedKnapsackSlice:
         object.__setattr__(self, "bucket_size", check_count("bucket_size", bucket_size,
                                                             positive=True))
         object.__setattr__(self, "scarcity", ScarcityBehavior.parse(scarcity))
+
+    def to_dict(self) -> dict[str, Any]:
+        """``type``, ``entries``, ``bucket_size`` and ``scarcity``."""
+        return {"type": self.type_name, "entries": [entry.to_dict() for entry in self.entries],
+                "bucket_size": self.bucket_size, "scarcity": self.scarcity.value}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, path: str = "slicer") -> Self:
+        """The count-constrained knapsack a table describes."""
+        data = SLICERS.read(cls, data, path, required=("entries",))
+        entries = _entries_from(data["entries"], child(path, "entries"))
+        scarcity = data.get("scarcity", ScarcityBehavior.DEGRADE.value)
+        return built(path, lambda: cls(entries, data.get("bucket_size", 100), scarcity))
 
     @property
     def knapsack(self) -> KnapsackSlice:

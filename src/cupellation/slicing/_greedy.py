@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, ClassVar, Self
 
 import numpy as np
 
 from .._model import ContextBudget, ContextItem, ScoredItem
 from ..exceptions import InvalidValueError
 from ._common import check_budget, unpack
+from ._protocol import SLICERS
 
 __all__ = ["GreedySlice"]
 
@@ -19,6 +21,7 @@ _INT64_MIN = -(2**63)
 _INT64_MAX = 2**63 - 1
 
 
+@SLICERS.register
 @dataclass(frozen=True, slots=True)
 class GreedySlice:
     """Fills the budget by value density (score per token), highest first.
@@ -27,8 +30,21 @@ class GreedySlice:
     item that does not fit the remaining budget is skipped, never deferred.
     Equal densities keep input order. The result is in density order.
     Items with negative token counts (which the pipeline drops at Classify)
-    are never selected. O(N log N).
+    are never selected. O(N log N). Table: ``{"type": "greedy"}``.
     """
+
+    type_name: ClassVar[str] = "greedy"
+    settings: ClassVar[tuple[str, ...]] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"type": "greedy"}``."""
+        return {"type": self.type_name}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, path: str = "slicer") -> Self:
+        """The greedy slicer (its table has no settings)."""
+        SLICERS.read(cls, data, path)
+        return cls()
 
     def slice(self, scored: Sequence[ScoredItem], budget: ContextBudget, /) -> list[ContextItem]:
         """Return the greedy selection of ``scored`` within ``budget.target_tokens``."""

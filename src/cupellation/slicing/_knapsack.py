@@ -28,16 +28,18 @@ the reconstruction, bounding memory at the cost of at most one extra DP pass.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar, Self
 
 import numpy as np
 import numpy.typing as npt
 
 from .._model import ContextBudget, ContextItem, ScoredItem
+from .._tables import built
 from ..exceptions import InvalidValueError, TableTooLargeError
 from ._common import check_budget, check_count, unpack
+from ._protocol import SLICERS
 
 __all__ = ["DEFAULT_MAX_KEEP_CELLS", "MAX_TABLE_CELLS", "KnapsackSlice", "knapsack_select"]
 
@@ -57,6 +59,7 @@ _INT32_LIMIT = 2**31 - 1
 _INT64_LIMIT = 2**63 - 1
 
 
+@SLICERS.register
 @dataclass(frozen=True, slots=True)
 class KnapsackSlice:
     """Selects the subset with the largest total score that fits the budget
@@ -72,12 +75,26 @@ class KnapsackSlice:
     Raises :class:`~cupellation.exceptions.TableTooLargeError` when the
     table (items with positive tokens x ``floor(target / bucket_size) + 1``)
     would exceed :data:`MAX_TABLE_CELLS` cells.
+
+    Table: ``{"type": "knapsack", "bucket_size": 100}``.
     """
 
+    type_name: ClassVar[str] = "knapsack"
+    settings: ClassVar[tuple[str, ...]] = ("bucket_size",)
     bucket_size: int = 100
 
     def __post_init__(self) -> None:
         check_count("bucket_size", self.bucket_size, positive=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        """``type`` and ``bucket_size``."""
+        return {"type": self.type_name, "bucket_size": self.bucket_size}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, path: str = "slicer") -> Self:
+        """The knapsack slicer a table describes (``bucket_size`` defaults to 100)."""
+        data = SLICERS.read(cls, data, path)
+        return built(path, lambda: cls(data.get("bucket_size", 100)))
 
     def slice(self, scored: Sequence[ScoredItem], budget: ContextBudget, /) -> list[ContextItem]:
         """Return the knapsack selection of ``scored`` within ``budget.target_tokens``."""

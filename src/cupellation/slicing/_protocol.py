@@ -6,18 +6,22 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from .._model import ContextBudget, ContextItem, ContextKind, ScoredItem, ascii_fold
+from .._tables import StrategyTable
 from ..exceptions import ConfigurationError, InvalidTypeError, PipelineError
 
 __all__ = [
+    "SLICERS",
     "CapExclusion",
     "CountRequirementShortfall",
     "DetailedSlicer",
     "ScarcityBehavior",
     "SliceOutcome",
     "Slicer",
+    "SlicerType",
+    "build_slicer",
     "slice_with_details",
 ]
 
@@ -35,6 +39,26 @@ class Slicer(Protocol):
     def slice(self, scored: Sequence[ScoredItem], budget: ContextBudget, /) -> list[ContextItem]:
         """Return the selected items of ``scored`` (see the class doc)."""
         ...
+
+
+class SlicerType(Protocol):
+    """What a built-in slicer class offers the registry (the class object itself)."""
+
+    type_name: str
+    settings: tuple[str, ...]
+
+    def from_dict(self, data: Mapping[str, Any], /, *, path: str = ...) -> Slicer:
+        """The slicer a table describes."""
+        ...
+
+
+#: The built-in slicers by ``type_name``; each registers itself in its own module.
+SLICERS: StrategyTable[SlicerType] = StrategyTable("slicer", suffixes=("slicer", "slice"))
+
+
+def build_slicer(data: Mapping[str, Any], *, path: str = "slicer") -> Slicer:
+    """The built-in slicer a table describes, by its ``type`` (see :data:`SLICERS`)."""
+    return SLICERS.lookup(data, path).from_dict(data, path=path)
 
 
 @runtime_checkable

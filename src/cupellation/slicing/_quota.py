@@ -3,24 +3,26 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar, Self
 
 from .._model import ContextBudget, ContextItem, ContextKind, ScoredItem, ScoredItems
+from .._tables import array_value, built, check_keys, child, index, table, text_value
 from ..exceptions import ConfigurationError, InvalidTypeError
 from ._common import check_budget, check_inner, unpack
 from ._protocol import (
+    SLICERS,
     CapExclusion,
     CountRequirementShortfall,
     SliceOutcome,
     Slicer,
+    build_slicer,
     slice_with_details,
 )
 
 __all__ = ["QuotaEntry", "QuotaSlice"]
-
 
 
 def _decimal(percent: float) -> Fraction:
@@ -72,7 +74,21 @@ class QuotaEntry:
         object.__setattr__(self, "require", require_value)
         object.__setattr__(self, "cap", cap_value)
 
+    def to_dict(self) -> dict[str, Any]:
+        """``{"kind": ..., "require": ..., "cap": ...}``."""
+        return {"kind": self.kind.value, "require": self.require, "cap": self.cap}
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, path: str = "quotas[0]") -> Self:
+        """The entry a table describes (``require`` defaults to 0, ``cap`` to 100)."""
+        entry = table(data, path)
+        check_keys(entry, path, ("kind", "require", "cap"), ("kind",))
+        kind = text_value(entry["kind"], child(path, "kind"))
+        return built(path, lambda: cls(kind, entry.get("require", 0.0),
+                                       entry.get("cap", 100.0)))
+
+
+@SLICERS.register
 @dataclass(frozen=True, slots=True, init=False)
 class QuotaSlice:
     """Splits the budget across kinds by percentage quotas and lets ``inner``
@@ -87,8 +103,13 @@ class QuotaSlice:
     the decimals written (33.3 + 33.3 + 33.4 is accepted); the required tokens
     are clamped so that together they never exceed ``target_tokens``. Items
     with negative token counts are left out of the partitions and the mass.
+
+    Table: ``{"type": "quota", "inner": {...}, "quotas": [{"kind", "require",
+    "cap"}, ...]}`` (``inner`` defaults to greedy, ``quotas`` to none).
     """
 
+    type_name: ClassVar[str] = "quota"
+    settings: ClassVar[tuple[str, ...]] = ("inner", "quotas")
     inner: Slicer
     quotas: tuple[QuotaEntry, ...]
 
@@ -111,6 +132,22 @@ class QuotaSlice:
             )
         object.__setattr__(self, "inner", inner)
         object.__setattr__(self, "quotas", quotas)
+
+    def to_dict(self) -> dict[str, Any]:
+        """``type``, the ``inner`` slicer's table and the ``quotas``."""
+        return {"type": self.type_name, "inner": SLICERS.describe(self.inner),
+                "quotas": [entry.to_dict() for entry in self.quotas]}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, path: str = "slicer") -> Self:
+        """The quota slicer a table describes."""
+        data = SLICERS.read(cls, data, path)
+        inner = build_slicer(data.get("inner", {"type": "greedy"}), path=child(path, "inner"))
+        quotas_path = child(path, "quotas")
+        quotas = [QuotaEntry.from_dict(raw, path=index(quotas_path, position))
+                  for position, raw in enumerate(array_value(data.get("quotas", []),
+                                                             quotas_path))]
+        return built(path, lambda: cls(inner, quotas))
 
     def slice(self, scored: Sequence[ScoredItem], budget: ContextBudget, /) -> list[ContextItem]:
         """Return each kind's selection within its budget share (see the class doc)."""

@@ -1,0 +1,117 @@
+"""The strategy registry: every built-in scorer, slicer, placer and decay curve by
+its type name, and the one builder that policies, the conformance runner and the
+pipeline's record of itself all use.
+
+Each family has a table (:class:`~cupellation._tables.StrategyTable`) that the
+built-ins register in from their own modules; this module only gathers them.
+A strategy's table is ``{"type": <type_name>, <settings>...}``, nested
+strategies being tables too (a composite's ``children``, a quota slicer's
+``inner``, a decay scorer's ``curve``)::
+
+    build_scorer({"type": "composite", "children": [
+        {"type": "recency", "weight": 3.0}, {"type": "kind", "weight": 1.0}]})
+
+``describe_*`` give the table of any strategy, recording one that is not a
+built-in as ``{"type": "custom", "repr": ...}``; :func:`strategy_json` is the
+compact text ``run_started`` carries.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from ._tables import CUSTOM_TYPE, StrategyTable, child, index
+from .placing._protocol import PLACERS, Placer, build_placer
+from .scoring._base import SCORERS, Scorer, build_scorer
+from .scoring._decay import CURVES, build_curve
+from .slicing._protocol import SLICERS, Slicer, build_slicer
+
+__all__ = [
+    "CURVE_TYPES",
+    "PLACER_TYPES",
+    "SCORER_TYPES",
+    "SLICER_TYPES",
+    "build_curve",
+    "build_placer",
+    "build_scorer",
+    "build_slicer",
+    "describe_placer",
+    "describe_scorer",
+    "describe_slicer",
+    "find_custom",
+    "settings_of",
+    "strategy_json",
+]
+
+#: A strategy family, as :func:`settings_of` names it.
+Family = Literal["scorer", "slicer", "placer", "curve"]
+
+#: Every built-in scorer's ``type``, sorted.
+SCORER_TYPES: tuple[str, ...] = SCORERS.names()
+#: Every built-in slicer's ``type``, sorted.
+SLICER_TYPES: tuple[str, ...] = SLICERS.names()
+#: Every built-in placer's ``type``, sorted.
+PLACER_TYPES: tuple[str, ...] = PLACERS.names()
+#: Every built-in decay curve's ``type``, sorted.
+CURVE_TYPES: tuple[str, ...] = CURVES.names()
+
+
+def settings_of(family: Family, type_name: Any, path: str) -> tuple[str, tuple[str, ...]]:
+    """The canonical ``type_name`` a (possibly loosely spelt) name stands for in
+    ``family``, and the settings its table may hold besides ``type``.
+
+    Raises :class:`~cupellation.exceptions.ConfigurationError` naming
+    ``path.type`` for an unknown name.
+    """
+    tables: dict[str, StrategyTable[Any]] = {"scorer": SCORERS, "slicer": SLICERS,
+                                             "placer": PLACERS, "curve": CURVES}
+    cls = tables[family].lookup({"type": type_name}, path)
+    return cls.type_name, cls.settings
+
+
+def describe_scorer(scorer: Scorer) -> dict[str, Any]:
+    """The table of ``scorer``: its ``to_dict()``, or the custom record."""
+    return SCORERS.describe(scorer)
+
+
+def describe_slicer(slicer: Slicer) -> dict[str, Any]:
+    """The table of ``slicer``: its ``to_dict()``, or the custom record."""
+    return SLICERS.describe(slicer)
+
+
+def describe_placer(placer: Placer) -> dict[str, Any]:
+    """The table of ``placer``: its ``to_dict()``, or the custom record."""
+    return PLACERS.describe(placer)
+
+
+def strategy_json(table: Mapping[str, Any]) -> str:
+    """A strategy table as compact JSON text with sorted keys (what ``run_started``
+    carries). Text that UTF-8 cannot hold (a lone surrogate in a setting) is
+    written with ``\\u`` escapes instead, so every sink can write it."""
+    text = json.dumps(table, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = json.dumps(table, sort_keys=True, separators=(",", ":"))
+    return text
+
+
+def find_custom(value: Any, path: str) -> tuple[str, str] | None:
+    """The path and ``repr`` of the first custom record inside a strategy table, or
+    ``None`` when every strategy in it is a built-in."""
+    if isinstance(value, Mapping):
+        if value.get("type") == CUSTOM_TYPE:
+            return path, str(value.get("repr"))
+        for key, inner in value.items():
+            found = find_custom(inner, child(path, str(key)))
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for position, inner in enumerate(value):
+            found = find_custom(inner, index(path, position))
+            if found is not None:
+                return found
+    return None
