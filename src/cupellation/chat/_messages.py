@@ -222,43 +222,44 @@ class Message:
 
 
 def format_hint(message: Any) -> tuple[str, str] | None:
-    """(format, why) when ``message`` alone shows its format; None when it reads the
-    same in several (plain user or assistant text)."""
+    """(format, what shows it, as "is ..." or "has ...") when ``message`` alone shows
+    its format; None when it reads the same in several (plain user or assistant
+    text, a developer message)."""
     module = type(message).__module__
     if module.startswith("langchain_core."):
-        return "langchain", f"a LangChain {type(message).__name__}"
+        return "langchain", f"is a LangChain {type(message).__name__}"
     if module.startswith("openai.types.responses"):
-        return "openai-responses", f"an OpenAI {type(message).__name__}"
+        return "openai-responses", f"is an OpenAI {type(message).__name__}"
     if module.startswith("openai.types.chat"):
-        return "openai", f"an OpenAI {type(message).__name__}"
+        return "openai", f"is an OpenAI {type(message).__name__}"
     if module.startswith("anthropic.types"):
-        return "anthropic", f"an Anthropic {type(message).__name__}"
+        return "anthropic", f"is an Anthropic {type(message).__name__}"
     if not isinstance(message, Mapping):
         return None
     kind = message.get("type")
     if isinstance(kind, str) and kind != "message" and (
             kind in RESPONSES_PAIRS or kind in _RESPONSES_OUTPUTS or kind == "reasoning"
             or "role" not in message):
-        return "openai-responses", f"an item of type {kind!r}"
+        return "openai-responses", f"is an item of type {kind!r}"
     role = message.get("role")
-    if role in ("tool", "function", "developer"):
-        return "openai", f"role {role!r}"
+    if role in ("tool", "function"):
+        return "openai", f"has role {role!r}"
     for key in ("tool_calls", "tool_call_id", "function_call"):
         if key in message:
-            return "openai", f"{key!r}"
+            return "openai", f"has {key!r}"
     content = message.get("content")
     if isinstance(content, list):
         for part in content:
             part_type = _get(part, "type")
             if type(part).__module__.startswith("anthropic.types"):
-                return "anthropic", f"an Anthropic {type(part).__name__} block"
+                return "anthropic", f"has an Anthropic {type(part).__name__} block"
             if part_type in _ANTHROPIC_BLOCKS or (
                     part_type == "image" and _get(part, "source") is not None):
-                return "anthropic", f"a {part_type!r} block"
+                return "anthropic", f"has a {part_type!r} block"
             if part_type in _RESPONSES_PARTS:
-                return "openai-responses", f"a {part_type!r} part"
+                return "openai-responses", f"has a {part_type!r} part"
             if part_type in _OPENAI_PARTS:
-                return "openai", f"a {part_type!r} part"
+                return "openai", f"has a {part_type!r} part"
     return None
 
 

@@ -207,8 +207,7 @@ def _detect(given: Sequence[Any], start: int, has_system: bool, name: str
     for index in range(start, len(given)):
         hint = format_hint(given[index])
         if hint is not None and hint[0] not in found:
-            found[hint[0]] = f"{name}[{index}] is {hint[1]}" if hint[1].startswith(
-                ("a", "an")) else f"{name}[{index}] has {hint[1]}"
+            found[hint[0]] = f"{name}[{index}] {hint[1]}"
     if has_system and "anthropic" not in found:
         found["anthropic"] = "a system prompt passed apart"
     if len(found) > 1:
