@@ -92,10 +92,11 @@ def _openai(out: list[Any], step: Step, typed: bool) -> None:
                            "url": f"data:image/png;base64,{png(*step.image)}", "detail": "high"}}]
         out.append({"role": "user", "content": content})
     elif step.kind == "assistant":
-        data = {"role": "assistant", "content": step.text}
-        out.append(ChatCompletionMessage.model_validate(data) if typed else data)
+        text = {"role": "assistant", "content": step.text}
+        out.append(ChatCompletionMessage.model_validate(text) if typed else text)
     else:
-        data = {"role": "assistant", "content": step.text or None, "tool_calls": [
+        data: dict[str, Any] = {"role": "assistant", "content": step.text or None,
+                                "tool_calls": [
             {"id": c.call_id, "type": "function",
              "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
             for c in step.calls]}

@@ -7,18 +7,22 @@ agrees with what was sent."""
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
+import pytest
 from _conversations import FORMATS, Call, Step, render
 from _provider_rules import problems
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cupellation.chat import ordering_problems, select_messages_with_report
+from cupellation.chat import MessageFormat, ordering_problems, select_messages_with_report
 from cupellation.exceptions import BudgetOverflowError, PinnedBudgetError
 
 NOW = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
+#: Examples per run (CUPELLATION_CHAT_EXAMPLES raises it for a long local run).
+EXAMPLES = int(os.environ.get("CUPELLATION_CHAT_EXAMPLES", "160"))
 _WORDS = st.sampled_from(["rain", "sun", "18C", "Oslo", "Paris", "wind", "é", "数据", "ok",
                           "{\"a\": 1}", "\n", "<|endoftext|>", "42"])
 
@@ -54,7 +58,7 @@ def conversations(draw: st.DrawFn) -> list[Step]:
     return steps
 
 
-@settings(max_examples=int(__import__("os").environ.get("CHAT_EXAMPLES", "160")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(fmt=st.sampled_from(FORMATS), typed=st.booleans(), steps=conversations(),
        max_tokens=st.integers(0, 1500), target_share=st.floats(0.3, 1.0),
        preset=st.sampled_from(["chat", "tooluse", "rag", "documentqa", "longrunning",
@@ -70,29 +74,32 @@ def test_every_selection_keeps_the_providers_rules(
     only where trimmed or stripped), the report's units in conversation order and their
     tokens within the budget."""
     rendered = render(fmt, "You are terse.", steps, typed=typed)
-    assert ordering_problems(rendered.messages, system=rendered.system, format=fmt) == []
+    form = cast(MessageFormat, fmt)
+    assert ordering_problems(rendered.messages, system=rendered.system, format=form) == []
     limits = None if trim is None else {"ToolOutput": trim, "Message": trim + 10}
-    try:
-        selection = select_messages_with_report(
-            rendered.messages, system=rendered.system, format=fmt, max_tokens=max_tokens,
-            target_tokens=int(max_tokens * target_share), policy=preset, trim=limits,
-            anthropic_thinking=thinking, now=NOW)
-    except PinnedBudgetError as error:
-        assert error.pinned_tokens > max_tokens  # only when the pinned units do not fit
+    target = int(max_tokens * target_share)
+    everything = select_messages_with_report(
+        rendered.messages, system=rendered.system, format=form, max_tokens=10**9,
+        trim=limits, now=NOW)
+    pinned_tokens = sum(e.item.tokens for e in everything.report.included if e.item.pinned)
+    options: dict[str, Any] = {
+        "system": rendered.system, "format": form, "max_tokens": max_tokens,
+        "target_tokens": target, "policy": preset, "trim": limits,
+        "anthropic_thinking": thinking, "now": NOW}
+    if pinned_tokens > max_tokens:  # only then: the pinned units do not fit at all
+        with pytest.raises(PinnedBudgetError):
+            select_messages_with_report(rendered.messages, **options)
         return
-    except BudgetOverflowError as error:  # Throw: only when the pinned units pass the target
-        everything = select_messages_with_report(
-            rendered.messages, system=rendered.system, format=fmt, max_tokens=10**9,
-            trim=limits, now=NOW)
-        pinned_tokens = sum(e.item.tokens for e in everything.report.included
-                            if e.item.pinned)
-        assert pinned_tokens > error.target_tokens
+    if pinned_tokens > target:  # Throw: the pinned units alone pass the target
+        with pytest.raises(BudgetOverflowError):
+            select_messages_with_report(rendered.messages, **options)
         return
+    selection = select_messages_with_report(rendered.messages, **options)
     sent = selection.messages
     # The thinking rule binds when the transcript keeps it (thinking was on for its turn).
     thinking_rule = thinking == "keep" and problems(fmt, rendered.messages, thinking=True) == []
     assert problems(fmt, sent, thinking=thinking_rule) == []
-    assert ordering_problems(sent, system=rendered.system, format=fmt) == []
+    assert ordering_problems(sent, system=rendered.system, format=form) == []
     assert list(selection.kept) == sorted(selection.kept)
     assert set(selection.kept) | set(selection.dropped) == set(range(len(rendered.messages)))
     edited = set(selection.trimmed) | set(selection.thinking_stripped)
@@ -103,6 +110,6 @@ def test_every_selection_keeps_the_providers_rules(
     assert selection.tokens == sum(e.item.tokens for e in selection.report.included)
     unpinned = sum(e.item.tokens for e in selection.report.included if not e.item.pinned)
     pinned = selection.tokens - unpinned
-    assert unpinned <= max(0, int(max_tokens * target_share) - pinned)
+    assert unpinned <= max(0, target - pinned)
     if fmt == "anthropic" and sent:
         assert sent[0] is rendered.messages[0]  # the first user message is pinned
