@@ -153,19 +153,25 @@ def _thinking_loop() -> list[dict[str, Any]]:
     ]
 
 
-def test_the_trailing_thinking_turn_is_one_unit_and_thinking_is_kept_by_default() -> None:
-    """The last turn of an Anthropic tool loop with thinking (from its user message to
-    the end) is kept or dropped whole, so its first assistant message, which starts
-    with the thinking block, is never lost alone; thinking blocks are sent unchanged."""
+def test_the_start_of_the_trailing_thinking_turn_is_pinned_and_sent_unchanged() -> None:
+    """The last turn of an Anthropic tool loop with thinking starts with one pinned unit
+    (its user message, the first assistant message with its thinking block, and that
+    message's results), so the turn always starts with its thinking block; its later
+    exchanges are units of their own and may be left out; thinking is sent unchanged."""
     messages = _thinking_loop()
     selection = select_messages_with_report(messages, system="terse", max_tokens=200,
                                             now=NOW)
     assert selection.kept == (0, 3, 4, 5, 6, 7, 8)
-    units = [(e.item.metadata["chat.message_index"], e.item.metadata["chat.message_count"])
-             for e in selection.report.included if "chat.message_index" in e.item.metadata]
-    assert (4, 5) in units
+    units = {(e.item.metadata["chat.message_index"], e.item.metadata["chat.message_count"]):
+             e.item.pinned for e in selection.report.included
+             if "chat.message_index" in e.item.metadata}
+    assert units[(4, 3)] is True
+    assert units[(7, 2)] is False
     assert all(a is messages[k] for a, k in zip(selection.messages, selection.kept, strict=True))
     assert selection.thinking_stripped == ()
+    tight = select_messages_with_report(messages, system="terse", max_tokens=80, now=NOW)
+    assert {0, 4, 5, 6} <= set(tight.kept)  # the start stays ...
+    assert {7, 8}.isdisjoint(tight.kept)  # ... and the later exchange is left out
 
 
 def test_strip_after_change_removes_thinking_after_the_first_dropped_message() -> None:

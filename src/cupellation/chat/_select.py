@@ -369,34 +369,40 @@ def _new_units(messages: list[Message], fmt: str, restart: int, counter: TextCou
     pin as it was, the others made and stamped after ``last_stamp``."""
     spans = group(messages, fmt, restart, name=request.name)
     if fmt == "anthropic":
-        spans = _keep_turn_whole(messages, spans)
+        spans = _anchor_turn(messages, spans)
     units: list[_Unit] = []
     for span in spans:  # reusable units can only lead: they lie within the known messages
         old = reusable.get((span.start, span.end))
-        if old is None or old.item.pinned != (pin_at is not None
-                                              and span.start <= pin_at < span.end):
+        if old is None or old.item.pinned != (span.pinned or (
+                pin_at is not None and span.start <= pin_at < span.end)):
             break
         units.append(old)
         last_stamp = old.stamp
     stamp = _first_stamp(request.now, len(spans) - len(units), last_stamp)
     for offset, span in enumerate(spans[len(units):]):
-        pinned = pin_at is not None and span.start <= pin_at < span.end
+        pinned = span.pinned or (pin_at is not None and span.start <= pin_at < span.end)
         units.append(_unit(span, messages[span.start:span.end], fmt, counter,
                            request.limits, stamp + offset, pinned=pinned))
     return units
 
 
-def _keep_turn_whole(messages: list[Message], spans: list[Span]) -> list[Span]:
-    """The spans with an Anthropic trailing thinking turn merged into one (its start
-    is never before the first span: the restart point is at or before it)."""
+def _anchor_turn(messages: list[Message], spans: list[Span]) -> list[Span]:
+    """The spans with an Anthropic trailing thinking turn's start made one pinned unit:
+    its user message, the first assistant message (which starts with the thinking
+    block) and that message's results. Later exchanges of the turn stay units of their
+    own: with the start always sent, the turn starts with its thinking block whatever
+    else is kept. (The start is never before the first span: the restart point is at or
+    before it.)"""
     turn = trailing_turn(messages)
     if turn is None or not spans:
         return spans
     first = next((k for k, span in enumerate(spans) if span.end > turn), None)
     if first is None:
         return spans
-    merged = Span(min(spans[first].start, turn), spans[-1].end, exchange=True)
-    return [*spans[:first], merged]
+    caller = next(k for k in range(turn + 1, len(messages)) if messages[k].category == CALLS)
+    last = next(k for k in range(first, len(spans)) if spans[k].end > caller)
+    anchor = Span(min(spans[first].start, turn), spans[last].end, exchange=True, pinned=True)
+    return [*spans[:first], anchor, *spans[last + 1:]]
 
 
 def _first_stamp(now: datetime | None, count: int, after: int | None) -> int:

@@ -50,6 +50,7 @@ class Span:
     end: int
     exchange: bool = False
     model_only: bool = False  # Responses: model output items only, no results yet
+    pinned: bool = False      # Anthropic: the start of a trailing thinking turn
 
 
 class _Problems:
@@ -231,16 +232,17 @@ def _check_answered(problem: _Problems, index: int, asked: list[str],
 
 
 def trailing_turn(messages: Sequence[Message]) -> int | None:
-    """Where the trailing turn of an Anthropic tool-use loop starts, when it must be
-    kept whole: the index of the last message that starts a turn (a user message with
-    more than tool results), when an assistant message after it holds thinking blocks
-    and calls tools. None otherwise.
+    """Where the trailing turn of an Anthropic tool-use loop starts, when its start
+    must be kept: the index of the last message that starts a turn (a user message
+    with more than tool results), when an assistant message after it holds thinking
+    blocks and calls tools. None otherwise.
 
-    With extended thinking, the last assistant turn must start with its thinking
-    block ("When `thinking` is enabled, a final `assistant` message must start with a
-    thinking block (preceeding the lastmost set of `tool_use` and `tool_result`
-    blocks)"), so its first assistant message cannot be dropped while a later
-    exchange of the turn is kept.
+    With extended thinking, the last assistant turn (everything after that user
+    message) must start with its thinking block ("When `thinking` is enabled, a final
+    `assistant` message must start with a thinking block (preceeding the lastmost set
+    of `tool_use` and `tool_result` blocks)"), so its first assistant message cannot
+    be dropped while a later exchange of the turn is kept; nor its user message, or
+    the turn would run into the assistant message before it.
     """
     start = None
     for index in range(len(messages) - 1, -1, -1):
