@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _conversations import FORMATS, render, weather_conversation
-from _provider_rules import problems
 
 from cupellation import select_messages
 from cupellation.chat import MessageSelection, ordering_problems, select_messages_with_report
+
+from ._conversations import FORMATS, render, weather_conversation
+from ._provider_rules import problems
 
 GOLDEN = Path(__file__).parent / "golden"
 NOW = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)

@@ -12,13 +12,14 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 import pytest
-from _conversations import FORMATS, Call, Step, render
-from _provider_rules import problems
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cupellation.chat import MessageFormat, ordering_problems, select_messages_with_report
 from cupellation.exceptions import BudgetOverflowError, PinnedBudgetError
+
+from ._conversations import FORMATS, Call, Step, render
+from ._provider_rules import problems
 
 NOW = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
 #: Examples per run (CUPELLATION_CHAT_EXAMPLES raises it for a long local run).

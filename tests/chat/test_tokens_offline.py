@@ -234,7 +234,7 @@ def test_images_and_files_get_the_documented_estimates() -> None:
     assert anthropic_image_tokens((1000, 1000)) == 1334
     assert anthropic_image_tokens((4000, 4000)) == 1600
     assert anthropic_image_tokens(None) == 1600
-    from _conversations import png  # noqa: PLC0415
+    from ._conversations import png  # noqa: PLC0415
 
     assert image_size(png(640, 480)) == (640, 480)
     assert image_size(f"data:image/png;base64,{png(3, 7)}") == (3, 7)

