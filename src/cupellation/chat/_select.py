@@ -147,6 +147,14 @@ class _Conversation:
     spans: dict[int, Span]               # id(item) -> its messages
     estimates: bool
     pin_at: int | None                   # the message whose unit is pinned
+    _sent: list[Any] | None = None
+
+    def objects_sent(self) -> list[Any]:
+        """What is sent when every unit is kept: each message's object to send (the
+        given one, or its trimmed copy), in order; made once."""
+        if self._sent is None:
+            self._sent = [message.output for message in self.messages]
+        return self._sent
 
 
 _LOCK = threading.Lock()
@@ -566,8 +574,11 @@ def _run(messages: Any, *, system: Any, max_tokens: int | None, target_tokens: i
         diagnostics = DiagnosticTraceCollector(TraceDetailLevel.FULL)
         sink = diagnostics if collector is None else FanOutCollector(diagnostics, collector)
     placed = pipeline.run(conversation.candidates, resolved, sink)
-    outputs = conversation.outputs
-    kept = list(itertools.chain.from_iterable(map(outputs.__getitem__, map(id, placed))))
+    if len(placed) == len(conversation.candidates):  # everything fits: all, in order
+        kept = list(conversation.objects_sent())
+    else:
+        outputs = conversation.outputs
+        kept = list(itertools.chain.from_iterable(map(outputs.__getitem__, map(id, placed))))
     stripped: tuple[int, ...] = ()
     if anthropic_thinking == "strip_after_change" and conversation.fmt == "anthropic":
         kept, stripped = _strip_thinking(conversation, placed)
