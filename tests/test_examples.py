@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,79 @@ EXAMPLES = ROOT / "examples"
 def _run(script: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, str(EXAMPLES / script), *args], cwd=ROOT,
                           capture_output=True, text=True, timeout=120, check=False)
+
+
+#: Loaded first by a Python started with this folder on PYTHONPATH: every socket call
+#: fails, so an example passes only if it fetches nothing.
+_NO_NETWORK = """\
+import socket
+
+def _blocked(*args, **kwargs):
+    raise OSError("network blocked by the example test")
+
+for _name in ("getaddrinfo", "gethostbyname", "gethostbyname_ex", "create_connection"):
+    setattr(socket, _name, _blocked)
+for _name in ("connect", "connect_ex", "sendto"):
+    setattr(socket.socket, _name, _blocked)
+"""
+
+
+def _run_offline(script: str, folder: Path) -> subprocess.CompletedProcess[str]:
+    """The example run as a user would, with the network unreachable and no OTLP
+    endpoint configured."""
+    (folder / "sitecustomize.py").write_text(_NO_NETWORK, encoding="utf-8")
+    env = {name: value for name, value in os.environ.items()
+           if not name.startswith("OTEL_")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(folder), env.get("PYTHONPATH")]))
+    return subprocess.run([sys.executable, str(EXAMPLES / script)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_openai_agent_loop_sends_real_requests_within_budget(tmp_path: Path) -> None:
+    """The OpenAI SDK loop runs offline (network blocked): the SDK's requests, cut by
+    select_messages with tool outputs trimmed, are accepted by a stand-in that refuses
+    what OpenAI refuses; later requests leave whole exchanges out, counted exactly."""
+    result = _run_offline("openai_agent_loop.py", tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "request 4: sent 5 of 11 messages" in result.stdout
+    assert "(tiktoken:o200k_base)" in result.stdout
+    assert "final answer: Done: six cities checked." in result.stdout
+    assert "every request kept the tool-call rules: True" in result.stdout
+
+
+def test_anthropic_agent_loop_keeps_thinking_and_the_turns_start(tmp_path: Path) -> None:
+    """The Anthropic SDK loop with thinking runs offline: the system prompt apart, the
+    typed blocks sent back unchanged, counts named as estimates, and the last request
+    leaves out a middle exchange while the turn's start (with its thinking) stays."""
+    result = _run_offline("anthropic_agent_loop.py", tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "estimate:o200k_base, estimate: True" in result.stdout
+    assert "request 5: sent 7 of 9 messages" in result.stdout
+    assert "left out [3, 4]" in result.stdout
+    assert "thinking blocks went back unchanged: True" in result.stdout
+
+
+def test_langchain_middleware_fits_every_model_call(tmp_path: Path) -> None:
+    """create_agent with the before_model middleware (state replaced) and the
+    wrap_model_call one (state whole) runs offline; every model call keeps the
+    tool-call rules, and only before_model shrinks the state."""
+    result = _run_offline("langchain_middleware.py", tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "FitStateToBudget: 4 model calls; the final state holds 5 messages" in result.stdout
+    assert "FitRequestToBudget: 4 model calls; the final state holds 11 messages" in (
+        result.stdout)
+    assert result.stdout.count("tool-call rules kept") == 8
+    assert "BROKEN" not in result.stdout
+
+
+def test_traced_agent_loop_rebuilds_every_selection_from_its_spans(tmp_path: Path) -> None:
+    """Without an OTLP endpoint the traced loop keeps its spans in memory (offline) and
+    rebuilds each step's selection from them, trimmed units included; with one it sends
+    them (tests/integration/test_example_agent_phoenix.py, against Phoenix)."""
+    result = _run_offline("traced_agent_loop.py", tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "4 selections rebuilt from 28 spans" in result.stdout
+    assert "step 3: sent 6 of 8 messages (464 tokens), left out [2, 3]" in result.stdout
 
 
 def test_quickstart_selects_and_explains() -> None:
@@ -62,5 +136,7 @@ def test_every_example_is_exercised(script: str) -> None:
     """No example script goes untested: each has a test here or in tests/integration."""
     tested = (Path(__file__).read_text(encoding="utf-8")
               + (ROOT / "tests" / "integration" / "test_example_otlp.py").read_text(
+                  encoding="utf-8")
+              + (ROOT / "tests" / "integration" / "test_example_agent_phoenix.py").read_text(
                   encoding="utf-8"))
     assert f'"{script}"' in tested

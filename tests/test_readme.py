@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import json
 import re
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, NoReturn
 
 import pytest
 
@@ -12,10 +16,48 @@ ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
+def test_agent_builders_quickstart_runs_and_keeps_the_rules() -> None:
+    """The agent builders' quickstart comes first, runs as written (offline: the sockets
+    are blocked) and gives a window the provider accepts: the pinned system prompt and
+    the last question kept, the tool exchange whole (its large output trimmed) or gone,
+    within the budget, counted exactly."""
+    from cupellation.chat import ordering_problems, select_messages_with_report  # noqa: PLC0415
+
+    assert README.index("## Quickstart for agent builders") < README.index("## Quickstart\n")
+    block = re.findall(r"```python\n(.*?)```", README, re.S)[0]
+    assert "select_messages" in block
+    namespace: dict[str, Any] = {}
+    with _no_network():
+        exec(compile(block, "README.md", "exec"), namespace)
+    window, messages = namespace["window"], namespace["messages"]
+    assert ordering_problems(window) == []
+    assert window[0] is messages[0]
+    assert window[-1] is messages[-1]
+    assert window[2]["tool_calls"][0]["id"] == "call_1"
+    assert "characters omitted" in window[3]["content"]
+    selection = select_messages_with_report(messages, max_tokens=400,
+                                            trim={"ToolOutput": 200})
+    assert selection.tokens <= 400
+    assert selection.token_counter == "tiktoken:o200k_base"
+
+
+@contextmanager
+def _no_network() -> Iterator[None]:
+    """Every socket call fails while the block runs."""
+    def blocked(*args: object, **kwargs: object) -> NoReturn:
+        raise OSError("network blocked by the README test")
+
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("getaddrinfo", "create_connection"):
+            patch.setattr(socket, name, blocked)
+        patch.setattr(socket.socket, "connect", blocked)
+        yield
+
+
 def test_python_examples_run_and_select_both_items() -> None:
-    """Both usage examples execute as written and select both candidates; the
+    """Both pipeline examples execute as written and select both candidates; the
     quickstart fits in ten lines."""
-    blocks = re.findall(r"```python\n(.*?)```", README, re.S)
+    blocks = re.findall(r"```python\n(.*?)```", README, re.S)[1:]
     assert len(blocks) == 2, "README should have the quickstart and the fuller example"
     assert len(blocks[0].strip().splitlines()) <= 10
     for block in blocks:
@@ -58,7 +100,7 @@ def test_the_test_command_installs_each_component_and_runs_every_test() -> None:
 def test_python_example_prints_the_report_as_json(capsys: pytest.CaptureFixture[str]) -> None:
     """The README's ``print(report.to_json())`` prints JSON text in the seeds' shape."""
     blocks = re.findall(r"```python\n(.*?)```", README, re.S)
-    exec(compile(blocks[0], "README.md", "exec"), {})
+    exec(compile(blocks[1], "README.md", "exec"), {})
     printed = capsys.readouterr().out.strip().splitlines()[-1]
     assert set(json.loads(printed)) >= {"events", "included", "excluded",
                                         "total_candidates", "total_tokens_considered"}

@@ -29,6 +29,7 @@ from ._collectors import (
 from ._model import ContextBudget, ContextItem, ContextKind, ContextSource, OverflowStrategy
 from ._pipeline import Pipeline
 from ._report import ReportBuilder, SelectionReport, build_report
+from .chat import select_messages
 from .exceptions import CupelError
 from .placing import ChronologicalPlacer, UShapedPlacer
 from .scoring import (
@@ -104,4 +105,5 @@ __all__ = [
     "events",
     "exceptions",
     "reasons",
+    "select_messages",
 ]

@@ -216,9 +216,31 @@ def _entry_row(position: int, entry: _Entry, *, excluded: bool) -> str:
         f'<td class="num">{entry.score:.3f}</td>'
         f"<td>{reason_cell}</td>"
         f'<td><span class="kind">{_e(entry.kind)}</span></td>'
-        f'<td class="num">{_fmt_tokens(entry.tokens)}</td>'
+        f'<td class="num">{_tokens_cell(entry)}</td>'
         f'<td class="content-cell">{_item_details(entry)}</td></tr>'
     )
+
+
+def _tokens_cell(entry: _Entry) -> str:
+    """The tokens, and the original size of an item trimmed before selection."""
+    original = entry.item.get("originalTokens")
+    if isinstance(original, int) and not isinstance(original, bool) and original != entry.tokens:
+        return (f'{_fmt_tokens(entry.tokens)}<span class="trimmed" data-original-tokens='
+                f'"{original}"> trimmed from {_fmt_tokens(original)}</span>')
+    return _fmt_tokens(entry.tokens)
+
+
+def _token_estimates(entries: Sequence[_Entry]) -> str:
+    """A note (not an incomplete entry: nothing is missing) when the items' counts are
+    estimates, as the chat readers record them (metadata ``chat.tokens``)."""
+    counters = sorted({counter for entry in entries
+                       for counter in [(entry.item.get("metadata") or {}).get("chat.tokens")]
+                       if isinstance(counter, str) and counter.startswith("estimate")})
+    if not counters:
+        return ""
+    return (f'<section id="token-estimates" class="note" data-counter="{_e(counters[0])}">'
+            f"Token counts are estimates ({_e(', '.join(counters))}), not exact counts: "
+            "the budget may be over or under by as much.</section>")
 
 
 def _table(table_id: str, entries: Sequence[_Entry], *, excluded: bool) -> str:
@@ -452,6 +474,7 @@ h2 { font-size:18px; margin:0 0 10px; }
 .swatch { display:inline-block; width:12px; height:12px; border-radius:3px; margin-right:6px;
   vertical-align:-1px; }
 .note { color:var(--muted); margin:4px 0 10px; } .warn { color:var(--bad); font-weight:600; }
+.trimmed { display:block; color:var(--muted); font-size:0.85em; }
 table { width:100%; border-collapse:collapse; }
 th, td { text-align:left; padding:6px 8px; border-bottom:1px solid var(--line);
   vertical-align:top; }
@@ -510,7 +533,10 @@ def render_html(report: Mapping[str, Any] | SelectionReport, *,
     ``included-table``, ``excluded-table``, ``kinds-table`` (``data-count``,
     one ``tr[data-position]`` per item); ``budget-pinned``,
     ``budget-selected``, ``budget-reserved``, ``budget-unused``
-    (``data-tokens``); ``incomplete`` (``data-count``).
+    (``data-tokens``); ``incomplete`` (``data-count``). An item trimmed before
+    selection shows its original size (``span.trimmed[data-original-tokens]``); when
+    the items' counts are estimates (metadata ``chat.tokens``), ``token-estimates``
+    says so (a note, not an ``incomplete`` entry: nothing is missing).
 
     Raises :class:`~cupellation.exceptions.DecodeError` naming the JSON path
     (``included[3].item.tokens``) and the value for a report that lacks what
@@ -554,6 +580,7 @@ def render_html(report: Mapping[str, Any] | SelectionReport, *,
         f'<header><h1>{_e(title)}</h1><p>{len(included)} of {total_candidates} candidates '
         f"selected, {_fmt_tokens(selected_tokens)} tokens.</p></header>",
         _incomplete(notes),
+        _token_estimates([*included, *excluded]),
         f'<section class="stats" id="summary">{stats}</section>',
         _budget_section(included, excluded, plan),
         _shortfalls(data),

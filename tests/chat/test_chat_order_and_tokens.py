@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import logging
 import sys
-import types
-from collections.abc import Iterator
+import warnings
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
-import tiktoken  # a dev dependency: the tiktoken test runs, never skips
 
 from cupellation import (
     ChronologicalPlacer,
@@ -20,18 +19,28 @@ from cupellation import (
     RecencyScorer,
     ReflexiveScorer,
 )
-from cupellation import chat as chat_module
-from cupellation.chat import POSITION_KEY, TOKENS_KEY, chat_to_items, estimate_tokens
+from cupellation.chat import (
+    POSITION_KEY,
+    TOKENS_KEY,
+    TokenEstimateWarning,
+    chat_to_items,
+    count_tokens,
+    estimate_tokens,
+)
+from cupellation.chat import _tokens as tokens_module
 
 END = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 
-@pytest.fixture(autouse=True)
-def _fresh_tiktoken_cache() -> Iterator[None]:
-    """Each test looks tiktoken up afresh (the lookup is cached per process)."""
-    chat_module._tiktoken_counter.cache_clear()
-    yield
-    chat_module._tiktoken_counter.cache_clear()
+@pytest.fixture
+def no_token_data(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """As on a machine without the tokens extra: no shipped data, nothing in tiktoken's
+    cache, nothing loaded yet, the once-per-process notice not yet given."""
+    monkeypatch.setattr(tokens_module, "_shipped_file", lambda name: None)
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(tokens_module, "_ENCODINGS", {})
+    monkeypatch.setattr(tokens_module, "_RESOLVED", {})
+    monkeypatch.setattr(tokens_module, "_fallback_said", False)
 
 
 def _conversation(turns: int) -> list[dict[str, Any]]:
@@ -117,45 +126,47 @@ def test_without_tiktoken_tokens_are_the_documented_estimate() -> None:
     assert estimate_tokens("a") == 1
 
 
-def test_a_missing_tiktoken_falls_back_to_the_estimate(monkeypatch: pytest.MonkeyPatch) -> None:
-    """When tiktoken is not installed the estimate is used."""
+def test_a_missing_tiktoken_falls_back_to_the_estimate(
+        no_token_data: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """When tiktoken is not installed the estimate is used, and said."""
     monkeypatch.setitem(sys.modules, "tiktoken", None)  # makes the import fail
-    items = chat_to_items([{"role": "user", "content": "x" * 10}])
+    with pytest.warns(TokenEstimateWarning, match="tiktoken is not installed"):
+        items = chat_to_items([{"role": "user", "content": "x" * 10}])
     assert items[0].metadata[TOKENS_KEY] == "estimate"
     assert items[0].tokens == 3
 
 
-def test_an_unloadable_encoding_falls_back_with_one_warning(
-        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    """Offline, tiktoken cannot download its encoding: the reader logs one warning
-    and estimates, and does not try again for the next transcript."""
-    calls: list[str] = []
-
-    def get_encoding(name: str) -> Any:
-        calls.append(name)
-        raise ConnectionError("no network")
-
-    fake = types.ModuleType("tiktoken")
-    fake.get_encoding = get_encoding  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "tiktoken", fake)
-    with caplog.at_level(logging.WARNING, logger="cupellation.chat"):
+def test_missing_data_falls_back_with_one_warning_and_no_download(
+        no_token_data: None, caplog: pytest.LogCaptureFixture) -> None:
+    """Offline without the data, counting falls back to the estimate: one warning
+    (warnings and the cupellation logger) for the process, not one per transcript, and
+    nothing is fetched (the sockets are blocked)."""
+    with warnings.catch_warnings(record=True) as caught, caplog.at_level(
+            logging.WARNING, logger="cupellation.chat"):
+        warnings.simplefilter("always")
         first = chat_to_items([{"role": "user", "content": "hello"}])
         second = chat_to_items([{"role": "user", "content": "again"}])
     assert first[0].metadata[TOKENS_KEY] == second[0].metadata[TOKENS_KEY] == "estimate"
-    assert calls == ["o200k_base"]
-    assert len([r for r in caplog.records if "tiktoken" in r.getMessage()]) == 1
+    assert len([w for w in caught if issubclass(w.category, TokenEstimateWarning)]) == 1
+    assert len([r for r in caplog.records if "exact token counts" in r.getMessage()]) == 1
 
 
-def test_a_loadable_encoding_counts_with_tiktoken(monkeypatch: pytest.MonkeyPatch) -> None:
-    """When the encoding loads, tiktoken counts (special-token text included)."""
-    # A byte-level encoding built in memory: tiktoken's real encoder, no download.
-    encoding = tiktoken.Encoding(
-        name="bytes", pat_str=r"\S+|\s+",
-        mergeable_ranks={bytes([b]): b for b in range(256)},
-        special_tokens={"<|endoftext|>": 256},
-    )
-    monkeypatch.setattr(tiktoken, "get_encoding", lambda name: encoding)
-    items = chat_to_items([{"role": "user", "content": "héllo <|endoftext|>"}],
-                          tiktoken_encoding="bytes")
-    assert items[0].metadata[TOKENS_KEY] == "tiktoken:bytes"
-    assert items[0].tokens == len("héllo <|endoftext|>".encode())
+def test_an_encoding_without_offline_data_is_estimated_and_said(no_token_data: None) -> None:
+    """Only cl100k_base and o200k_base are counted offline; another name is estimated,
+    with the warning naming it."""
+    with pytest.warns(TokenEstimateWarning, match="p50k_base"):
+        items = chat_to_items([{"role": "user", "content": "hello"}],
+                              tiktoken_encoding="p50k_base")
+    assert items[0].metadata[TOKENS_KEY] == "estimate"
+
+
+def test_the_encoding_counts_exactly_from_the_installed_data() -> None:
+    """With the tokens extra installed (the dev extra has it), o200k_base counts
+    exactly, special-token text as plain text, and cl100k_base when asked."""
+    text = "héllo <|endoftext|>"
+    items = chat_to_items([{"role": "user", "content": text}])
+    assert items[0].metadata[TOKENS_KEY] == "tiktoken:o200k_base"
+    assert items[0].tokens == count_tokens(text, "o200k_base")
+    items = chat_to_items([{"role": "user", "content": text}], tiktoken_encoding="cl100k_base")
+    assert items[0].metadata[TOKENS_KEY] == "tiktoken:cl100k_base"
+    assert items[0].tokens == count_tokens(text, "cl100k_base")

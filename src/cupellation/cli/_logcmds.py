@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from .._model import ContextBudget
+from .._model import ContextBudget, ContextItem
 from .._report import ExcludedItem, IncludedItem, SelectionReport
 from ..events import RunStarted, content_digest
 from ..exceptions import CupelError
@@ -478,11 +478,14 @@ def _print_report(run_id: str, report: SelectionReport, run: LoggedRun | None,
     used = sum(entry.item.tokens for entry in report.included)
     console.print(f"Selected {len(report.included)} of {report.total_candidates} candidates: "
                   f"{used} of {report.total_tokens_considered} tokens considered")
+    counter = estimated_counter(report)
+    if counter is not None:
+        console.print(f"Token counts are estimates ({safe(counter)}), not exact counts")
     included = Table(title="Included, in placed order")
     for column in ("#", "score", "tokens", "kind", "reason", "content"):
         included.add_column(column, overflow="fold")
     for position, entry in enumerate(report.included):
-        included.add_row(str(position), f"{entry.score:.4f}", str(entry.item.tokens),
+        included.add_row(str(position), f"{entry.score:.4f}", _tokens_cell(entry.item),
                          safe(entry.item.kind.value, 20), safe(entry.reason.name),
                          safe(entry.item.content, 100))
     console.print(included)
@@ -490,7 +493,7 @@ def _print_report(run_id: str, report: SelectionReport, run: LoggedRun | None,
     for column in ("score", "tokens", "kind", "reason", "content"):
         excluded.add_column(column, overflow="fold")
     for left_out in report.excluded:
-        excluded.add_row(f"{left_out.score:.4f}", str(left_out.item.tokens),
+        excluded.add_row(f"{left_out.score:.4f}", _tokens_cell(left_out.item),
                          safe(left_out.item.kind.value, 20),
                          _reason_text(reason_to_dict(left_out.reason)),
                          safe(left_out.item.content, 100))
@@ -507,6 +510,13 @@ def _print_report(run_id: str, report: SelectionReport, run: LoggedRun | None,
         console.print("Incomplete:")
         for problem in report.incomplete:
             console.print(f"  - {safe(problem, 300)}")
+
+
+def _tokens_cell(item: ContextItem) -> str:
+    """The tokens, and the original size of an item trimmed before selection."""
+    if item.original_tokens is None or item.original_tokens == item.tokens:
+        return str(item.tokens)
+    return f"{item.tokens} (trimmed from {item.original_tokens:,})"
 
 
 # -- why --------------------------------------------------------------------------------
@@ -550,14 +560,25 @@ def _matches(run: LoggedRun, content: str | None, pattern: re.Pattern[str] | Non
         wanted.add(content)
         if capture == "hash":
             wanted.add(content_digest(content))
+    original = content_digest(content) if content is not None else None
     found: list[IncludedItem | ExcludedItem] = []
     entries: list[IncludedItem | ExcludedItem] = [*run.report.included, *run.report.excluded]
     for entry in entries:
         text = entry.item.content
         if (content is not None and text in wanted) or (
-                pattern is not None and pattern.search(text)):
+                pattern is not None and pattern.search(text)) or (
+                original is not None and original in _trimmed_digests(entry.item)):
             found.append(entry)
     return found
+
+
+def _trimmed_digests(item: ContextItem) -> list[str]:
+    """The digests of the originals an item was trimmed from (its ``trimmed`` record)."""
+    record = item.metadata.get("trimmed")
+    if not isinstance(record, tuple | list):
+        return []
+    return [entry.get("original_digest") for entry in record
+            if hasattr(entry, "get") and isinstance(entry.get("original_digest"), str)]
 
 
 class _Why:
@@ -570,9 +591,11 @@ class _Why:
             description="For every run that considered a matching item: whether it was "
                         "included and, if not, its reason with data and what beat it (the "
                         "higher-scored items that took the budget, the pinned item that "
-                        "displaced it, or the copy that was kept). --content matches the "
-                        "whole content (also its sha256 digest in runs logged with hash "
-                        "capture); --match searches it with a regular expression.",
+                        "displaced it, or the copy that was kept), and whether it was "
+                        "trimmed before selection ('trimmed from 1,450 to 800 tokens'). "
+                        "--content matches the whole content (also its sha256 digest in "
+                        "runs logged with hash capture, and the original of a trimmed "
+                        "item); --match searches it with a regular expression.",
             epilog=EXIT_CODES_HELP)
         add_log_arguments(parser)
         group = parser.add_mutually_exclusive_group(required=True)
@@ -619,6 +642,11 @@ def _answer(run: LoggedRun, entry: IncludedItem | ExcludedItem) -> dict[str, Any
         "included": isinstance(entry, IncludedItem), "reason": reason_to_dict(entry.reason),
         "run_complete": run.is_complete,
     }
+    if entry.item.original_tokens is not None:
+        answer["original_tokens"] = entry.item.original_tokens
+    counter = estimated_counter(run.report)
+    if counter is not None:
+        answer["token_estimates"] = counter
     if isinstance(entry, IncludedItem):
         answer["position"] = run.report.included.index(entry)
     else:
@@ -626,12 +654,31 @@ def _answer(run: LoggedRun, entry: IncludedItem | ExcludedItem) -> dict[str, Any
     return answer
 
 
+def trimmed_note(tokens: int, original: int | None) -> str:
+    """``trimmed from 1,450 to 800 tokens`` for an item trimmed before selection."""
+    if original is None or original == tokens:
+        return ""
+    return f"trimmed from {original:,} to {tokens:,} tokens"
+
+
+def estimated_counter(report: SelectionReport) -> str | None:
+    """The estimating counter a run's items name (metadata ``chat.tokens``, such as
+    ``estimate:chars/4``), or None when its counts are not known to be estimates."""
+    items = [entry.item for entry in report.included] + [entry.item for entry in report.excluded]
+    for item in items:
+        counter = item.metadata.get("chat.tokens")
+        if isinstance(counter, str) and counter.startswith("estimate"):
+            return counter
+    return None
+
+
 def _print_why(answers: list[dict[str, Any]], stats: ReadStats) -> None:
     console = _console()
     for answer in answers:
         where = f"run {safe(answer['run_id'])} (started {answer['started_at'] or '-'})"
-        item = (f"{safe(answer['content'], 80)!s} [{answer['tokens']} tokens, score "
-                f"{answer['score']:.4f}]")
+        trimmed = trimmed_note(answer["tokens"], answer.get("original_tokens"))
+        item = (f"{safe(answer['content'], 80)!s} [{answer['tokens']} tokens"
+                f"{', ' + trimmed if trimmed else ''}, score {answer['score']:.4f}]")
         if answer["included"]:
             console.print(f"{where}: INCLUDED at position {answer['position']} as "
                           f"{answer['reason']['reason']}: {item}")
@@ -651,6 +698,9 @@ def _print_why(answers: list[dict[str, Any]], stats: ReadStats) -> None:
                               f"{safe(str(other['content']), 70)}")
         if not answer["run_complete"]:
             console.print("    (this run's record is incomplete: see 'cupellation report')")
+        if answer.get("token_estimates"):
+            console.print(f"    (token counts in this run are estimates: "
+                          f"{safe(answer['token_estimates'])})")
     for line in stats_lines(stats):
         console.print(line)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -16,6 +17,7 @@ from typing import Literal
 from .._collectors import DiagnosticTraceCollector, FanOutCollector, TraceDetailLevel
 from .._model import ContextBudget, ContextItem
 from .._report import SelectionReport
+from ..chat import TokenEstimateWarning
 from ..events import PipelineEvent, StageCompleted, event_to_json
 from ..exceptions import BudgetOverflowError, CupelError, TableTooLargeError
 from ..html import render_html
@@ -390,7 +392,11 @@ def run(args: argparse.Namespace, /) -> int:
     mode: Literal["auto", "items", "chat"] = (
         "chat" if args.chat else "items" if args.force_items else "auto")
     chat_options = {"format": args.chat_format, "use_tiktoken": not args.estimate_tokens}
-    loaded = parse_candidates(text, source, mode=mode, chat_options=chat_options)
+    with warnings.catch_warnings():
+        # A fallback to estimated counts is said once on the cupellation logger, which
+        # the command prints as one line; Python's own two-line warning would repeat it.
+        warnings.simplefilter("ignore", TokenEstimateWarning)
+        loaded = parse_candidates(text, source, mode=mode, chat_options=chat_options)
     outcome = _execute(policy, budget, loaded.items, args, None)
     report = outcome.report
 

@@ -1,4 +1,6 @@
-"""Chat transcripts as context items: OpenAI-style and Anthropic-style message lists.
+"""Chat transcripts as context items, one item per text and per tool call or result:
+OpenAI-style and Anthropic-style message lists parsed from JSON (what ``cupellation
+select --chat`` reads).
 
     from cupellation.chat import chat_to_items, load_chat
 
@@ -60,13 +62,14 @@ selection in slicer order, order is also kept in timestamps, so that
 Messages may also carry ``"priority"`` (an integer) and ``"tags"`` (strings).
 
 **Tokens.** ``token_counter(text) -> int`` counts when given (``chat.tokens``:
-``"counter"``). Otherwise ``tiktoken`` is used when it is installed *and* its
-encoding (``tiktoken_encoding``, default ``o200k_base``) can be loaded
-(``"tiktoken:o200k_base"``): tiktoken downloads encodings on first use, so
-offline without a cached copy it falls back, logging one warning. The fallback
-is the estimate ``ceil(characters / 4)`` (at least 1), marked
-``chat.tokens = "estimate"``: a rough average for English text with BPE
-tokenizers, not a count.
+``"counter"``). Otherwise, with ``use_tiktoken`` (the default), ``tiktoken_encoding``
+(``o200k_base`` or ``cl100k_base``) counts exactly from local data, never fetched
+(``"tiktoken:o200k_base"``; see :mod:`cupellation.chat`: the ``tokens`` extra
+installs the data). When it cannot, the count falls back to the estimate
+``ceil(characters / 4)`` (at least 1), marked ``chat.tokens = "estimate"``, and
+says so once per process (a :class:`~cupellation.chat.TokenEstimateWarning` and
+the ``cupellation.chat`` logger). ``use_tiktoken=False`` asks for the estimate.
+Content only: these items carry no per-message overheads.
 
 Bad input raises :class:`~cupellation.exceptions.DecodeError` naming the
 message and field (``messages[3].tool_calls[0].function.name``), the value,
@@ -75,11 +78,8 @@ and for JSON Lines files the line.
 
 from __future__ import annotations
 
-import functools
-import importlib
 import json
 import logging
-import math
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -87,8 +87,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
-from ._model import ContextItem, ContextKind, ContextSource, parse_timestamp
-from .exceptions import DecodeError, InvalidTypeError, InvalidValueError
+from .._model import ContextItem, ContextKind, ContextSource, parse_timestamp
+from ..exceptions import ConfigurationError, DecodeError, InvalidTypeError, InvalidValueError
+from ._tokens import OFFLINE_ENCODINGS, estimate_tokens, resolve_counter, warn_estimate
 
 __all__ = [
     "MESSAGE_INDEX_KEY",
@@ -99,7 +100,6 @@ __all__ = [
     "TokenCounter",
     "chat_to_items",
     "detect_chat_format",
-    "estimate_tokens",
     "load_chat",
 ]
 
@@ -146,37 +146,6 @@ _ANTHROPIC_BLOCK_TYPES = frozenset({"tool_use", "tool_result", "thinking",
 _MICROSECOND = timedelta(microseconds=1)
 
 
-def estimate_tokens(text: str) -> int:
-    """``ceil(len(text) / 4)``, at least 1: the documented estimate used when
-    no counter is given and tiktoken is unavailable."""
-    return max(1, math.ceil(len(text) / 4))
-
-
-@functools.lru_cache(maxsize=8)
-def _tiktoken_counter(encoding: str) -> TokenCounter | None:
-    """tiktoken's counter for ``encoding``, or ``None`` when it cannot be had.
-
-    Looked up once per encoding and process: offline, loading an encoding that
-    is not cached fails (tiktoken downloads it), and trying again per call
-    would be slow for nothing.
-    """
-    try:
-        tiktoken = importlib.import_module("tiktoken")
-    except ImportError:
-        return None
-    try:
-        encoder = tiktoken.get_encoding(encoding)
-    except Exception as exc:  # network, cache or name errors all mean "not available"
-        _LOG.warning("tiktoken encoding %r is unavailable (%s: %s); token counts are "
-                     "estimated as ceil(characters / 4)", encoding, type(exc).__name__, exc)
-        return None
-
-    def count(text: str) -> int:
-        return len(encoder.encode(text, disallowed_special=()))
-
-    return count
-
-
 def _resolve_counter(counter: TokenCounter | None, use_tiktoken: bool,
                      encoding: str) -> tuple[TokenCounter, str]:
     if counter is not None:
@@ -184,9 +153,14 @@ def _resolve_counter(counter: TokenCounter | None, use_tiktoken: bool,
             raise InvalidTypeError("token_counter", counter, "a callable text -> int, or None")
         return counter, "counter"
     if use_tiktoken:
-        found = _tiktoken_counter(encoding)
-        if found is not None:
-            return found, f"tiktoken:{encoding}"
+        if encoding not in OFFLINE_ENCODINGS:
+            warn_estimate(f"{encoding!r} has no offline data (only "
+                          f"{', '.join(OFFLINE_ENCODINGS)} do)")
+            return estimate_tokens, "estimate"
+        try:
+            return resolve_counter(encoding), f"tiktoken:{encoding}"
+        except ConfigurationError as exc:
+            warn_estimate(exc.problem.partition("; install")[0])
     return estimate_tokens, "estimate"
 
 

@@ -1,0 +1,231 @@
+"""select_messages' options and promises beyond the rules: budgets and policies, the
+collector, shapes in and out, input that breaks a rule, Anthropic thinking, and the
+per-conversation cache of a growing agent loop."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from cupellation import (
+    ContextBudget,
+    DiagnosticTraceCollector,
+    KindScorer,
+    Pipeline,
+    TraceDetailLevel,
+    UShapedPlacer,
+    select_messages,
+)
+from cupellation.chat import (
+    clear_message_cache,
+    ordering_problems,
+    select_messages_with_report,
+)
+from cupellation.exceptions import ConfigurationError, DecodeError, InvalidValueError
+from cupellation.policy import get_preset
+
+NOW = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
+
+
+def _chat(turns: int) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "You are terse."}]
+    for turn in range(turns):
+        messages.append({"role": "user", "content": f"question {turn} " + "word " * 20})
+        messages.append({"role": "assistant", "content": f"answer {turn} " + "word " * 20})
+    return messages
+
+
+def _exchange(number: int) -> list[dict[str, Any]]:
+    return [{"role": "assistant", "content": None, "tool_calls": [
+                {"id": f"c{number}", "type": "function",
+                 "function": {"name": "f", "arguments": f'{{"n": {number}}}'}}]},
+            {"role": "tool", "tool_call_id": f"c{number}", "content": f"result {number}"}]
+
+
+def test_the_budget_comes_from_max_tokens_budget_or_the_policy() -> None:
+    """max_tokens (target defaults to it), a ContextBudget, or the policy's own budget;
+    giving both, or none, is a ConfigurationError naming the setting."""
+    messages = _chat(6)
+    small = select_messages_with_report(messages, max_tokens=120, now=NOW)
+    assert 0 < small.tokens <= 120
+    same = select_messages_with_report(messages, budget=ContextBudget(120, 120), now=NOW)
+    assert same.kept == small.kept
+    tighter = select_messages_with_report(messages, max_tokens=200, target_tokens=60, now=NOW)
+    assert tighter.tokens <= 60
+    policy = get_preset("chat").with_budget(ContextBudget(120, 120))
+    assert select_messages_with_report(messages, policy=policy, now=NOW).kept == small.kept
+    with pytest.raises(ConfigurationError, match="budget"):
+        select_messages(messages, max_tokens=10, budget=ContextBudget(10, 10))
+    with pytest.raises(ConfigurationError, match="max_tokens"):
+        select_messages(messages)
+
+
+def test_units_are_placed_in_conversation_order_whatever_the_placer() -> None:
+    """A pipeline placing U-shaped still returns (and reports) the conversation's
+    order; it is not deduplicated either: two equal messages are both kept."""
+    messages = [{"role": "user", "content": "yes"}, {"role": "assistant", "content": "ok"},
+                {"role": "user", "content": "yes"}]
+    pipeline = Pipeline(scorer=KindScorer(), placer=UShapedPlacer())
+    selection = select_messages_with_report(messages, policy=pipeline, max_tokens=1000,
+                                            now=NOW)
+    assert selection.messages == messages
+    assert all(a is b for a, b in zip(selection.messages, messages, strict=True))
+    assert [e.item.metadata["chat.message_index"] for e in selection.report.included] == [0, 1, 2]
+
+
+def test_the_collector_receives_the_run() -> None:
+    """A collector gets the run's events, like Pipeline.run's; its report names the
+    units."""
+    collector = DiagnosticTraceCollector(TraceDetailLevel.FULL)
+    select_messages(_chat(2), max_tokens=1000, collector=collector, now=NOW)
+    report = collector.build_report()
+    assert report.total_candidates == 5
+    assert report.included[0].item.content == "system: You are terse."
+
+
+def test_shapes_in_are_shapes_out() -> None:
+    """A tuple gives a tuple; a mapping gives a copy of it with its list replaced
+    (Responses' 'input' too), every other key kept."""
+    messages = tuple(_chat(1))
+    assert isinstance(select_messages(messages, max_tokens=1000), tuple)
+    body = {"model": "gpt-x", "input": [{"role": "user", "content": "hi"}], "store": False}
+    out = select_messages(body, max_tokens=1000)
+    assert out == body
+    assert out is not body
+
+
+def test_a_list_that_breaks_a_rule_is_refused_naming_the_message() -> None:
+    """Orphaned results, unanswered calls, an Anthropic list starting with the
+    assistant: a DecodeError naming the message and field, and the provider's words;
+    ordering_problems lists the same without raising."""
+    orphan = [{"role": "user", "content": "hi"},
+              {"role": "tool", "tool_call_id": "c9", "content": "x"}]
+    with pytest.raises(DecodeError, match=r"messages\[1\]\.tool_call_id.*preceeding"):
+        select_messages(orphan, max_tokens=100)
+    unanswered = [{"role": "user", "content": "hi"}, _exchange(1)[0]]
+    with pytest.raises(DecodeError, match=r"messages\[1\]\.tool_calls.*c1"):
+        select_messages(unanswered, max_tokens=100)
+    first = [{"role": "assistant", "content": "hello"}, {"role": "user", "content": "hi"}]
+    with pytest.raises(DecodeError, match="first message must use"):
+        select_messages(first, format="anthropic", max_tokens=100)
+    assert len(ordering_problems(orphan)) == 1
+    assert ordering_problems(_chat(2)) == []
+
+
+def test_formats_that_mix_or_do_not_fit_are_refused() -> None:
+    """A list mixing OpenAI and Anthropic features names both; a system prompt passed
+    apart is Anthropic's only; an unknown format name is refused."""
+    mixed = [{"role": "tool", "tool_call_id": "c", "content": "x"},
+             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t"}]}]
+    with pytest.raises(DecodeError, match=r"messages\[0\] has role 'tool'.*tool_result"):
+        select_messages(mixed, max_tokens=100)
+    with pytest.raises(DecodeError, match="only in the Anthropic format"):
+        select_messages(_chat(1), system="x", format="openai", max_tokens=100)
+    with pytest.raises(InvalidValueError, match="format"):
+        select_messages(_chat(1), format="gemini", max_tokens=100)  # type: ignore[arg-type]
+
+
+def _thinking_loop() -> list[dict[str, Any]]:
+    """Two Anthropic turns with thinking; the second still in its tool loop."""
+    return [
+        {"role": "user", "content": "first task " + "word " * 30},
+        {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "plan one", "signature": "s1"},
+            {"type": "tool_use", "id": "t1", "name": "f", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                      "content": "big " * 300}]},
+        {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "done", "signature": "s2"},
+            {"type": "text", "text": "first done"}]},
+        {"role": "user", "content": "second task"},
+        {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "plan two", "signature": "s3"},
+            {"type": "tool_use", "id": "t2", "name": "f", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t2",
+                                      "content": "small"}]},
+        {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "again", "signature": "s4"},
+            {"type": "tool_use", "id": "t3", "name": "f", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t3",
+                                      "content": "small too"}]},
+    ]
+
+
+def test_the_start_of_the_trailing_thinking_turn_is_pinned_and_sent_unchanged() -> None:
+    """The last turn of an Anthropic tool loop with thinking starts with one pinned unit
+    (its user message, the first assistant message with its thinking block, and that
+    message's results), so the turn always starts with its thinking block; its later
+    exchanges are units of their own and may be left out; thinking is sent unchanged."""
+    messages = _thinking_loop()
+    selection = select_messages_with_report(messages, system="terse", max_tokens=200,
+                                            now=NOW)
+    assert selection.kept == (0, 3, 4, 5, 6, 7, 8)
+    units = {(e.item.metadata["chat.message_index"], e.item.metadata["chat.message_count"]):
+             e.item.pinned for e in selection.report.included
+             if "chat.message_index" in e.item.metadata}
+    assert units[(4, 3)] is True
+    assert units[(7, 2)] is False
+    assert all(a is messages[k] for a, k in zip(selection.messages, selection.kept, strict=True))
+    assert selection.thinking_stripped == ()
+    tight = select_messages_with_report(messages, system="terse", max_tokens=80, now=NOW)
+    assert {0, 4, 5, 6} <= set(tight.kept)  # the start stays ...
+    assert {7, 8}.isdisjoint(tight.kept)  # ... and the later exchange is left out
+
+
+def test_strip_after_change_removes_thinking_after_the_first_dropped_message() -> None:
+    """anthropic_thinking='strip_after_change': kept assistant messages after the first
+    message left out are sent as copies without their thinking blocks (for models whose
+    thinking is bound to everything before it); earlier ones, and the originals, are
+    untouched."""
+    messages = _thinking_loop()
+    selection = select_messages_with_report(messages, system="terse", max_tokens=200,
+                                            anthropic_thinking="strip_after_change", now=NOW)
+    assert selection.dropped == (1, 2)
+    assert selection.thinking_stripped == (3, 5, 7)
+    for index, sent in zip(selection.kept, selection.messages, strict=True):
+        types = [block["type"] for block in sent["content"]] if isinstance(
+            sent["content"], list) else []
+        if index in selection.thinking_stripped:
+            assert "thinking" not in types
+            assert messages[index]["content"][0]["type"] == "thinking"
+        else:
+            assert sent is messages[index]
+    with pytest.raises(InvalidValueError, match="anthropic_thinking"):
+        select_messages(messages, system="x", max_tokens=10,
+                        anthropic_thinking="drop")  # type: ignore[arg-type]
+
+
+def test_a_growing_list_reuses_what_was_read() -> None:
+    """Calling again with messages appended reuses the earlier units' items (the same
+    objects, the regrouped last unit too, being unchanged), stamps new units after
+    them, and answers as a fresh read would."""
+    messages = _chat(3)
+    first = select_messages_with_report(messages, max_tokens=5000, now=NOW)
+    grown = [*messages, *_exchange(1), {"role": "user", "content": "more"}]
+    later = NOW + timedelta(minutes=5)
+    second = select_messages_with_report(grown, max_tokens=5000, now=later)
+    old = {id(e.item) for e in first.report.included}
+    reused = [e.item for e in second.report.included if id(e.item) in old]
+    assert len(reused) == len(first.report.included)
+    stamps = [e.item.timestamp for e in second.report.included if e.item.timestamp]
+    assert len(stamps) == len(second.report.included)
+    assert stamps == sorted(stamps)
+    assert stamps[-1] == later
+    clear_message_cache()
+    fresh = select_messages_with_report(grown, max_tokens=5000, now=later)
+    assert fresh.kept == second.kept
+    assert [e.item.content for e in fresh.report.included] == [
+        e.item.content for e in second.report.included]
+
+
+def test_a_list_that_diverges_is_read_from_where_it_differs() -> None:
+    """A list sharing only a prefix with a remembered one (an edited history) is read
+    correctly: the new messages count, the old ones are not sent."""
+    messages = _chat(3)
+    select_messages(messages, max_tokens=5000, now=NOW)
+    edited = [*messages[:3], {"role": "user", "content": "something else"}]
+    out = select_messages(edited, max_tokens=5000, now=NOW)
+    assert out == edited
+    assert out[3] is edited[3]
