@@ -29,7 +29,7 @@ messages: list[dict[str, Any]] = [
 ]
 for turn, (first, second) in enumerate([("invoice", "payments"), ("plan", "usage"),
                                         ("refunds", "audit_log")]):
-    calls = [{"id": f"call_{turn}_{k}", "type": "function",
+    calls: list[dict[str, Any]] = [{"id": f"call_{turn}_{k}", "type": "function",
               "function": {"name": f"get_{name}", "arguments": json.dumps({"month": "10"})}}
              for k, name in enumerate((first, second))]
     messages.append({"role": "assistant", "content": None, "tool_calls": calls})
