@@ -10,12 +10,17 @@ Logs are written by ``AuditLog`` from real pipeline runs of 1,000 candidates
   offered again each turn; the reader shares items decoded from the same bytes);
 - **unique**: every run has its own 1,000 items (the reader's worst case).
 
-Throughput is events per second of ``list(read_runs(path))``, the median of
-``--repeats`` reads, the two files read round-robin. Memory is the tracemalloc
-peak of reading a log and of one ten times longer. The audit-log cost is the
-median of per-pair ratios of interleaved runs with an ``AuditLog`` against runs
-with no collector (and, for reference, with a do-nothing Full-level collector:
-the cost of the pipeline building its item events at all).
+Throughput is events per second of ``list(read_runs(path))`` — every run's
+digest checked, every report built (the items inside the reports are built when
+read, and nothing reads them here) — the median of ``--repeats`` reads, the two
+files read round-robin; beside it, the floor: ``msgspec`` decoding each line
+into its typed record and nothing else. Memory is the tracemalloc peak of
+reading a log and of one ten times longer. The audit-log cost is the median of
+per-pair ratios of interleaved runs with an ``AuditLog`` against runs with no
+collector (and, for reference, with a do-nothing Full-level collector: the cost
+of the pipeline building its item events at all); the digest's own cost is the
+median of per-pair ratios of runs into an ``AuditLog`` against runs into one
+whose digest does nothing.
 """
 
 from __future__ import annotations
@@ -48,7 +53,8 @@ from _harness import (  # noqa: E402
 from cupellation import (  # noqa: E402
     TraceDetailLevel,
 )
-from cupellation.events import PipelineEvent  # noqa: E402
+from cupellation._events.records import RECORD_DECODER  # noqa: E402
+from cupellation.events import PipelineEvent, RunDigest  # noqa: E402
 from cupellation.logs import AuditLog, read_runs  # noqa: E402
 
 __all__ = ["main"]
@@ -89,37 +95,80 @@ class _Nop:
         """Does nothing."""
 
 
-def audit_overhead(directory: Path, pairs: int) -> dict[str, float]:
-    """Median per-pair ratios: AuditLog vs no collector, Full no-op vs no collector."""
-    pipeline = reference_pipeline()
-    items = make_items(ITEMS, SEED, pinned_index=ITEMS // 2)
-    budget = budget_for(items)
-    audit = AuditLog(directory / "overhead.jsonl")
-    nop = _Nop()
-    fns: dict[str, Callable[[], object]] = {
-        "none": lambda: pipeline.run(items, budget),
-        "audit": lambda: pipeline.run(items, budget, audit),
-        "nop": lambda: pipeline.run(items, budget, nop),
-    }
+def read_floor(path: Path) -> int:
+    """Decode each line into its typed record and nothing else (the floor of a read)."""
+    decode = RECORD_DECODER.decode
+    count = 0
+    with path.open("rb") as handle:
+        for line in handle:
+            try:  # noqa: SIM105 - contextlib.suppress costs more than the floor's own work
+                decode(line)
+            except ValueError:  # run_started and the like: not a typed record
+                pass
+            count += 1
+    return count
+
+
+def _hash_nothing(self: RunDigest, data: bytes) -> None:
+    """A RunDigest.update that hashes nothing (the digest-off runs of the audit-log cost)."""
+
+
+class _DigestOff(AuditLog):
+    """An AuditLog whose runs' digests cost nothing."""
+
+    def record(self, events: Sequence[PipelineEvent], /) -> None:
+        real = RunDigest.update
+        RunDigest.update = _hash_nothing  # type: ignore[method-assign]
+        try:
+            super().record(events)
+        finally:
+            RunDigest.update = real  # type: ignore[method-assign]
+
+
+def _paired(fns: dict[str, Callable[[], object]], pairs: int) -> dict[str, list[float]]:
+    """Run the functions round-robin ``pairs`` times (after a warm-up); times in ms."""
     for fn in fns.values():
         fn()
     times: dict[str, list[float]] = {name: [] for name in fns}
     order = list(fns)
     for k in range(pairs):
-        for name in order[k % 3:] + order[:k % 3]:
+        for name in order[k % len(order):] + order[:k % len(order)]:
             gc.collect()
             start = time.perf_counter()
             fns[name]()
             times[name].append((time.perf_counter() - start) * 1000.0)
+    return times
+
+
+def _ratio(times: dict[str, list[float]], over: str, under: str) -> float:
+    return statistics.median(a / b for a, b in zip(times[over], times[under], strict=True))
+
+
+def audit_overhead(directory: Path, pairs: int) -> dict[str, float]:
+    """Median per-pair ratios: AuditLog vs no collector, Full no-op vs no collector,
+    AuditLog vs AuditLog without its digest."""
+    pipeline = reference_pipeline()
+    items = make_items(ITEMS, SEED, pinned_index=ITEMS // 2)
+    budget = budget_for(items)
+    audit = AuditLog(directory / "overhead.jsonl")
+    plain = _DigestOff(directory / "plain.jsonl")
+    nop = _Nop()
+    times = _paired({
+        "none": lambda: pipeline.run(items, budget),
+        "audit": lambda: pipeline.run(items, budget, audit),
+        "nop": lambda: pipeline.run(items, budget, nop),
+        "no_digest": lambda: pipeline.run(items, budget, plain),
+    }, pairs)
     audit.close()
+    plain.close()
     return {
         "none_ms": statistics.median(times["none"]),
         "audit_ms": statistics.median(times["audit"]),
         "nop_full_ms": statistics.median(times["nop"]),
-        "audit_ratio": statistics.median(a / n for a, n in zip(times["audit"], times["none"],
-                                                               strict=True)),
-        "nop_full_ratio": statistics.median(a / n for a, n in zip(times["nop"], times["none"],
-                                                                  strict=True)),
+        "audit_no_digest_ms": statistics.median(times["no_digest"]),
+        "audit_ratio": _ratio(times, "audit", "none"),
+        "nop_full_ratio": _ratio(times, "nop", "none"),
+        "digest_ratio": _ratio(times, "audit", "no_digest"),
     }
 
 
@@ -148,20 +197,27 @@ def main(argv: Sequence[str] | None = None) -> int:
             count = write_log(path, events, unique=kind == "unique")
             files[kind] = (path, count, path.stat().st_size)
         times: dict[str, list[float]] = {kind: [] for kind in files}
+        floors: dict[str, list[float]] = {kind: [] for kind in files}
         for _ in range(repeats):
             for kind, (path, count, _size) in files.items():
                 gc.collect()
                 start = time.perf_counter()
                 assert _read(path) == count
                 times[kind].append(time.perf_counter() - start)
+                start = time.perf_counter()
+                read_floor(path)
+                floors[kind].append(time.perf_counter() - start)
         rows = []
         for kind, (_path, count, size) in files.items():
             median = statistics.median(times[kind])
+            floor = statistics.median(floors[kind])
             results[f"read_{kind}"] = {"events": count, "bytes": size, "seconds": times[kind],
-                                       "median_s": median, "events_per_s": count / median}
+                                       "median_s": median, "events_per_s": count / median,
+                                       "floor_lines_per_s": count / floor}
             rows.append([kind, str(count), f"{size / 2**20:.0f}",
-                         f"{median:.2f}", f"{count / median:,.0f}"])
-        print(format_columns(["log", "events", "MiB", "median s", "events/s"], rows))
+                         f"{median:.2f}", f"{count / median:,.0f}", f"{count / floor:,.0f}"])
+        print(format_columns(["log", "events", "MiB", "median s", "events/s",
+                              "floor lines/s"], rows))
 
         log("memory: a log and one ten times longer...")
         small = directory / "small.jsonl"
@@ -186,7 +242,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             ["Full no-op collector", f"{overhead['nop_full_ms']:.3f}",
              f"{overhead['nop_full_ratio']:.2f}"],
             ["AuditLog (Full)", f"{overhead['audit_ms']:.3f}", f"{overhead['audit_ratio']:.2f}"],
+            ["AuditLog (Full), digest off", f"{overhead['audit_no_digest_ms']:.3f}", ""],
         ]))
+        print(f"the digest: AuditLog / AuditLog without it = {overhead['digest_ratio']:.3f}")
     targets = [
         Target("rebuild recurring log: seconds per 200k events", "s",
                1.0, 200_000 / results["read_recurring"]["events_per_s"]),
@@ -195,6 +253,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         Target("peak memory 10x log / 1x log", "x", 1.5,
                peaks["large"] / max(peaks["small"], 1)),
         Target("AuditLog run / untraced run (1,000 items)", "x", 1.5, overhead["audit_ratio"]),
+        Target("the digest: AuditLog run / without its digest", "x", 1.05,
+               overhead["digest_ratio"]),
     ]
     print()
     print(format_targets(targets))

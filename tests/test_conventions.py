@@ -56,9 +56,10 @@ def test_library_code_never_configures_global_telemetry_or_logging() -> None:
 
 
 def test_the_top_level_stays_small_and_the_spine_modules_are_public() -> None:
-    """About 35 names at the top level; events and reasons have public modules whose
-    JSON helpers take and give text."""
-    assert len(cupellation.__all__) <= 40
+    """About 40 names at the top level (the pipeline's parts, the agent builder's
+    select_messages and RunInfo); events and reasons have public modules whose JSON
+    helpers take and give text."""
+    assert len(cupellation.__all__) <= 42
     for name in ("Pipeline", "ContextItem", "ContextBudget", "DiagnosticTraceCollector",
                  "TraceDetailLevel", "FanOutCollector", "build_report", "ReportBuilder"):
         assert name in cupellation.__all__
@@ -174,3 +175,134 @@ def test_no_test_touches_the_real_device_files_or_mounts() -> None:
                "mounts = _mounts(service)": False,
                'Path("/dev/stdin")': False}
     assert {line: bool(_REAL_SPECIAL_FILES.search(line)) for line in flagged} == flagged
+
+
+# -- the direction of the layers (DESIGN-12, design.md "The direction of the layers") --
+
+_SRC = ROOT / "src"
+_EXPORTERS = ROOT / "exporters" / "src"
+#: Each layer, top (imported by everything below) to bottom, by the first part of the
+#: module's name under ``cupellation`` (``otel`` covers ``cupellation.otel._names``).
+#: A module may import from its own layer and the layers above it, never below.
+_LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
+    ("model", frozenset({"_model", "_datamodel", "reasons", "exceptions", "_version", "files"})),
+    ("events", frozenset({"events", "_events"})),
+    ("report", frozenset({"_report", "_reporting"})),
+    ("collectors", frozenset({"_collectors"})),
+    ("strategies", frozenset({"_tables", "scoring", "slicing", "placing"})),
+    ("registry", frozenset({"_registry"})),
+    ("pipeline", frozenset({"_pipeline", "_attribution"})),
+    ("projections", frozenset({"otel", "logs"})),
+    ("built", frozenset({"policy", "conformance", "chat", "analytics"})),
+    ("faces", frozenset({"cli", "_html", "html", "testing", "__init__",
+                         "cupellation_entry_point"})),
+    ("exporters", frozenset({"cupellation_exporters"})),
+)
+#: Known violations in files the strategies branch is rewriting (issue 12's other
+#: half); the lead removes each entry when that branch lands. Entries are
+#: "importer -> imported name".
+_KNOWN_VIOLATIONS: frozenset[str] = frozenset({
+    # The CLI's export command imports the exporters package; issue 12 makes the
+    # command the exporters' own (an entry point), on the CLI branch.
+    "cupellation.cli._export -> cupellation_exporters",
+})
+
+
+def _module_name(path: Path) -> str:
+    base = _EXPORTERS if _EXPORTERS in path.parents else _SRC
+    parts = list(path.relative_to(base).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1] + (["__init__"] if len(parts) == 2 else [])
+    return ".".join(parts)
+
+
+def _layer(module: str) -> int:
+    parts = module.split(".")
+    unit = parts[0] if parts[0] != "cupellation" else (parts[1] if len(parts) > 1 else "__init__")
+    for index, (_, units) in enumerate(_LAYERS):
+        if unit in units:
+            return index
+    raise AssertionError(f"{module} is in no layer: add it to _LAYERS")
+
+
+def _is_module(name: str) -> bool:
+    relative = Path(*name.split("."))
+    return any((base / relative).with_suffix(".py").exists() or (base / relative).is_dir()
+               for base in (_SRC, _EXPORTERS))
+
+
+def _imports(path: Path) -> list[tuple[str, str | None]]:
+    """(module imported, name imported from it or None) for every import of a file."""
+    return _imports_of(path.read_text(encoding="utf-8"), _module_name(path),
+                       path.name == "__init__.py")
+
+
+def _imports_of(source: str, module: str, is_package: bool) -> list[tuple[str, str | None]]:
+    """The imports of ``source`` (module ``module``), relative ones resolved."""
+    package = module.split(".") if is_package else module.split(".")[:-1]
+    if package and package[-1] == "__init__":
+        package = package[:-1]
+    found: list[tuple[str, str | None]] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.extend((alias.name, None) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = (node.module or "") if not node.level else ".".join(
+                package[:len(package) - node.level + 1] + ([node.module] if node.module else []))
+            found.extend((base, alias.name) for alias in node.names)
+    return found
+
+
+def _ours(name: str) -> bool:
+    return name.split(".", maxsplit=1)[0] in ("cupellation", "cupellation_exporters")
+
+
+def test_imports_follow_the_layers_and_no_private_name_crosses_a_module() -> None:
+    """Parsing every module of src/cupellation and exporters/src: each imports only
+    from its own layer or the layers above it (so no cycle between layers can
+    exist), no two top-level units import each other, and no module imports
+    another module's private name (a private module's public names are fine)."""
+    upward: list[str] = []
+    private: list[str] = []
+    units: dict[str, set[str]] = {}
+    files = sorted(_SRC.rglob("*.py")) + sorted(_EXPORTERS.rglob("*.py"))
+    for path in files:
+        importer = _module_name(path)
+        for imported, name in _imports(path):
+            if not _ours(imported):
+                continue
+            target = f"{imported}.{name}" if name and _is_module(f"{imported}.{name}") else imported
+            if _layer(target) > _layer(importer) and (
+                    f"{importer} -> {target}" not in _KNOWN_VIOLATIONS):
+                upward.append(f"{importer} -> {target}")
+            if (name is not None and name.startswith("_") and not name.startswith("__")
+                    and not _is_module(target)):
+                entry = f"{importer} -> {imported}.{name}"
+                if entry not in _KNOWN_VIOLATIONS:
+                    private.append(entry)
+            units.setdefault(importer.split(".")[1] if importer.startswith("cupellation.")
+                             else importer.split(".")[0], set()).add(
+                target.split(".")[1] if target.startswith("cupellation.") and "." in target
+                else target.split(".")[0])
+    assert upward == []
+    assert private == []
+    cycles = sorted(f"{a} <-> {b}" for a, targets in units.items() for b in targets
+                    if a < b and a in units.get(b, set()))
+    assert cycles == []
+
+
+def test_the_layer_checker_sees_what_it_must() -> None:
+    """The import checker itself: relative imports resolve (also from a function body),
+    a lower layer and a private name are told apart from a private module's public
+    names."""
+    source = ("from ..events import RunStarted\nfrom .._events.flat import flat_keys\n"
+              "from . import _decode\ndef f():\n    from ..otel._names import _SHARED\n")
+    found = _imports_of(source, "cupellation.logs._reader", is_package=False)
+    assert found == [("cupellation.events", "RunStarted"), ("cupellation._events.flat",
+                                                              "flat_keys"),
+                     ("cupellation.logs", "_decode"), ("cupellation.otel._names", "_SHARED")]
+    assert _layer("cupellation.otel._names") > _layer("cupellation.events")
+    assert _layer("cupellation._events.flat") == _layer("cupellation.events")
+    assert _layer("cupellation._reporting.fold") < _layer("cupellation._pipeline")
+    assert _is_module("cupellation.logs._decode")
+    assert not _is_module("cupellation.otel._names._SHARED")

@@ -29,7 +29,9 @@ from ._collectors import (
 from ._model import ContextBudget, ContextItem, ContextKind, ContextSource, OverflowStrategy
 from ._pipeline import Pipeline
 from ._report import ReportBuilder, SelectionReport, build_report
+from ._version import __version__
 from .chat import select_messages
+from .events import RunInfo
 from .exceptions import CupelError
 from .placing import ChronologicalPlacer, UShapedPlacer
 from .scoring import (
@@ -53,8 +55,6 @@ from .slicing import (
     KnapsackSlice,
     QuotaSlice,
 )
-
-__version__ = "0.2.0"
 
 # A library never configures logging; it only makes sure its logger is quiet
 # until the application does.
@@ -94,6 +94,7 @@ __all__ = [
     "RecencyScorer",
     "ReflexiveScorer",
     "ReportBuilder",
+    "RunInfo",
     "ScaledScorer",
     "SelectionReport",
     "TagScorer",

@@ -16,16 +16,15 @@ Every call into a collector is guarded by the pipeline; see
 
 from __future__ import annotations
 
-import enum
 import logging
 from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
 import msgspec
 
-from ._report import ReportBuilder, SelectionReport
-from .events import ItemEventBatch, PipelineEvent, RunStarted
-from .exceptions import InvalidTypeError, InvalidValueError
+from ._report import SelectionReport, build_report
+from .events import ItemEventBatch, PipelineEvent, RunStarted, TraceDetailLevel
+from .exceptions import InvalidTypeError
 
 __all__ = [
     "NULL_COLLECTOR",
@@ -45,50 +44,6 @@ _logger = logging.getLogger("cupellation")
 EventObserver = Callable[[PipelineEvent], object]
 
 
-class TraceDetailLevel(enum.IntEnum):
-    """How much a collector records, matching the OpenTelemetry chapter's tiers.
-
-    ``STAGE_ONLY`` (run and stage events), ``STAGE_AND_EXCLUSIONS`` (those plus
-    one event per excluded candidate) and ``FULL`` (plus one per included
-    candidate: everything). ``STAGE`` and ``ITEM`` are the names of the first
-    and last level from before the middle tier existed.
-    """
-
-    STAGE_ONLY = 0
-    STAGE_AND_EXCLUSIONS = 1
-    FULL = 2
-    STAGE = 0
-    ITEM = 2
-
-    @property
-    def tier(self) -> str:
-        """The tier's name in the OpenTelemetry chapter (``"StageAndExclusions"``)."""
-        return _TIERS[self]
-
-    @classmethod
-    def parse(cls, value: TraceDetailLevel | str | int) -> TraceDetailLevel:
-        """A member, its value, its name, or the chapter's tier name (any case)."""
-        if isinstance(value, bool):
-            raise InvalidValueError("detail_level", value, "must be a TraceDetailLevel")
-        if isinstance(value, int):
-            try:
-                return cls(value)
-            except ValueError:
-                pass
-        elif isinstance(value, str):
-            wanted = value.replace("_", "").replace("-", "").lower()
-            for member_name, member in cls.__members__.items():
-                if wanted in (member_name.replace("_", "").lower(), member.tier.lower()):
-                    return member
-        raise InvalidValueError("detail_level", value,
-                                "must be StageOnly, StageAndExclusions or Full")
-
-
-_TIERS = {TraceDetailLevel.STAGE_ONLY: "StageOnly",
-          TraceDetailLevel.STAGE_AND_EXCLUSIONS: "StageAndExclusions",
-          TraceDetailLevel.FULL: "Full"}
-
-
 @runtime_checkable
 class TraceCollector(Protocol):
     """What the pipeline calls while it runs.
@@ -101,6 +56,16 @@ class TraceCollector(Protocol):
     asks. If it raises, the pipeline logs the failure once on the
     ``cupellation`` logger and sends that collector nothing more from the run;
     the run's own result or exception is unchanged.
+
+    **The sink contract** adds two methods, which every sink of the library has
+    (:class:`EventCollector` gives no-op defaults) and :class:`FanOutCollector`
+    passes on: ``flush()`` hands on whatever the sink holds back (lines of runs
+    that have not ended); ``close()`` flushes, then releases what the sink holds
+    (files, open spans) — a closed sink is no longer enabled, and closing twice
+    does nothing. They are not part of this protocol's required members, so a
+    collector written with only the three above still type-checks and runs: the
+    pipeline never calls them, and :class:`FanOutCollector` calls them only where
+    they exist.
     """
 
     @property
@@ -144,6 +109,12 @@ class EventCollector:
         """Handle one event."""
         raise NotImplementedError
 
+    def flush(self) -> None:
+        """Nothing is held back here; a subclass that buffers overrides it."""
+
+    def close(self) -> None:
+        """Nothing to release here; a subclass that holds resources overrides it."""
+
 
 class NullTraceCollector:
     """The disabled collector: records nothing, and the pipeline builds no events for it."""
@@ -160,6 +131,12 @@ class NullTraceCollector:
 
     def record(self, events: Sequence[PipelineEvent], /) -> None:
         """Does nothing."""
+
+    def flush(self) -> None:
+        """Does nothing."""
+
+    def close(self) -> None:
+        """Does nothing (the shared disabled collector stays as it is)."""
 
     def __repr__(self) -> str:
         return "NullTraceCollector()"
@@ -234,12 +211,15 @@ class DiagnosticTraceCollector:
                     self._observer = None
                     break
 
+    def flush(self) -> None:
+        """Nothing is held back: every event is kept as it arrives."""
+
+    def close(self) -> None:
+        """Nothing to release: the recorded events stay readable."""
+
     def build_report(self) -> SelectionReport:
         """The SelectionReport folded from the recorded events."""
-        builder = ReportBuilder()
-        for entry in self._entries:
-            builder.add(entry)
-        return builder.result()
+        return build_report(self._entries)
 
     def __repr__(self) -> str:
         return (f"DiagnosticTraceCollector(detail_level={self._detail_level.name}, "
@@ -315,6 +295,25 @@ class FanOutCollector:
             skipped = self._skipped[position]
             self._send(child, events if not skipped else tuple(
                 msgspec.structs.replace(event, seq=event.seq - skipped) for event in events))
+
+    def flush(self) -> None:
+        """Flush every child that can be flushed; one that raises is logged and the
+        others are still flushed."""
+        self._each("flush")
+
+    def close(self) -> None:
+        """Close every child that can be closed (each once, even if another raises)."""
+        self._each("close")
+
+    def _each(self, method: str) -> None:
+        for child in self._children:
+            call = getattr(child, method, None)
+            if call is None:
+                continue
+            try:
+                call()
+            except Exception:
+                _logger.exception("cupellation: collector %r raised in %s()", child, method)
 
     def _send(self, child: TraceCollector, events: Sequence[PipelineEvent]) -> None:
         try:

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ._datamodel.wire import ITEM_FIELDS
 from ._model import ContextBudget
 from .exceptions import DecodeError, InvalidTypeError
 
@@ -109,9 +110,9 @@ def _entry(raw: Any, path: str) -> _Entry:
     reason = _mapping(data.get("reason"), f"{path}.reason")
     return _Entry(
         item=item,
-        content=_text(item.get("content"), f"{path}.item.content"),
-        tokens=_int(item.get("tokens"), f"{path}.item.tokens"),
-        kind=_text(item.get("kind", "Message"), f"{path}.item.kind"),
+        content=_text(item.get(_KEY["content"]), f"{path}.item.content"),
+        tokens=_int(item.get(_KEY["tokens"]), f"{path}.item.tokens"),
+        kind=_text(item.get(_KEY["kind"], "Message"), f"{path}.item.kind"),
         score=_number(data.get("score"), f"{path}.score"),
         reason=_text(reason.get("reason"), f"{path}.reason.reason"),
         fields={k: v for k, v in reason.items() if k != "reason"},
@@ -186,8 +187,11 @@ def _preview(content: str) -> str:
         first[:_PREVIEW].rstrip() + "…")
 
 
-_ITEM_FIELDS = ("source", "priority", "tags", "timestamp", "futureRelevanceHint", "pinned",
-                "originalTokens")
+#: The seeds' JSON keys of an item's other fields, from its wire declaration (content,
+#: kind and tokens have their own columns; metadata its own block).
+_ITEM_FIELDS = tuple(field.key for field in ITEM_FIELDS
+                     if field.name not in ("content", "kind", "tokens", "metadata"))
+_KEY = {field.name: field.key for field in ITEM_FIELDS}
 
 
 def _item_details(entry: _Entry) -> str:
@@ -198,8 +202,8 @@ def _item_details(entry: _Entry) -> str:
             shown = ", ".join(map(str, value)) if key == "tags" and isinstance(
                 value, list) else value
             rows.append(f"<dt>{_e(key)}</dt><dd>{_e(shown)}</dd>")
-    if entry.item.get("metadata"):
-        text = json.dumps(entry.item["metadata"], indent=2, ensure_ascii=False, default=str)
+    if entry.item.get(_KEY["metadata"]):
+        text = json.dumps(entry.item[_KEY["metadata"]], indent=2, ensure_ascii=False, default=str)
         rows.append(f'<dt>metadata</dt><dd><pre class="meta">{_e(text)}</pre></dd>')
     data = f'<dl class="item-data">{"".join(rows)}</dl>' if rows else ""
     return (f'<details><summary>{_e(_preview(entry.content))}</summary>'
@@ -278,7 +282,7 @@ def _legend(css: str, element_id: str, tokens: int, label: str) -> str:
 def _budget_section(included: Sequence[_Entry], excluded: Sequence[_Entry],
                     budget: _Budget | None) -> str:
     pinned = sum(max(0, e.tokens) for e in included
-                 if e.reason == "Pinned" or e.item.get("pinned") is True)
+                 if e.reason == "Pinned" or e.item.get(_KEY["pinned"]) is True)
     selected = sum(max(0, e.tokens) for e in included) - pinned
     if budget is None:
         left_out = sum(max(0, e.tokens) for e in excluded)
@@ -566,7 +570,8 @@ def render_html(report: Mapping[str, Any] | SelectionReport, *,
              for k, note in enumerate(_list(data.get("incomplete", []), "incomplete"))]
     plan = _budget(budget)
 
-    pinned_count = sum(1 for e in included if e.reason == "Pinned" or e.item.get("pinned") is True)
+    pinned_count = sum(1 for e in included
+                       if e.reason == "Pinned" or e.item.get(_KEY["pinned"]) is True)
     selected_tokens = sum(e.tokens for e in included)
     stats = "".join((
         _stat("count-candidates", total_candidates, "candidates"),

@@ -58,6 +58,7 @@ from .events import (
     PipelineStage,
     RunCompleted,
     RunFailed,
+    RunInfo,
     RunStarted,
     StageCompleted,
     StageStarted,
@@ -271,14 +272,15 @@ class Pipeline:
     # -- running -------------------------------------------------------------------
 
     def dry_run(
-        self, candidates: Iterable[ContextItem], budget: ContextBudget | None = None
+        self, candidates: Iterable[ContextItem], budget: ContextBudget | None = None, *,
+        run_info: RunInfo | None = None,
     ) -> SelectionReport:
         """Run with an Item-level diagnostic collector and return only the report.
 
         Errors (pinned items over budget, Throw overflow) still raise.
         """
         collector = DiagnosticTraceCollector(TraceDetailLevel.ITEM)
-        self.run(candidates, budget, collector)
+        self.run(candidates, budget, collector, run_info=run_info)
         return collector.build_report()
 
     def run(
@@ -286,11 +288,14 @@ class Pipeline:
         candidates: Iterable[ContextItem],
         budget: ContextBudget | None = None,
         collector: TraceCollector | None = None,
+        *,
+        run_info: RunInfo | None = None,
     ) -> list[ContextItem]:
         """Select and order the candidates that fit ``budget``; returns the window.
 
         ``budget`` defaults to the pipeline's own. ``collector`` receives the
-        run's events (none are built for the default null collector).
+        run's events (none are built for the default null collector); ``run_info``
+        is copied into the run's ``run_started``.
 
         Raises :class:`~cupellation.exceptions.PinnedBudgetError` when pinned
         items alone exceed ``max_tokens - output_reserve``,
@@ -324,9 +329,9 @@ class Pipeline:
             items = list(candidates)
         level = _level_of(collector)
         if level is None:
-            return _Run(self, items, resolved, collector, "", None).execute()
+            return _Run(self, items, resolved, collector, "", None, run_info).execute()
         run_id = _new_run_id()
-        run = _Run(self, items, resolved, collector, run_id, level)
+        run = _Run(self, items, resolved, collector, run_id, level, run_info)
         start = time.perf_counter()
         try:
             return run.execute()
@@ -356,11 +361,14 @@ class _Run:
     """
 
     __slots__ = ("budget", "candidates", "collector", "enabled", "exclusions_on", "items_on",
-                 "pipeline", "run_id", "seq", "stage", "started")
+                 "pipeline", "run_id", "run_info", "seq", "stage", "started")
 
     def __init__(self, pipeline: Pipeline, candidates: Sequence[ContextItem],
                  budget: ContextBudget, collector: TraceCollector, run_id: str,
-                 level: TraceDetailLevel | None) -> None:
+                 level: TraceDetailLevel | None, run_info: RunInfo | None = None) -> None:
+        if run_info is not None and not isinstance(run_info, RunInfo):
+            raise InvalidTypeError("run_info", run_info, "a RunInfo or None")
+        self.run_info = run_info
         self.pipeline = pipeline
         self.candidates = candidates
         self.budget = budget
@@ -442,7 +450,8 @@ class _Run:
             budget=self.budget, pipeline=self.pipeline.describe(),
             candidate_count=len(self.candidates),
             candidate_tokens=_candidate_tokens(self.candidates), detail_level=detail.tier,
-            trace_id=trace_id, span_id=span_id),))
+            trace_id=trace_id, span_id=span_id,
+            **({} if self.run_info is None else self.run_info.to_dict())),))
 
     def _run_completed(self, placed: list[ContextItem]) -> None:
         self.stage = None

@@ -27,6 +27,8 @@ from ._model import fits_int64
 from .exceptions import DecodeError
 
 __all__ = [
+    "KNOWN_EXCLUSION_REASONS",
+    "REFERENCE_FIELDS",
     "RESERVED_EXCLUSION_REASONS",
     "BudgetExceeded",
     "CountCapExceeded",
@@ -43,6 +45,7 @@ __all__ = [
     "UnknownExclusionReason",
     "exclusion_reason_from_dict",
     "inclusion_reason_from_dict",
+    "reason_field_types",
     "reason_fields",
     "reason_to_dict",
 ]
@@ -186,14 +189,18 @@ ExclusionReason: TypeAlias = (
     | UnknownExclusionReason
 )
 
-_KNOWN_EXCLUSIONS: dict[str, type[_Reason]] = {
+#: Every exclusion reason this version knows, by its wire name. Everything that
+#: lists reasons (the flat codec, the log reader's records, the report's JSON
+#: writer, the span attributes) derives its list from this mapping.
+KNOWN_EXCLUSION_REASONS: Mapping[str, type[ExclusionReason]] = MappingProxyType({
     cls.__name__: cls
     for cls in (
         BudgetExceeded, ScoredTooLow, Deduplicated, QuotaCapExceeded, QuotaRequireDisplaced,
         NegativeTokens, PinnedOverride, Filtered, CountCapExceeded,
         CountRequireCandidatesExhausted,
     )
-}
+})
+_KNOWN_EXCLUSIONS = KNOWN_EXCLUSION_REASONS
 
 #: Variants no built-in stage emits (the specification reserves them).
 RESERVED_EXCLUSION_REASONS: frozenset[str] = frozenset(
@@ -289,7 +296,8 @@ def _known_field(variant: str, name: str, value: Any, expected: Any) -> Any:
 def exclusion_reason_from_dict(data: Mapping[str, Any]) -> ExclusionReason:
     """Decode an envelope; an unknown variant becomes :class:`UnknownExclusionReason`.
 
-    A known variant with a missing, null or mistyped field raises
+    A known variant with a missing, null or mistyped field, or with a field it
+    does not have (a field of another variant), raises
     :class:`~cupellation.exceptions.DecodeError` naming it.
     """
     if not isinstance(data, Mapping):
@@ -302,31 +310,53 @@ def exclusion_reason_from_dict(data: Mapping[str, Any]) -> ExclusionReason:
         return UnknownExclusionReason(
             reason_name=name,
             fields=MappingProxyType({k: v for k, v in data.items() if k != "reason"}))
+    expected_types = _TYPES[cls]
+    for field_name in data:
+        if field_name != "reason" and field_name not in expected_types:
+            raise DecodeError(f"reason.{field_name}", data[field_name],
+                              f"is not a field of {name} (its fields: "
+                              f"{', '.join(expected_types) or 'none'})")
     values = {}
-    for field_name, expected in _TYPES[cls].items():
+    for field_name, expected in expected_types.items():
         if field_name not in data:
             raise DecodeError(f"reason.{field_name}", None, f"is required for {name}")
         values[field_name] = _known_field(name, field_name, data[field_name], expected)
-    reason: ExclusionReason = cls(**values)  # type: ignore[assignment]
+    reason: ExclusionReason = cls(**values)
     return reason
 
 
 def inclusion_reason_from_dict(data: Mapping[str, Any]) -> InclusionReason:
-    """Decode an inclusion envelope; unknown names keep their fields."""
+    """Decode an inclusion envelope; unknown names keep their fields. A known name
+    (``Scored``, ``Pinned``, ``ZeroToken``) has no fields: one given raises
+    :class:`~cupellation.exceptions.DecodeError` naming it."""
     if not isinstance(data, Mapping):
         raise DecodeError("reason", data, "must be a JSON object")
     name = data.get("reason")
     if not isinstance(name, str):
         raise DecodeError("reason", name, "must be a string discriminator")
     fields = {k: v for k, v in data.items() if k != "reason"}
-    if not fields and name in _KNOWN_INCLUSIONS:
+    if name in _KNOWN_INCLUSIONS:
+        if fields:
+            field_name = next(iter(fields))
+            raise DecodeError(f"reason.{field_name}", fields[field_name],
+                              f"is not a field of {name} (it has none)")
         return _KNOWN_INCLUSIONS[name]
     return InclusionReason(name=name, fields=MappingProxyType(fields))
 
 
 # Each known variant's declared field types, read once from the declarations.
-_TYPES: dict[type[_Reason], dict[str, Any]] = {
+_TYPES: dict[type, dict[str, Any]] = {
     cls: {info.name: (info.type if info.type in (int, float, str) else object)
           for info in msgspec.structs.fields(cls)}
     for cls in _KNOWN_EXCLUSIONS.values()
 }
+
+
+def reason_field_types(name: str) -> Mapping[str, type] | None:
+    """A known exclusion reason's fields and their wire types, in declaration order:
+    ``int``, ``float`` or ``str`` (a field that points at another candidate is an
+    ``int``, its index, on the wire of events). None for an unknown name."""
+    cls = _KNOWN_EXCLUSIONS.get(name)
+    if cls is None:
+        return None
+    return {field: (int if kind is object else kind) for field, kind in _TYPES[cls].items()}

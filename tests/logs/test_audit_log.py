@@ -19,6 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from cupellation import ContextBudget, ContextItem, Pipeline, PriorityScorer, SelectionReport
+from cupellation._events import settings as spine_settings
+from cupellation._events.lines import LineEncoder
 from cupellation.events import (
     ContentCapture,
     ItemEventBatch,
@@ -28,7 +30,6 @@ from cupellation.events import (
     event_to_json,
 )
 from cupellation.logs import AuditLog, read_runs
-from cupellation.logs._encode import LineEncoder
 from pipeline._runs import RecordedRun, runs
 
 from ._workload import run_once
@@ -248,9 +249,11 @@ def test_content_capture_parameter_wins_over_the_environment(
     run = next(iter(read_runs(tmp_path / "b")))
     assert any("captured as 'hash'" in problem for problem in run.report.incomplete)
     assert all(e.item.content.startswith("sha256:") for e in run.report.excluded)
+    monkeypatch.setattr(spine_settings, "_warned", set())
     monkeypatch.setenv("CUPELLATION_CAPTURE_CONTENT", "secret")
-    with pytest.raises(ValueError, match="CUPELLATION_CAPTURE_CONTENT"):
-        AuditLog(tmp_path / "d")
+    # An invalid variable warns (OpenTelemetry's convention) and the default applies.
+    with pytest.warns(RuntimeWarning, match="CUPELLATION_CAPTURE_CONTENT='secret'"):
+        assert AuditLog(tmp_path / "d").content_capture is ContentCapture.FULL
 
 
 def test_a_forked_child_writes_through_its_own_descriptors(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cupellation import SelectionReport
+from cupellation._events import records as _records
 from cupellation.events import EVENT_SCHEMA_VERSION, event_from_dict, event_to_json
 from cupellation.logs import AuditLog, _decode, _reader, read_runs
 from cupellation.logs._decode import FastDecoder, fast_event
@@ -193,10 +194,11 @@ def test_memory_stays_bounded_as_completed_runs_accumulate(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The reader keeps no state for runs it has yielded: after 400 runs the open-run
     table is empty, and the traced memory peak reading 400 runs is about that of
-    reading 40 (well under twice), not ten times. (The bounded caches — shared items,
-    remembered run ids — are made small here so that both reads fill them.)"""
-    monkeypatch.setattr(_decode, "_ITEMS_CACHED", 64)
-    monkeypatch.setattr(_decode, "_CACHE_LIMIT", 64)
+    reading 40 (well under twice), not ten times. (The bounded caches — names and
+    metadata checked once, remembered run ids — are made small here so that both reads
+    fill them.)"""
+    monkeypatch.setattr(_records, "_CACHE_LIMIT", 64)
+    monkeypatch.setattr(_decode, "_NAMES_KEPT", 64)
     monkeypatch.setattr(_reader, "_ENDED_REMEMBERED", 16)
     rng = random.Random(9)
     small, large = tmp_path / "s.jsonl", tmp_path / "l.jsonl"
@@ -208,7 +210,7 @@ def test_memory_stays_bounded_as_completed_runs_accumulate(
     del rng
 
     def peak(path: Path) -> int:
-        for cache in (_decode._metadata, _decode._moments):
+        for cache in (_records.METADATA, _decode._kinds, _decode._sources):
             cache.clear()
         tracemalloc.start()
         reader = read_runs(path)
@@ -307,3 +309,20 @@ def test_any_input_is_read_to_the_end_and_every_line_is_accounted_for(
     reader = read_runs(io.BytesIO(data))
     list(reader)
     assert reader.stats.lines == reader.stats.accounted
+
+
+def test_blocks_give_whole_lines_and_mark_overlong_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reader's block reading gives every line whole with its newline (a last line
+    may have none; \\r stays inside its line), however lines fall across blocks, and a
+    line past MAX_LINE_BYTES as one None, holding no more than that of it."""
+    from cupellation.logs import _sources  # noqa: PLC0415
+
+    monkeypatch.setattr(_sources, "_BLOCK", 7)
+    monkeypatch.setattr(_sources, "MAX_LINE_BYTES", 20)
+    data = (b"a\n" + b"\n" + b"0123456789abcdef\r\n" + b"x" * 45 + b"\n" + b"short\n"
+            + b"y" * 30)
+    lines = [line for block in _sources._blocks(io.BytesIO(data)) for line in block]
+    assert lines == [b"a\n", b"\n", b"0123456789abcdef\r\n", None, b"short\n", None]
+    assert [line for block in _sources._blocks(io.BytesIO(b"p\nq")) for line in block] == [
+        b"p\n", b"q"]
+    assert list(_sources._blocks(io.BytesIO(b""))) == []

@@ -167,9 +167,14 @@ def test_the_variable_sets_capture_and_the_parameter_wins(
 
 def test_a_bad_variable_is_logged_and_content_stays_out(
         monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    """An unknown CUPELLATION_CAPTURE_CONTENT value is a warning, and capture is none."""
+    """An unknown CUPELLATION_CAPTURE_CONTENT value is a warning (once, through warnings
+    and the cupellation logger), and capture is none."""
+    from cupellation._events import settings  # noqa: PLC0415
+
+    monkeypatch.setattr(settings, "_warned", set())
     monkeypatch.setenv(CAPTURE_CONTENT_ENV, "everything")
     caplog.set_level(logging.WARNING, logger="cupellation")
-    collector = SpanCollector(tracer_provider=make_sdk().tracer_provider)
+    with pytest.warns(RuntimeWarning, match=CAPTURE_CONTENT_ENV):
+        collector = SpanCollector(tracer_provider=make_sdk().tracer_provider)
     assert collector.content_capture.value == "none"
     assert any(CAPTURE_CONTENT_ENV in r.getMessage() for r in caplog.records)

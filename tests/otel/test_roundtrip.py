@@ -259,7 +259,14 @@ def test_a_run_rebuilt_from_spans_equals_the_in_process_run(
     traced = run_both(pipeline, items, budget, sdk.collector(tier, capture), level)
     (rebuilt,) = runs_from_spans(sdk.spans)
     expected = [_decoded(apply_content_capture(e, capture)) for e in traced.events]
-    assert list(rebuilt.events) == expected
+    # The root span carries the run's digest, which the rebuilt end event holds and
+    # which checks out against the rebuilt events.
+    *events, end = rebuilt.events
+    assert isinstance(end, RunCompleted | RunFailed)
+    assert end.digest is not None
+    assert rebuilt.verification == "verified"
+    assert rebuilt.digest == end.digest
+    assert [*events, msgspec.structs.replace(end, digest=None)] == expected
     assert rebuilt.problems == ()
     assert rebuilt.report == build_report(expected)
     if tier == "Full" and capture == "full":

@@ -86,9 +86,10 @@ def _included(index: int, position: int, item: ContextItem, score: float,
                         score=score, item=item, reason=reason)
 
 
-def _started(candidate_count: int = 4, detail_level: str = "Full") -> RunStarted:
+def _started(candidate_count: int = 4, detail_level: str = "Full",
+             candidate_tokens: int = 0) -> RunStarted:
     return RunStarted(run_id="r", seq=0, started_at=AT, budget=BUDGET, pipeline={},
-                      candidate_count=candidate_count, candidate_tokens=0,
+                      candidate_count=candidate_count, candidate_tokens=candidate_tokens,
                       detail_level=detail_level)
 
 
@@ -107,14 +108,17 @@ def _numbered(events: Sequence[PipelineEvent], run_id: str = "r") -> list[Pipeli
 def _run(events: Sequence[PipelineEvent], run_id: str = "r", candidate_count: int = 4,
          detail_level: str = "Full") -> list[PipelineEvent]:
     """A whole run around ``events``: run_started, then ``events``, then a
-    run_completed whose counts agree with the item events; correctly numbered."""
+    run_completed whose counts (and run_started's candidate tokens) agree with the
+    item events; correctly numbered."""
     included = [e.item for e in events if isinstance(e, ItemIncluded)]
     excluded = [e for e in events if isinstance(e, ItemExcluded)]
+    candidate_tokens = sum(i.tokens for i in included) + sum(e.item.tokens for e in excluded)
     completed = RunCompleted(run_id=run_id, seq=0, duration_ms=1.0,
                              included_count=len(included),
                              included_tokens=sum(i.tokens for i in included),
                              excluded_count=len(excluded))
-    return _numbered([_started(candidate_count, detail_level), *events, completed], run_id)
+    return _numbered([_started(candidate_count, detail_level, candidate_tokens), *events,
+                      completed], run_id)
 
 
 A = ContextItem("a", 10)

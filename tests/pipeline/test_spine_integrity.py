@@ -237,9 +237,9 @@ def test_an_unknown_event_type_is_kept_and_reported() -> None:
     assert any("unknown type 'future_thing'" in p for p in report.incomplete)
 
 
-@pytest.mark.parametrize("schema", [1, 3, 99, "2", None])
+@pytest.mark.parametrize("schema", [1, 4, 99, "2", "3", None])
 def test_an_unknown_schema_version_is_a_decode_error(schema: object) -> None:
-    """Only schema 2 decodes; anything else names the schema field."""
+    """Only schemas 2 and 3 decode; anything else names the schema field."""
     data = event_to_dict(_sample_run().events[0])
     data["schema"] = schema
     with pytest.raises(DecodeError, match="schema"):

@@ -38,20 +38,26 @@ OpenTelemetry span. No key clashes with a ``logging.LogRecord`` attribute.
 (``sha256:<hex>``, metadata dropped) or ``none`` (a placeholder) — through the
 spine's :func:`~cupellation.events.apply_content_capture`, and records it in
 ``run_started``. The ``content_capture`` parameter wins; without it, the
-``CUPELLATION_CAPTURE_CONTENT`` environment variable; without that, ``full``.
+``CUPELLATION_CAPTURE_CONTENT`` environment variable (an invalid value warns
+once, and the default applies); without that, ``full``.
+
+**The run digest.** Both sinks write each run's digest into its
+``run_completed``/``run_failed`` record, and :func:`read_runs` recomputes it:
+``LoggedRun.verification`` says ``verified``, ``unverified`` (logs written
+before schema 3), ``mismatch`` (also listed in the report's ``incomplete``),
+``key missing`` or ``unkeyed``. The plain ``sha256:`` digest detects
+corruption; it is not tamper-proof (whoever can edit the file can recompute
+it). A key (``digest_key=``, or ``CUPELLATION_DIGEST_KEY``) makes it an
+``hmac-sha256:`` digest, which also detects tampering by anyone without the key.
 """
 
+from .._events.settings import CAPTURE_ENV_VAR
 from ._audit import AuditLog
 from ._decode import ENVELOPE_KEYS
-from ._reader import DamagedLine, LoggedRun, LogReader, ReadStats, expand_rotated, read_runs
-from ._records import (
-    CAPTURE_ENV_VAR,
-    RECORD_PREFIX,
-    STDLIB_LOGGER_NAME,
-    StructlogSink,
-    log_record,
-    record_name,
-)
+from ._reader import LogReader, read_runs
+from ._records import RECORD_PREFIX, STDLIB_LOGGER_NAME, StructlogSink, log_record, record_name
+from ._runs import DamagedLine, LoggedRun, ReadStats
+from ._sources import expand_rotated
 
 __all__ = [
     "CAPTURE_ENV_VAR",

@@ -17,11 +17,10 @@ import weakref
 from collections.abc import Sequence
 from pathlib import Path
 
-from .._collectors import TraceDetailLevel
-from ..events import ContentCapture, PipelineEvent, RunCompleted, RunFailed
+from .._events.lines import RunLineEncoder
+from .._events.settings import resolve_capture, resolve_digest_key
+from ..events import ContentCapture, PipelineEvent, RunCompleted, RunFailed, TraceDetailLevel
 from ..exceptions import InvalidTypeError, InvalidValueError
-from ._encode import LineEncoder
-from ._records import resolve_capture
 
 __all__ = ["AuditLog"]
 
@@ -95,15 +94,24 @@ class AuditLog:
 
     ``content_capture``: ``full`` (the default: the audit log exists to
     rebuild every decision, content included), ``hash`` or ``none``; when not
-    given, the ``CUPELLATION_CAPTURE_CONTENT`` environment variable decides.
-    The policy is recorded in each run's ``run_started``.
+    given, the ``CUPELLATION_CAPTURE_CONTENT`` environment variable decides (an
+    invalid value warns once and ``full`` applies). The policy is recorded in
+    each run's ``run_started``.
+
+    **The run digest.** Each run's ``run_completed`` (or ``run_failed``) line
+    carries ``digest``: the SHA-256 of the run's lines as written (the end line
+    without the member), which :func:`~cupellation.logs.read_runs` recomputes, so
+    a changed, lost, repeated or reordered line is reported. It detects
+    corruption, not tampering: anyone who can edit the file can recompute a
+    SHA-256. With ``digest_key`` (or the ``CUPELLATION_DIGEST_KEY`` environment
+    variable) it is an HMAC-SHA256, which only the key's holders can make.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, max_bytes: int = 0,
                  backup_count: int = 5, compress: bool = True,
                  content_capture: ContentCapture | str | None = None,
                  detail_level: TraceDetailLevel | str | int = TraceDetailLevel.FULL,
-                 fsync: bool = False) -> None:
+                 fsync: bool = False, digest_key: bytes | str | None = None) -> None:
         for name, value in (("max_bytes", max_bytes), ("backup_count", backup_count)):
             if type(value) is not int:
                 raise InvalidTypeError(name, value, "an integer")
@@ -116,7 +124,8 @@ class AuditLog:
         self._backup_count = backup_count
         self._compress = bool(compress)
         self._fsync = bool(fsync)
-        self._encoder = LineEncoder(resolve_capture(content_capture, ContentCapture.FULL))
+        self._encoder = RunLineEncoder(resolve_capture(content_capture, ContentCapture.FULL),
+                                       resolve_digest_key(digest_key))
         self._detail_level = TraceDetailLevel.parse(detail_level)
         self._pending: dict[str, list[bytes]] = {}
         self._pending_size: dict[str, int] = {}

@@ -1,29 +1,31 @@
-"""Reading runs back from log files: sources, line accounting and the per-run fold."""
+"""Reading runs back from log files: line accounting, the per-run fold and its digest."""
 
 from __future__ import annotations
 
 import dataclasses
-import gzip
-import io
 import os
-import re
-import sys
-import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import IO, Any
+from datetime import datetime
+from typing import Any, Final
 
 import msgspec
 
-from .._model import ContextBudget, check_text
-from .._report import ReportBuilder, SelectionReport
+from .._events.digest import DigestCheck, RunHasher, Verification
+from .._events.lines import LineEncoder
+from .._events.records import (
+    EXCLUDED_RECORD,
+    INCLUDED_RECORD,
+    RECORD_CLASSES,
+    RUN_COMPLETED_RECORD,
+    RUN_FAILED_RECORD,
+)
+from .._events.settings import resolve_digest_key
+from .._model import check_text
+from .._report import ReportBuilder
 from ..events import (
     EVENT_SCHEMA_VERSION,
-    ItemEventBatch,
-    ItemExcluded,
-    ItemIncluded,
+    ContentCapture,
     PipelineEvent,
     RunCompleted,
     RunFailed,
@@ -31,155 +33,43 @@ from ..events import (
     event_from_dict,
 )
 from ..exceptions import DecodeError, InvalidTypeError, InvalidValueError
-from ._decode import FastDecoder, find_record
+from ._decode import canonical_bytes, fast_record, find_record
+from ._runs import DamagedLine, LoggedRun, ReadStats
+from ._sources import (
+    MAX_LINE_BYTES,
+    Source,
+    as_datetime,
+    expand_rotated,
+    open_source,
+    read_blocks,
+)
 
-__all__ = [
-    "DamagedLine",
-    "LogReader",
-    "LoggedRun",
-    "ReadStats",
-    "Source",
-    "expand_rotated",
-    "read_runs",
-]
+__all__ = ["LogReader", "read_runs"]
 
-Source = str | os.PathLike[str] | IO[bytes] | IO[str]
-
-#: Lines longer than this are not decoded (counted as damaged or other).
-MAX_LINE_BYTES = 16 << 20
 #: How many damaged lines are kept with their file, line and problem (all are counted).
-MAX_DAMAGED_KEPT = 1000
+MAX_DAMAGED_KEPT: Final = 1000
 #: How many ended run ids are remembered, to count their late lines instead of
 #: starting a second, bogus run.
-_ENDED_REMEMBERED = 65_536
-_GZIP_MAGIC = b"\x1f\x8b"
-_BACKUP = re.compile(r"\.(\d+)(\.gz)?$")
+_ENDED_REMEMBERED: Final = 65_536
 #: Substrings that make an unparsable line look like one of ours (so: damaged).
-_OUR_MARKERS = (b'"schema"', b'"run_id"', b'"seq"', b"cupel.")
-_PROGRESS_EVERY = 4096
+_OUR_MARKERS: Final = (b'"schema"', b'"run_id"', b'"seq"', b"cupel.")
 #: Without run_started, how far ahead of the run's next seq an event may be.
-_MAX_SEQ_JUMP = 1_000_000
-
-
-@dataclass(frozen=True, slots=True)
-class DamagedLine:
-    """A line that held (or seemed to hold) a record but could not be read."""
-
-    source: str
-    line: int
-    problem: str
-
-    def __str__(self) -> str:
-        return f"{self.source}:{self.line}: {self.problem}"
-
-
-@dataclass(slots=True)
-class ReadStats:
-    """What a read found, line by line; updated as the reader goes.
-
-    Every line read is counted once in exactly one of ``blank_lines``,
-    ``records`` (decoded events), ``other_lines`` (lines from other programs:
-    no record in them), ``damaged_lines`` (a record, or what looks like one,
-    that could not be decoded), ``future_schema_lines`` (records of a newer
-    schema version than this library reads) and ``skipped_lines`` (not
-    examined: filtered out by ``run_id``), so ``lines`` is their sum.
-    ``late_records`` counts records (already in ``records``) of a run that had
-    already ended. ``source_errors`` lists sources that could not be opened or
-    broke off (a truncated or corrupt gzip stream).
-    """
-
-    sources: list[str] = field(default_factory=list)
-    lines: int = 0
-    blank_lines: int = 0
-    records: int = 0
-    other_lines: int = 0
-    damaged_lines: int = 0
-    future_schema_lines: int = 0
-    skipped_lines: int = 0
-    late_records: int = 0
-    runs: int = 0
-    runs_filtered_out: int = 0
-    damaged: list[DamagedLine] = field(default_factory=list)
-    source_errors: list[str] = field(default_factory=list)
-    bytes_read: int = 0
-    total_bytes: int | None = None
-
-    @property
-    def accounted(self) -> int:
-        """The sum of the per-kind counters (equal to ``lines``)."""
-        return (self.blank_lines + self.records + self.other_lines + self.damaged_lines
-                + self.future_schema_lines + self.skipped_lines)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The counters as JSON-native values."""
-        out = dataclasses.asdict(self)
-        out["damaged"] = [dataclasses.asdict(d) for d in self.damaged]
-        return out
-
-
-@dataclass(frozen=True, slots=True)
-class LoggedRun:
-    """One run rebuilt from log lines: its SelectionReport and what framed it.
-
-    ``report`` is the spine's fold of the run's events; its ``incomplete``
-    says what was missing or wrong (a gap in ``seq``, no ``run_completed``,
-    hashed content, ...). ``started``/``completed``/``failed`` are the run's
-    own events when found; ``source`` and ``line`` locate its first line.
-    ``events`` holds the run's events in the order read when the reader was
-    asked to keep them (``keep_events=True``), else it is empty.
-    """
-
-    run_id: str
-    report: SelectionReport
-    started: RunStarted | None
-    completed: RunCompleted | None
-    failed: RunFailed | None
-    source: str
-    line: int
-    event_count: int
-    events: tuple[PipelineEvent, ...] = ()
-
-    @property
-    def started_at(self) -> datetime | None:
-        """When the run began (from ``run_started``), if known."""
-        return None if self.started is None else self.started.started_at
-
-    @property
-    def finished(self) -> bool:
-        """True when the run's end (completed or failed) was read."""
-        return self.completed is not None or self.failed is not None
-
-    @property
-    def is_complete(self) -> bool:
-        """True when the report is the whole truth of a finished run."""
-        return self.report.is_complete
-
-    @property
-    def budget(self) -> ContextBudget | None:
-        """The run's budget (from ``run_started``), if known."""
-        return None if self.started is None else self.started.budget
-
-    @property
-    def included_tokens(self) -> int:
-        """Tokens of the included items."""
-        return sum(entry.item.tokens for entry in self.report.included)
-
-    @property
-    def utilisation(self) -> float | None:
-        """Included tokens over the budget's ``target_tokens`` (None when unknown)."""
-        budget = self.budget
-        if budget is None or budget.target_tokens <= 0:
-            return None
-        return self.included_tokens / budget.target_tokens
+_MAX_SEQ_JUMP: Final = 1_000_000
+_ITEM_RECORDS: Final = (EXCLUDED_RECORD, INCLUDED_RECORD)
+_END_RECORDS: Final = (RUN_COMPLETED_RECORD, RUN_FAILED_RECORD)
+_CURRENT: Final = EVENT_SCHEMA_VERSION
+_END_EVENTS: Final = (RunCompleted, RunFailed)
+_NONE: Final[tuple[LoggedRun, ...]] = ()
 
 
 class _Run:
-    """A run being read: its builder and what the reader notes about it."""
+    """A run being read: its builder, its digest so far, and what the reader notes."""
 
-    __slots__ = ("builder", "completed", "count", "events", "failed", "line", "next_seq",
-                 "pending", "pending_kind", "source", "started", "wanted")
+    __slots__ = ("builder", "completed", "count", "digest", "events", "failed", "hasher",
+                 "line", "max_seq_jump", "next_seq", "pending", "pending_kind",
+                 "pending_stage", "seen", "source", "started", "update", "wanted")
 
-    def __init__(self, run_id: str, source: str, line: int, keep_events: bool = False) -> None:
+    def __init__(self, run_id: str, source: str, line: int, keep_events: bool) -> None:
         self.builder: ReportBuilder | None = ReportBuilder(run_id)
         self.source = source
         self.line = line
@@ -189,77 +79,110 @@ class _Run:
         self.completed: RunCompleted | None = None
         self.failed: RunFailed | None = None
         self.wanted = True
-        # Item events that continue the sequence in order are gathered and folded
-        # as one ItemEventBatch (the same fold as one by one, for in-order seqs).
+        self.hasher: RunHasher | None = None
+        self.digest: str | None = None
+        # Schema-3 records and events in the order read, to hash their canonical
+        # lines again should the lines as read not match the digest (reformatted).
+        self.seen: list[Any] = []
+        self.max_seq_jump = _MAX_SEQ_JUMP
+        # Item records that continue the sequence in order are gathered and folded
+        # together (the same fold as one by one, for in-order seqs).
         self.next_seq = 0
         self.pending: list[Any] = []
-        self.pending_kind: type | None = None
+        # What the next line must be to join the pending records without a call:
+        # the same record type (None: no line may), and for exclusions the same stage.
+        self.pending_kind: Any = None
+        self.pending_stage: str | None = None
+        self.update: Callable[[bytes], None] = _no_hash
 
     def flush(self) -> None:
-        """Fold the gathered item events."""
+        """Fold the gathered item records."""
         pending = self.pending
-        self.pending = []
-        builder = self.builder
-        if builder is None or not pending:
+        self.pending_kind = None
+        if pending:
+            self.pending = []
+            if self.builder is not None:
+                self.builder.add_records(pending)
+
+    def add_record(self, record: Any) -> None:
+        """Gather an item record (or fold it, when it does not continue the batch)."""
+        seq = record.seq
+        kind = type(record)
+        if seq == self.next_seq:
+            self.next_seq = seq + 1
+            stage = None if kind is INCLUDED_RECORD else record.stage
+            if not (self.pending and kind is type(self.pending[0])
+                    and stage == self.pending_stage):
+                self.flush()
+            self.pending.append(record)
+            self.pending_stage = stage
+            # Later lines join here without a call only when each is hashed as read.
+            self.pending_kind = kind if (self.events is None and self.hasher is not None
+                                         and self.builder is not None) else None
             return
-        if len(pending) == 1:
-            builder.add(pending[0])
-            return
-        first = pending[0]
-        excluded = type(first) is ItemExcluded
-        builder.add(ItemEventBatch(
-            run_id=first.run_id, first_seq=first.seq,
-            stage=first.stage if excluded else None,
-            candidate_indices=[e.candidate_index for e in pending],
-            items=[e.item for e in pending], scores=[e.score for e in pending],
-            reasons=[e.reason for e in pending],
-            positions=None if excluded else [e.position for e in pending]))
+        self.flush()
+        if self.builder is not None:
+            self.builder.add_records([record])
+        if seq > self.next_seq:
+            self.next_seq = seq + 1
+
+    def add_event(self, event: PipelineEvent) -> None:
+        """Fold an event (after what is gathered)."""
+        self.flush()
+        if event.seq >= self.next_seq:
+            self.next_seq = event.seq + 1
+        if self.builder is not None:
+            self.builder.add(event)
+
+    def hash(self, item: Any, line: bytes | None, key: bytes | None) -> None:
+        """Add a schema-3 record (``line``: the line read) or event to the digest: the
+        line as read, which is canonical when the log is as written, or the canonical
+        line of an end event (without its digest) or of an event the slow path made."""
+        if line is not None:  # a record
+            if type(item) in _END_RECORDS:
+                self.digest = None if item.digest is msgspec.UNSET else item.digest
+                line = canonical_bytes(item)
+            elif line[-1:] != b"\n":
+                line += b"\n"
+        else:
+            if isinstance(item, _END_EVENTS):
+                self.digest = item.digest
+            line = _canonical_event_line(item)
+        if self.hasher is None:
+            self.hasher = RunHasher(key)
+            self.update = self.hasher.update
+        self.update(line)
+        self.seen.append(item)
+
+    def digest_check(self, key: bytes | None) -> DigestCheck:
+        """What the run's digest says about what was read: the lines as read are hashed
+        first; if they do not match (a log reformatted on the way), the canonical
+        lines of what they decoded to."""
+        if self.hasher is None:
+            return DigestCheck(Verification.UNVERIFIED)
+        check = self.hasher.check(self.digest)
+        if check.status is not Verification.MISMATCH:
+            return check
+        again = RunHasher(key)
+        for item in self.seen:
+            again.update(canonical_bytes(item) if type(item) in RECORD_CLASSES
+                         else _canonical_event_line(item))
+        return again.check(self.digest)
 
 
-def expand_rotated(path: str) -> list[str]:
-    """``path`` preceded by its rotated backups, oldest first.
-
-    Backups are ``<path>.N`` and ``<path>.N.gz`` (N = 1, 2, ...; the highest
-    is the oldest). When both forms of one number exist (a rotation stopped
-    between compressing and removing), only the ``.gz`` is read.
-    """
-    directory, base = os.path.split(os.path.abspath(path))
-    numbered: dict[int, str] = {}
-    try:
-        names = os.listdir(directory or ".")
-    except OSError:
-        names = []
-    for name in names:
-        if not name.startswith(base + "."):
-            continue
-        match = _BACKUP.fullmatch(name[len(base):])
-        if match is None:
-            continue
-        number = int(match.group(1))
-        if match.group(2) or number not in numbered:
-            numbered[number] = os.path.join(directory, name)
-    ordered = [numbered[n] for n in sorted(numbered, reverse=True)]
-    if os.path.exists(path) or not ordered:
-        ordered.append(path)
-    return ordered
+_EVENT_LINES: Final = LineEncoder(ContentCapture.FULL)
+_NEWLINE: Final = 10
 
 
-def _as_datetime(value: datetime | str | None, name: str) -> datetime | None:
-    if value is None or isinstance(value, datetime):
-        if isinstance(value, datetime) and value.tzinfo is None:
-            raise InvalidValueError(name, value, "must be timezone-aware")
-        return value
-    if isinstance(value, str):
-        text = value.strip()
-        try:
-            parsed = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z"))
-                                            else text)
-        except ValueError:
-            raise InvalidValueError(name, value, "is not an ISO 8601 date or time") from None
-        if parsed.tzinfo is None:
-            parsed = parsed.replace(tzinfo=UTC)
-        return parsed
-    raise InvalidTypeError(name, value, "a datetime or ISO 8601 text")
+def _no_hash(data: bytes) -> None:
+    """The digest of a run not hashed (schema 2, or filtered out)."""
+
+
+def _canonical_event_line(event: PipelineEvent) -> bytes:
+    """A decoded event's canonical line (an end event's without its digest)."""
+    if isinstance(event, _END_EVENTS):
+        event = msgspec.structs.replace(event, digest=None)
+    return _EVENT_LINES.event_line(event)
 
 
 class LogReader(Iterator[LoggedRun]):
@@ -273,7 +196,7 @@ class LogReader(Iterator[LoggedRun]):
                  since: datetime | str | None = None, until: datetime | str | None = None,
                  rotated: bool = True, max_open_runs: int = 100_000,
                  progress: Callable[[ReadStats], object] | None = None,
-                 keep_events: bool = False) -> None:
+                 keep_events: bool = False, digest_key: bytes | str | None = None) -> None:
         self.stats = ReadStats()
         self._keep_events = bool(keep_events)
         if run_id is not None:
@@ -281,12 +204,13 @@ class LogReader(Iterator[LoggedRun]):
                 raise InvalidTypeError("run_id", run_id, "a string or None")
             check_text("run_id", run_id)
         self._run_id = run_id
-        self._since = _as_datetime(since, "since")
-        self._until = _as_datetime(until, "until")
+        self._since = as_datetime(since, "since")
+        self._until = as_datetime(until, "until")
         if type(max_open_runs) is not int or max_open_runs < 1:
             raise InvalidValueError("max_open_runs", max_open_runs, "must be a positive integer")
         self._max_open = max_open_runs
         self._progress = progress
+        self._key = resolve_digest_key(digest_key)
         self._sources = self._expand(list(sources), rotated)
         self._open: OrderedDict[str, _Run] = OrderedDict()
         self._ended: OrderedDict[str, None] = OrderedDict()
@@ -329,173 +253,163 @@ class LogReader(Iterator[LoggedRun]):
     def __next__(self) -> LoggedRun:
         return next(self._iterator)
 
-    # -- sources ----------------------------------------------------------------------
-
-    def _lines(self, source: Source) -> Iterator[tuple[str, int, bytes | None]]:
-        """(source name, line number, line) for every line; a None line marks an
-        overlong line that was not read whole."""
-        name, handle, owned = self._open_source(source)
-        if handle is None:
-            return
-        stats = self.stats
-        stats.sources.append(name)
-        raw = handle
-        try:
-            head = handle.peek(2)[:2] if hasattr(handle, "peek") else b""
-            stream: Any = handle
-            if head == _GZIP_MAGIC:
-                stream = gzip.GzipFile(fileobj=handle, mode="rb")
-            number = 0
-            position = raw.tell() if raw.seekable() else 0
-            readline = stream.readline
-            while True:
-                line = readline(MAX_LINE_BYTES)
-                if not line:
-                    break
-                number += 1
-                if len(line) >= MAX_LINE_BYTES and not line.endswith(b"\n"):
-                    while True:  # skip the rest of an overlong line
-                        rest = readline(MAX_LINE_BYTES)
-                        if not rest or rest.endswith(b"\n"):
-                            break
-                    yield name, number, None
-                    continue
-                if self._progress is not None and number % _PROGRESS_EVERY == 0:
-                    now = raw.tell() if raw.seekable() else position
-                    stats.bytes_read += now - position
-                    position = now
-                    self._progress(stats)
-                yield name, number, line
-            if raw.seekable():
-                stats.bytes_read += raw.tell() - position
-        except (OSError, EOFError, zlib.error) as exc:
-            stats.source_errors.append(f"{name}: stopped reading: {_describe(exc)}")
-        finally:
-            if owned:
-                handle.close()
-            if self._progress is not None:
-                self._progress(stats)
-
-    def _open_source(self, source: Source) -> tuple[str, Any, bool]:
-        if isinstance(source, str | os.PathLike):
-            path = os.fspath(source)
-            if path == "-":
-                return "<stdin>", _binary(sys.stdin), False
-            try:
-                return path, open(path, "rb"), True
-            except OSError as exc:
-                self.stats.source_errors.append(f"{path}: cannot open: {_describe(exc)}")
-                return path, None, False
-        name = str(getattr(source, "name", "<stream>"))
-        return name, _binary(source), False
-
     # -- the fold -----------------------------------------------------------------------
 
     def _runs(self) -> Iterator[LoggedRun]:
-        stats = self.stats
-        wanted = None if self._run_id is None else self._run_id.encode()
-        open_runs, ended = self._open, self._ended
-        fast, slow = FastDecoder().event, self._slow
         for source in self._sources:
-            for name, number, line in self._lines(source):
-                stats.lines += 1
-                if line is None:
-                    self._damaged(name, number, f"longer than {MAX_LINE_BYTES} bytes")
-                    continue
-                if wanted is not None and wanted not in line:
-                    stats.skipped_lines += 1
-                    continue
-                event = fast(line)
-                if event is None:
-                    event = slow(name, number, line)
-                    if event is None:
-                        continue
-                stats.records += 1
-                run_id = event.run_id
-                if wanted is not None and run_id != self._run_id:
-                    continue
-                run = open_runs.get(run_id)
-                if run is None:
-                    if run_id in ended:
-                        stats.late_records += 1
-                        continue
-                    run = open_runs[run_id] = _Run(run_id, name, number, self._keep_events)
-                    if len(open_runs) > self._max_open:
-                        evicted = self._evict()
-                        if evicted is not None:
-                            yield evicted
-                if event.seq > run.next_seq + self._seq_jump(run):
-                    # The fold keeps every skipped seq to report the gap: a corrupt,
-                    # huge seq would cost memory in proportion to it.
-                    stats.records -= 1
-                    self._damaged(name, number, f"seq {event.seq} is implausibly far past "
-                                  f"this run's {run.next_seq} (not folded)")
-                    continue
-                run.count += 1
-                if run.events is not None:
-                    run.events.append(event)
-                kind = type(event)
-                if kind is ItemExcluded or kind is ItemIncluded:
-                    seq = event.seq
-                    pending = run.pending
-                    stage = getattr(event, "stage", None)
-                    if pending and seq == run.next_seq and kind is run.pending_kind and (
-                            kind is ItemIncluded or stage == pending[0].stage):
-                        pending.append(event)
-                        run.next_seq = seq + 1
-                        continue
-                    if pending:
-                        run.flush()
-                    if seq == run.next_seq:
-                        run.pending = [event]
-                        run.pending_kind = kind
-                        run.next_seq = seq + 1
-                        continue
-                elif run.pending:
-                    run.flush()
-                if event.seq >= run.next_seq:
-                    run.next_seq = event.seq + 1
-                if kind is RunStarted:
-                    assert isinstance(event, RunStarted)
-                    if run.started is None:
-                        run.started = event
-                        if not self._in_window(event.started_at):
-                            run.wanted = False
-                            run.builder = None
-                elif kind is RunCompleted or kind is RunFailed:
-                    if kind is RunCompleted:
-                        run.completed = event  # type: ignore[assignment]
-                    else:
-                        run.failed = event  # type: ignore[assignment]
-                    if run.builder is not None:
-                        run.builder.add(event)
-                    del open_runs[run_id]
-                    self._remember(run_id)
-                    finished = self._finish(run_id, run)
-                    if finished is not None:
-                        yield finished
-                    continue
-                if run.builder is not None:
-                    run.builder.add(event)
+            name, handle, owned = open_source(source, self.stats)
+            if handle is None:
+                continue
+            try:
+                yield from self._read(name, handle)
+            finally:
+                if owned:
+                    handle.close()
+        open_runs = self._open
         while open_runs:
             run_id, run = open_runs.popitem(last=False)
             finished = self._finish(run_id, run)
             if finished is not None:
                 yield finished
 
-    @staticmethod
-    def _seq_jump(run: _Run) -> int:
-        """How far past the next expected seq an event may be: a run has about one
-        event per candidate plus a few dozen."""
-        started = run.started
-        return _MAX_SEQ_JUMP if started is None else 2 * started.candidate_count + 1024
+    def _read(self, name: str, handle: Any) -> Iterator[LoggedRun]:
+        stats = self.stats
+        wanted = None if self._run_id is None else self._run_id.encode()
+        slow, fold, open_runs = self._slow, self._fold, self._open
+        number = 0
+        for lines in read_blocks(name, handle, stats, self._progress):
+            for line in lines:
+                number += 1
+                stats.lines += 1
+                if line is None or (wanted is not None and wanted not in line):
+                    self._not_read(name, number, line)
+                    continue
+                record: Any = fast_record(line)
+                if record is None:
+                    found = slow(name, number, line)
+                    finished = _NONE if found is None else fold(found[0], None, found[1],
+                                                                name, number)
+                else:
+                    # The usual line: the next item decision of a run being gathered,
+                    # in a log as written. Folded here, without a call per line.
+                    run = open_runs.get(record.run_id)
+                    if (run is not None and type(record) is run.pending_kind
+                            and record.seq == run.next_seq and record.schema == _CURRENT
+                            and line[-1] == _NEWLINE and (
+                                run.pending_stage is None
+                                or record.stage == run.pending_stage)):
+                        stats.records += 1
+                        run.count += 1
+                        run.update(line)
+                        run.seen.append(record)
+                        run.pending.append(record)
+                        run.next_seq += 1
+                        continue
+                    finished = fold(record, line, record.schema == _CURRENT, name, number)
+                if finished:
+                    yield from finished
 
-    def _slow(self, name: str, number: int, line: bytes) -> PipelineEvent | None:
+    def _not_read(self, name: str, number: int, line: bytes | None) -> None:
+        """Count a line that is not decoded: overlong, or filtered out by ``run_id``."""
+        if line is None:
+            self._damaged(name, number, f"longer than {MAX_LINE_BYTES} bytes")
+        else:
+            self.stats.skipped_lines += 1
+
+    def _fold(self, item: Any, line: bytes | None, current: bool, name: str, number: int
+              ) -> tuple[LoggedRun, ...]:
+        """Fold one record (``line``: the line it was read from) or slow-path event into
+        its run (``current``: of the schema that carries a digest); the runs this
+        finishes (its own, or one evicted to make room)."""
+        self.stats.records += 1
+        run_id = item.run_id
+        if self._run_id is not None and run_id != self._run_id:
+            return _NONE
+        run = self._open.get(run_id)
+        finished = _NONE
+        if run is None:
+            if run_id in self._ended:
+                self.stats.late_records += 1
+                return _NONE
+            run, finished = self._open_run(run_id, name, number)
+        if item.seq > run.next_seq + run.max_seq_jump:
+            # The fold keeps every skipped seq to report the gap: a corrupt, huge
+            # seq would cost memory in proportion to it.
+            self.stats.records -= 1
+            self._damaged(name, number, f"seq {item.seq} is implausibly far past "
+                          f"this run's {run.next_seq} (not folded)")
+            return finished
+        run.count += 1
+        is_record = type(item) in RECORD_CLASSES
+        if current and run.builder is not None:
+            run.hash(item, line, self._key)
+        if run.events is not None:
+            run.events.append(item.event() if is_record else item)
+        if type(item) in _ITEM_RECORDS:
+            run.add_record(item)
+            return finished
+        ended = self._take_event(run_id, run, item.event() if is_record else item)
+        return (*finished, ended) if ended is not None else finished
+
+    def _take_event(self, run_id: str, run: _Run, event: PipelineEvent) -> LoggedRun | None:
+        """Fold a run-level, stage-level or slow-path item event; the run, if it ended."""
+        if isinstance(event, RunStarted):
+            if run.started is None:
+                run.started = event
+                run.max_seq_jump = 2 * event.candidate_count + 1024
+                if not self._in_window(event.started_at):
+                    run.wanted = False
+                    run.builder = None
+        elif isinstance(event, _END_EVENTS):
+            if isinstance(event, RunCompleted):
+                run.completed = event
+            else:
+                run.failed = event
+            run.add_event(event)
+            del self._open[run_id]
+            self._remember(run_id)
+            return self._finish(run_id, run)
+        run.add_event(event)
+        return None
+
+    def _open_run(self, run_id: str, name: str, number: int
+                  ) -> tuple[_Run, tuple[LoggedRun, ...]]:
+        run = self._open[run_id] = _Run(run_id, name, number, self._keep_events)
+        if len(self._open) > self._max_open:
+            evicted = self._evict()
+            if evicted is not None:
+                return run, (evicted,)
+        return run, _NONE
+
+    def _slow(self, name: str, number: int, line: bytes) -> tuple[PipelineEvent, bool] | None:
+        """The event of a line the fast path did not decide, and whether it is of the
+        current schema; or None with the line counted as blank, other, future or
+        damaged."""
         stats = self.stats
         text = line.strip()
         if not text:
             stats.blank_lines += 1
             return None
+        record = self._record_of(name, number, text)
+        if record is None:
+            return None
+        schema = record.get("schema")
+        if type(schema) is int and schema > EVENT_SCHEMA_VERSION:
+            stats.future_schema_lines += 1
+            return None
+        try:
+            event = event_from_dict(record, line=number)
+        except DecodeError as exc:
+            self._damaged(name, number, f"{exc.field}: {exc.problem} (got {_short(exc.value)})")
+            return None
+        except (ValueError, TypeError, OverflowError, RecursionError) as exc:
+            self._damaged(name, number, f"cannot be decoded ({type(exc).__name__}: {exc})")
+            return None
+        return event, schema == _CURRENT
+
+    def _record_of(self, name: str, number: int, text: bytes) -> dict[str, Any] | None:
+        """The record a line holds (found as :func:`find_record` finds it), or None
+        with the line counted as other or damaged."""
         try:
             value = msgspec.json.decode(text)
         except (ValueError, RecursionError) as exc:
@@ -512,24 +426,12 @@ class LogReader(Iterator[LoggedRun]):
                 if any(marker in text for marker in _OUR_MARKERS):
                     self._damaged(name, number, f"not valid JSON ({exc})")
                 else:
-                    stats.other_lines += 1
+                    self.stats.other_lines += 1
                 return None
         record = find_record(value)
         if record is None:
-            stats.other_lines += 1
-            return None
-        schema = record.get("schema")
-        if type(schema) is int and schema > EVENT_SCHEMA_VERSION:
-            stats.future_schema_lines += 1
-            return None
-        try:
-            return event_from_dict(record, line=number)
-        except DecodeError as exc:
-            self._damaged(name, number, f"{exc.field}: {exc.problem} (got {_short(exc.value)})")
-            return None
-        except (ValueError, TypeError, OverflowError, RecursionError) as exc:
-            self._damaged(name, number, f"cannot be decoded ({type(exc).__name__}: {exc})")
-            return None
+            self.stats.other_lines += 1
+        return record
 
     def _damaged(self, name: str, number: int, problem: str) -> None:
         stats = self.stats
@@ -566,6 +468,8 @@ class LogReader(Iterator[LoggedRun]):
         if not run.wanted or run.builder is None:
             self.stats.runs_filtered_out += 1
             return None
+        check = run.digest_check(self._key)
+        run.builder.set_digest_check(check)
         report = run.builder.result()
         if note is not None:
             report = dataclasses.replace(report, incomplete=(*report.incomplete, note))
@@ -573,26 +477,8 @@ class LogReader(Iterator[LoggedRun]):
         return LoggedRun(run_id=run_id, report=report, started=run.started,
                          completed=run.completed, failed=run.failed, source=run.source,
                          line=run.line, event_count=run.count,
-                         events=() if run.events is None else tuple(run.events))
-
-
-def _binary(stream: Any) -> Any:
-    if isinstance(stream, io.TextIOBase) or hasattr(stream, "buffer"):
-        buffer = getattr(stream, "buffer", None)
-        if buffer is not None:
-            return buffer
-        return io.BytesIO(stream.read().encode("utf-8", "surrogateescape"))
-    if not hasattr(stream, "peek"):
-        return io.BufferedReader(stream) if hasattr(stream, "readinto") else stream
-    return stream
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, OSError) and exc.strerror:
-        return exc.strerror
-    if isinstance(exc, EOFError):
-        return "the compressed stream ends early (truncated gzip)"
-    return f"{type(exc).__name__}: {exc}"
+                         events=() if run.events is None else tuple(run.events),
+                         verification=check.status, digest=run.digest)
 
 
 def _short(value: Any) -> str:
@@ -604,7 +490,7 @@ def read_runs(*sources: Source, run_id: str | None = None,
               since: datetime | str | None = None, until: datetime | str | None = None,
               rotated: bool = True, max_open_runs: int = 100_000,
               progress: Callable[[ReadStats], object] | None = None,
-              keep_events: bool = False) -> LogReader:
+              keep_events: bool = False, digest_key: bytes | str | None = None) -> LogReader:
     """Stream the runs recorded in log files, one :class:`LoggedRun` per run.
 
     ``sources`` are paths, ``"-"`` for standard input, or open file objects
@@ -620,7 +506,7 @@ def read_runs(*sources: Source, run_id: str | None = None,
     under ``log``, ``record``, ``message``, ``msg``, ``event``, ``json``,
     ``jsonPayload``, ``fields``, ``data``, ``body``, ``payload``,
     ``structured`` or ``attributes`` — as an object or as JSON text
-    (``{"log": "{\\"schema\\": 2, ...}"}``), up to three levels deep.
+    (``{"log": "{\\"schema\\": 3, ...}"}``), up to three levels deep.
 
     Events are grouped by ``run_id`` whatever their interleaving and folded by
     the spine's :class:`~cupellation.ReportBuilder`; a run is yielded when its
@@ -628,6 +514,11 @@ def read_runs(*sources: Source, run_id: str | None = None,
     memory follows the number of runs open at once, not the file's size. Runs
     still open at the end of the input are yielded then, incomplete; past
     ``max_open_runs`` open runs, the oldest is yielded early as incomplete.
+
+    Each run's digest is recomputed from the lines read and compared with the
+    one its end recorded (``LoggedRun.verification``); a mismatch is also listed
+    in the report's ``incomplete``. ``digest_key`` (or the
+    ``CUPELLATION_DIGEST_KEY`` environment variable) checks keyed digests.
 
     ``run_id`` keeps one run (other lines are skipped unread); ``since`` and
     ``until`` (datetimes or ISO 8601 text; naive means UTC) keep runs that
@@ -640,4 +531,6 @@ def read_runs(*sources: Source, run_id: str | None = None,
     as spans); memory then follows the size of the runs open at once.
     """
     return LogReader(sources, run_id=run_id, since=since, until=until, rotated=rotated,
-                     max_open_runs=max_open_runs, progress=progress, keep_events=keep_events)
+                     max_open_runs=max_open_runs, progress=progress, keep_events=keep_events,
+                     digest_key=digest_key)
+

@@ -9,18 +9,22 @@ OpenTelemetry span current when it was written. Its name (structlog's
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Sequence
 from typing import Any
 
+import msgspec
 import structlog
 from opentelemetry import trace as otel_trace
 
-from .._collectors import TraceDetailLevel
+from .._events.settings import CAPTURE_ENV_VAR, resolve_capture, resolve_digest_key
 from ..events import (
     ContentCapture,
     PipelineEvent,
+    RunCompleted,
+    RunDigest,
+    RunFailed,
     RunStarted,
+    TraceDetailLevel,
     UnknownEvent,
     apply_content_capture,
     event_to_dict,
@@ -34,12 +38,7 @@ __all__ = [
     "StructlogSink",
     "log_record",
     "record_name",
-    "resolve_capture",
 ]
-
-#: The environment variable that sets a sink's content capture when its
-#: ``content_capture`` parameter is not given: ``full``, ``hash`` or ``none``.
-CAPTURE_ENV_VAR = "CUPELLATION_CAPTURE_CONTENT"
 
 #: Every record's name starts with this: ``cupel.item_excluded``.
 RECORD_PREFIX = "cupel."
@@ -49,24 +48,6 @@ STDLIB_LOGGER_NAME = "cupellation.events"
 
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING,
            "error": logging.ERROR, "critical": logging.CRITICAL}
-
-
-def resolve_capture(value: ContentCapture | str | None, default: ContentCapture
-                    ) -> ContentCapture:
-    """The content-capture policy in force: ``value`` when given, else the
-    :data:`CAPTURE_ENV_VAR` environment variable when set (and not empty), else
-    ``default``. A bad value in either raises
-    :class:`~cupellation.exceptions.InvalidValueError`."""
-    if value is not None:
-        return ContentCapture.parse(value)
-    text = os.environ.get(CAPTURE_ENV_VAR, "").strip()
-    if not text:
-        return default
-    try:
-        return ContentCapture.parse(text)
-    except InvalidValueError:
-        raise InvalidValueError(CAPTURE_ENV_VAR, text,
-                                "must be 'full', 'hash' or 'none'") from None
 
 
 def record_name(event: PipelineEvent) -> str:
@@ -93,6 +74,9 @@ def log_record(event: PipelineEvent, capture: ContentCapture | str = ContentCapt
     if span_ids is not None and not isinstance(event, RunStarted):
         fields["trace_id"], fields["span_id"] = span_ids
     return fields
+
+
+_encode = msgspec.json.encode
 
 
 class StructlogSink:
@@ -124,13 +108,19 @@ class StructlogSink:
     ``full`` (these records are the durable per-item record of every decision;
     choose ``hash`` where content is sensitive: equal contents keep equal
     digests). ``level`` is the log level name (``info``).
+
+    Each run's ``run_completed`` (or ``run_failed``) record carries ``digest``,
+    the digest of the run's records in their canonical line form (see
+    :class:`~cupellation.logs.AuditLog`), keyed with ``digest_key`` or the
+    ``CUPELLATION_DIGEST_KEY`` environment variable when set.
     """
 
-    __slots__ = ("_capture", "_detail_level", "_explicit", "_level", "_levelno", "_route")
+    __slots__ = ("_capture", "_detail_level", "_digests", "_explicit", "_key", "_level",
+                 "_levelno", "_route")
 
     def __init__(self, logger: Any = None, *, content_capture: ContentCapture | str | None = None,
                  detail_level: TraceDetailLevel | str | int = TraceDetailLevel.FULL,
-                 level: str = "info") -> None:
+                 level: str = "info", digest_key: bytes | str | None = None) -> None:
         if not isinstance(level, str) or level.lower() not in _LEVELS:
             raise InvalidValueError("level", level, "must be debug, info, warning, error or "
                                     "critical")
@@ -145,6 +135,8 @@ class StructlogSink:
         self._levelno = _LEVELS[self._level]
         self._explicit = logger
         self._route: Any = None
+        self._key = resolve_digest_key(digest_key)
+        self._digests: dict[str, RunDigest] = {}
 
     @property
     def is_enabled(self) -> bool:
@@ -172,17 +164,41 @@ class StructlogSink:
         if route is None or (len(events) == 1 and isinstance(events[0], RunStarted)):
             route = self._route = self._resolve()
         span_ids = current_span_ids()
-        capture = self._capture
         if isinstance(route, logging.Logger):
             if not route.isEnabledFor(self._levelno):
                 return
             for event in events:
                 route.log(self._levelno, record_name(event),
-                          extra=log_record(event, capture, span_ids=span_ids))
+                          extra=self._fields(event, span_ids))
             return
         method = getattr(route, self._level)
         for event in events:
-            method(record_name(event), **log_record(event, capture, span_ids=span_ids))
+            method(record_name(event), **self._fields(event, span_ids))
+
+    def _fields(self, event: PipelineEvent, span_ids: tuple[str, str] | None) -> dict[str, Any]:
+        """The record of ``event`` (its run's digest hashed on, and written into its end)."""
+        fields = event_to_dict(apply_content_capture(event, self._capture))
+        run_id = event.run_id
+        digest = self._digests.get(run_id)
+        if digest is None:
+            digest = self._digests[run_id] = RunDigest(self._key)
+        if isinstance(event, RunCompleted | RunFailed):
+            fields.pop("digest", None)
+            digest.update(_encode(fields) + b"\n")
+            fields["digest"] = digest.hexdigest()
+            del self._digests[run_id]
+        else:
+            digest.update(_encode(fields) + b"\n")
+        if span_ids is not None and not isinstance(event, RunStarted):
+            fields["trace_id"], fields["span_id"] = span_ids
+        return fields
+
+    def flush(self) -> None:
+        """Nothing is held back: every record is written as its event arrives."""
+
+    def close(self) -> None:
+        """Forget the digests of runs that have not ended (their end will not come)."""
+        self._digests.clear()
 
     def __repr__(self) -> str:
         return (f"StructlogSink(content_capture={self._capture.value!r}, "

@@ -34,7 +34,11 @@ target), ``cupel.run.candidate_count``, ``cupel.run.candidate_tokens``,
 ``cupel.run.excluded_count``, ``cupel.run.duration_ms``, ``cupel.run.outcome``,
 ``cupel.run.started_at``, ``cupel.run.content_capture``,
 ``cupel.run.pipeline.{scorer,slicer,placer,deduplication,overflow_strategy}``,
-``cupel.run.start_seq``/``end_seq``; on failure ``cupel.run.stage``,
+``cupel.run.start_seq``/``end_seq``, the run information when given
+(``cupel.run.session_id``, ``user_id``, ``conversation_id``, ``token_counter``,
+``token_estimates``), and ``cupel.run.digest``: the run's digest (see
+:class:`~cupellation.events.RunDigest`) over the line form of the events the spans
+carry, after content capture; on failure ``cupel.run.stage``,
 ``cupel.run.error_type``, ``cupel.run.error_text``, the exception recorded and an
 ERROR status.
 
@@ -91,7 +95,12 @@ provider records them alone.
 object, hex or base64 ids, Tempo's ``batches``), Jaeger's JSON and OTLP protobuf
 (with ``pip install 'cupellation[otlp]'``). With ``full`` capture, the Full tier
 and span limits large enough, a rebuilt report equals the in-process one;
-otherwise its ``incomplete`` says what is missing.
+otherwise its ``incomplete`` says what is missing. Every reader recomputes the
+run's digest from the rebuilt events (``RebuiltRun.verification``: ``verified``,
+``mismatch`` — also listed in ``incomplete`` — ``unverified``, ``key missing`` or
+``unkeyed``), and flags any ``cupel.*`` attribute the encoder never writes. The plain
+``sha256:`` digest detects corruption, not tampering; a key (``digest_key=`` or
+``CUPELLATION_DIGEST_KEY``) makes it an HMAC that also detects tampering.
 """
 
 from __future__ import annotations
@@ -106,14 +115,9 @@ from ._decode import (
     reports_from_spans,
     runs_from_spans,
 )
+from ._jaeger import spans_from_jaeger_json
 from ._names import SCOPE_NAME
-from ._spans import (
-    SpanData,
-    SpanEventData,
-    spans_from_jaeger_json,
-    spans_from_otlp_json,
-    spans_from_otlp_proto,
-)
+from ._spans import SpanData, SpanEventData, spans_from_otlp_json, spans_from_otlp_proto
 
 __all__ = [
     "CAPTURE_CONTENT_ENV",

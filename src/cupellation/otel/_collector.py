@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -11,12 +10,13 @@ from contextvars import Token
 from functools import partial
 from typing import Any, Final
 
+import msgspec
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 from opentelemetry.trace import Span, Status, StatusCode, Tracer
 
-from .. import __version__
-from .._collectors import TraceDetailLevel
+from .._events.lines import RunLineEncoder
+from .._events.settings import CAPTURE_ENV_VAR, resolve_capture, resolve_digest_key
 from ..events import (
     ContentCapture,
     CountShortfall,
@@ -32,11 +32,11 @@ from ..events import (
     StageCompleted,
     StageName,
     StageStarted,
+    TraceDetailLevel,
     UnknownEvent,
     apply_content_capture,
     event_to_dict,
 )
-from ..exceptions import InvalidValueError
 from ._encode import (
     Encoded,
     exclusion_batch_attributes,
@@ -44,7 +44,7 @@ from ._encode import (
     included_batch_attributes,
     stage_event_attributes,
 )
-from ._metrics import Instruments, is_noop_meter_provider
+from ._metrics import Instruments
 from ._names import (
     BACKEND_ATTRIBUTES,
     CHECK_COUNT,
@@ -54,7 +54,6 @@ from ._names import (
     INCLUDED_EVENT,
     ROOT_SPAN,
     RUN_ID,
-    SCOPE_NAME,
     SPAN_STAGES,
     STAGE_NAME,
     UTILIZATION,
@@ -65,6 +64,7 @@ from ._names import (
     stage_label,
     stage_span_name,
 )
+from ._providers import Providers
 
 __all__ = ["CAPTURE_CONTENT_ENV", "SpanCollector"]
 
@@ -72,27 +72,9 @@ _logger = logging.getLogger("cupellation")
 
 #: The environment variable that sets the content capture of SpanCollectors built
 #: without ``content_capture=``: ``full``, ``hash`` or ``none`` (the default).
-CAPTURE_CONTENT_ENV: Final = "CUPELLATION_CAPTURE_CONTENT"
+CAPTURE_CONTENT_ENV: Final = CAPTURE_ENV_VAR
 
 _SPAN_STAGES = frozenset(SPAN_STAGES)
-
-
-def _resolve_capture(value: ContentCapture | str | None) -> ContentCapture:
-    if value is not None:
-        return ContentCapture.parse(value)
-    text = os.environ.get(CAPTURE_CONTENT_ENV, "").strip()
-    if not text:
-        return ContentCapture.NONE
-    try:
-        return ContentCapture.parse(text)
-    except InvalidValueError:
-        _logger.warning("cupellation: %s=%r is not full, hash or none; item content is not "
-                        "captured", CAPTURE_CONTENT_ENV, text)
-        return ContentCapture.NONE
-
-
-def _is_noop_tracer_provider(provider: trace.TracerProvider) -> bool:
-    return isinstance(provider, trace.NoOpTracerProvider)
 
 
 class _Run:
@@ -162,28 +144,29 @@ class SpanCollector:
     every context it attached is detached, and the run itself goes on untouched.
     """
 
-    __slots__ = ("_capture", "_level", "_lock", "_meter_cache", "_meter_provider", "_runs",
-                 "_tracer_cache", "_tracer_provider")
+    __slots__ = ("_capture", "_closed", "_level", "_lines", "_lock", "_providers", "_runs")
 
     def __init__(self, *, tracer_provider: trace.TracerProvider | None = None,
                  meter_provider: metrics.MeterProvider | None = None,
                  tier: TraceDetailLevel | str = TraceDetailLevel.STAGE_ONLY,
-                 content_capture: ContentCapture | str | None = None) -> None:
+                 content_capture: ContentCapture | str | None = None,
+                 digest_key: bytes | str | None = None) -> None:
         self._level = TraceDetailLevel.parse(tier)
-        self._capture = _resolve_capture(content_capture)
-        self._tracer_provider = tracer_provider
-        self._meter_provider = meter_provider
+        self._capture = resolve_capture(content_capture, ContentCapture.NONE)
+        self._providers = Providers(tracer_provider, meter_provider)
         self._lock = threading.Lock()
         self._runs: dict[str, _Run] = {}
-        self._tracer_cache: tuple[object, Tracer | None] | None = None
-        self._meter_cache: tuple[object, Instruments | None] | None = None
+        self._lines = RunLineEncoder(self._capture, resolve_digest_key(digest_key))
+        self._closed = False
 
     # -- the collector protocol -------------------------------------------------------
 
     @property
     def is_enabled(self) -> bool:
-        """True when a tracer or meter provider that records is configured."""
-        return self._safe_tracer() is not None or self._safe_instruments() is not None
+        """True when a tracer or meter provider that records is configured (and the
+        collector is not closed)."""
+        return not self._closed and (self._providers.tracer() is not None
+                                     or self._providers.instruments() is not None)
 
     @property
     def detail_level(self) -> TraceDetailLevel:
@@ -204,10 +187,18 @@ class SpanCollector:
         """Project one delivery of the run's events onto its spans and metrics."""
         try:
             if isinstance(events, ItemEventBatch):
+                self._digest(events)
                 self._on_batch(events)
-            else:
-                for event in events:
+                return
+            for event in events:
+                if isinstance(event, RunStarted):
                     self._on_event(event)
+                    self._digest((event,))
+                    continue
+                digest = self._digest((event,))
+                if digest is not None:
+                    event = msgspec.structs.replace(event, digest=digest)  # noqa: PLW2901
+                self._on_event(event)
         except Exception:
             run_id = events.run_id if isinstance(events, ItemEventBatch) else (
                 events[0].run_id if len(events) else "?")
@@ -215,62 +206,31 @@ class SpanCollector:
                               "ended and it records nothing more of that run", run_id)
             self._abandon(run_id)
 
+    def _digest(self, events: Sequence[PipelineEvent]) -> str | None:
+        """The span projection's run digest, in one place: each delivery of a run that
+        has spans is hashed in its line form (after content capture); the run's digest
+        when the delivery ends it. (A span-specific canonical form may replace this.)"""
+        run = self._get(events[0].run_id)
+        if run is None or not run.spans_on:
+            return None
+        return self._lines.digest(events)
+
+    def flush(self) -> None:
+        """Nothing is held back: spans are live, and end as their runs end (an SDK's
+        span processor decides when they are exported)."""
+
+    def close(self) -> None:
+        """End the spans of runs still open (as when the collector fails on a run) and
+        disable the collector."""
+        self._closed = True
+        with self._lock:
+            open_runs = list(self._runs)
+        for run_id in open_runs:
+            self._abandon(run_id)
+
     def __repr__(self) -> str:
         return (f"SpanCollector(tier={self._level.tier!r}, "
                 f"content_capture={self._capture.value!r})")
-
-    # -- providers ----------------------------------------------------------------------
-
-    def _safe_tracer(self) -> Tracer | None:
-        """The tracer, or None when tracing is off or the provider fails (logged)."""
-        try:
-            return self._tracer()
-        except Exception:
-            _logger.exception("cupellation: SpanCollector could not get a tracer from %r; "
-                              "no spans are recorded", self._tracer_provider)
-            return None
-
-    def _safe_instruments(self) -> Instruments | None:
-        """The instruments, or None when metrics are off or the provider fails (logged)."""
-        try:
-            return self._instruments()
-        except Exception:
-            _logger.exception("cupellation: SpanCollector could not get a meter from %r; "
-                              "no metrics are recorded", self._meter_provider)
-            return None
-
-    def _tracer(self) -> Tracer | None:
-        provider = (self._tracer_provider if self._tracer_provider is not None
-                    else trace.get_tracer_provider())
-        if isinstance(provider, trace.ProxyTracerProvider):
-            # The global proxy (or one handed over explicitly): whatever is set now.
-            provider = trace.get_tracer_provider()
-            if isinstance(provider, trace.ProxyTracerProvider):
-                return None
-        cached = self._tracer_cache
-        if cached is not None and cached[0] is provider:
-            return cached[1]
-        tracer = None if _is_noop_tracer_provider(provider) else provider.get_tracer(
-            SCOPE_NAME, __version__)
-        self._tracer_cache = (provider, tracer)
-        return tracer
-
-    def _instruments(self) -> Instruments | None:
-        provider = (self._meter_provider if self._meter_provider is not None
-                    else metrics.get_meter_provider())
-        cached = self._meter_cache
-        if cached is not None and cached[0] is provider:
-            return cached[1]
-        if is_noop_meter_provider(provider):
-            if self._meter_provider is None:
-                return None  # the global proxy: not cached, a provider may be set later
-            self._meter_cache = (provider, None)
-            return None
-        with self._lock:  # one set of instruments per provider, even with many threads
-            cached = self._meter_cache
-            if cached is None or cached[0] is not provider:
-                cached = self._meter_cache = (provider, Instruments(provider))
-        return cached[1]
 
     # -- per-run state -------------------------------------------------------------------
 
@@ -286,6 +246,7 @@ class SpanCollector:
         """End whatever is open of a run that failed inside the collector, detach what it
         attached (innermost first), and forget it. Never raises."""
         run = self._pop(run_id)
+        self._lines.forget(run_id)
         if run is None:
             return
         steps: list[Callable[[], object]] = []
@@ -333,8 +294,8 @@ class SpanCollector:
                 scores=(event.score,), reasons=(event.reason,), positions=(event.position,)))
 
     def _run_started(self, event: RunStarted) -> None:
-        tracer = self._safe_tracer()
-        instruments = self._safe_instruments()
+        tracer = self._providers.tracer()
+        instruments = self._providers.instruments()
         if tracer is None and instruments is None:
             return
         run = _Run(event.run_id, tracer, instruments, event.budget.target_tokens)

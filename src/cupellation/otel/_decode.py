@@ -19,6 +19,10 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from .._events.digest import DigestCheck, Verification
+from .._events.lines import verify_events
+from .._events.records import INCLUSIONS
+from .._events.settings import resolve_digest_key
 from .._report import ReportBuilder, SelectionReport
 from ..events import (
     ContentCapture,
@@ -29,18 +33,25 @@ from ..events import (
     event_from_dict,
 )
 from ..exceptions import DecodeError
+from ..reasons import KNOWN_EXCLUSION_REASONS
+from ._jaeger import is_jaeger_document, spans_from_jaeger_json
 from ._names import (
     ALL_STAGES,
     CHECK_COUNT,
     CHECK_TEXT,
     EVENT_TYPES,
+    EXCLUSION_ATTRIBUTES,
     EXCLUSION_EVENT,
+    INCLUDED_ATTRIBUTES,
     INCLUDED_EVENT,
+    OTHER_ATTRIBUTES,
     OTHER_EVENT,
     OUTCOME,
+    ROOT_ATTRIBUTES,
     ROOT_SPAN,
     RUN_ID,
     SPAN_STAGES,
+    STAGE_ATTRIBUTES,
     STAGE_NAME,
     STAGE_PREFIX,
     check_totals,
@@ -55,10 +66,9 @@ from ._names import (
 from ._spans import (
     OTLP_EXTRA,
     SpanData,
-    is_jaeger_document,
+    SpanEventData,
     is_otlp_document,
     span_data,
-    spans_from_jaeger_json,
     spans_from_otlp_json,
     spans_from_otlp_proto,
 )
@@ -86,8 +96,11 @@ class RebuiltRun:
 
     ``report`` is the SelectionReport folded from ``events``; its ``incomplete``
     lists what the events lack and then ``problems``, what the decoder found lost
-    on the way (dropped events or attributes, truncated values, missing spans).
-    ``trace_id`` is the trace the root span belongs to, when known.
+    on the way (dropped events or attributes, truncated values, missing spans,
+    ``cupel.*`` attributes this version does not write). ``trace_id`` is the trace
+    the root span belongs to, when known. ``verification`` is what checking the
+    run's digest (the root's ``cupel.run.digest``) against the rebuilt events found
+    (see :class:`~cupellation.events.Verification`); ``digest`` the one recorded.
     """
 
     run_id: str
@@ -95,6 +108,8 @@ class RebuiltRun:
     events: tuple[PipelineEvent, ...]
     trace_id: str | None = None
     problems: tuple[str, ...] = ()
+    verification: Verification = Verification.UNVERIFIED
+    digest: str | None = None
 
     @property
     def is_complete(self) -> bool:
@@ -182,21 +197,46 @@ def _check_losses(run: _Run, span: SpanData) -> None:
                             f"{expected_text} written)")
 
 
+def _unknown_attributes(run: _Run, where: str, attributes: Mapping[str, Any],
+                        known: frozenset[str], open_prefix: str | None = None) -> None:
+    """Flag the ``cupel.*`` attributes the encoder never writes on this carrier (an
+    ``open_prefix`` holds the fields of a reason or event this version does not know)."""
+    unknown = [name for name in attributes if name.startswith("cupel.") and name not in known
+               and not (open_prefix is not None and name.startswith(open_prefix))]
+    if unknown:
+        run.problems.append(f"{where} carries cupel.* attributes this version does not "
+                            f"write, which were ignored: {', '.join(sorted(unknown))}")
+
+
+def _decode_span_event(run: _Run, span: SpanData, event: SpanEventData,
+                       carrier_stage: str | None) -> None:
+    name, attributes = event.name, event.attributes
+    where = f"a {name} event on {span.name}"
+    if name == EXCLUSION_EVENT:
+        reason = attributes.get("cupel.exclusion.reason")
+        known = isinstance(reason, str) and reason in KNOWN_EXCLUSION_REASONS
+        _unknown_attributes(run, where, attributes, EXCLUSION_ATTRIBUTES,
+                            None if known else "cupel.exclusion.")
+        run.decode(exclusion_flat(attributes, run.run_id, carrier_stage), where)
+    elif name == INCLUDED_EVENT:
+        reason = attributes.get("cupel.item.reason")
+        known = isinstance(reason, str) and reason in INCLUSIONS
+        _unknown_attributes(run, where, attributes, INCLUDED_ATTRIBUTES,
+                            None if known else "cupel.item.reason.")
+        run.decode(included_flat(attributes, run.run_id), where)
+    elif name in EVENT_TYPES or name == OTHER_EVENT:
+        _unknown_attributes(run, where, attributes, OTHER_ATTRIBUTES.get(name, frozenset()),
+                            OTHER_EVENT + "." if name == OTHER_EVENT else None)
+        run.decode(other_flat(name, attributes, run.run_id), where)
+    elif name.startswith(STAGE_PREFIX) and carrier_stage is None:
+        _unknown_attributes(run, where, attributes, STAGE_ATTRIBUTES)
+        for flat in stage_flat(attributes, run.run_id):
+            run.decode(flat, f"the {name} event on {span.name}")
+
+
 def _decode_span_events(run: _Run, span: SpanData, carrier_stage: str | None) -> None:
     for event in span.events:
-        name = event.name
-        if name == EXCLUSION_EVENT:
-            run.decode(exclusion_flat(event.attributes, run.run_id, carrier_stage),
-                       f"a {name} event on {span.name}")
-        elif name == INCLUDED_EVENT:
-            run.decode(included_flat(event.attributes, run.run_id),
-                       f"a {name} event on {span.name}")
-        elif name in EVENT_TYPES or name == OTHER_EVENT:
-            run.decode(other_flat(name, event.attributes, run.run_id),
-                       f"a {name} event on {span.name}")
-        elif name.startswith(STAGE_PREFIX) and carrier_stage is None:
-            for flat in stage_flat(event.attributes, run.run_id):
-                run.decode(flat, f"the {name} event on {span.name}")
+        _decode_span_event(run, span, event, carrier_stage)
 
 
 def _expected_stages(root: SpanData) -> list[str]:
@@ -216,15 +256,12 @@ def _expected_stages(root: SpanData) -> list[str]:
     return []
 
 
-def _rebuild(run_id: str, spans: list[SpanData]) -> RebuiltRun:
-    run = _Run(run_id, spans)
-    roots = [s for s in spans if s.name == ROOT_SPAN]
-    stages = [s for s in spans if s.name != ROOT_SPAN]
+def _decode_roots(run: _Run, roots: list[SpanData]) -> None:
     if not roots:
         run.problems.append(f"the root span {ROOT_SPAN} is missing: the run's start, end "
                             "and included items are unknown")
     elif len(roots) > 1:
-        run.problems.append(f"{len(roots)} {ROOT_SPAN} spans carry run id {run_id}")
+        run.problems.append(f"{len(roots)} {ROOT_SPAN} spans carry run id {run.run_id}")
     for root in roots:
         capture = root.attributes.get("cupel.run.content_capture")
         if isinstance(capture, str):
@@ -233,10 +270,14 @@ def _rebuild(run_id: str, spans: list[SpanData]) -> RebuiltRun:
         run.capture = "full"  # a root without the member: nothing says content was dropped
     for root in roots:
         _check_losses(run, root)
+        _unknown_attributes(run, f"the {ROOT_SPAN} span", root.attributes, ROOT_ATTRIBUTES)
         for flat in run_flat(root.attributes):
-            flat.setdefault("run_id", run_id)
+            flat.setdefault("run_id", run.run_id)
             run.decode(flat, f"the {ROOT_SPAN} span")
         _decode_span_events(run, root, None)
+
+
+def _decode_stages(run: _Run, roots: list[SpanData], stages: list[SpanData]) -> None:
     root_ids = {r.span_id for r in roots if r.span_id is not None}
     seen: set[str] = set()
     for span in stages:
@@ -248,13 +289,21 @@ def _rebuild(run_id: str, spans: list[SpanData]) -> RebuiltRun:
         if root_ids and span.parent_span_id not in root_ids:
             run.problems.append(f"{_span_label(span)} is not a child of the run's "
                                 f"{ROOT_SPAN} span")
-        for flat in stage_flat(span.attributes, run_id):
+        _unknown_attributes(run, f"the {span.name} span", span.attributes, STAGE_ATTRIBUTES)
+        for flat in stage_flat(span.attributes, run.run_id):
             run.decode(flat, f"the {span.name} span")
         _decode_span_events(run, span, stage_from_label(label))
     if len(roots) == 1:
         for stage in _expected_stages(roots[0]):
             if stage not in seen:
                 run.problems.append(f"the stage span {stage_span_name(stage)} is missing")
+
+
+def _rebuild(run_id: str, spans: list[SpanData], digest_key: bytes | None) -> RebuiltRun:
+    run = _Run(run_id, spans)
+    roots = [s for s in spans if s.name == ROOT_SPAN]
+    _decode_roots(run, roots)
+    _decode_stages(run, roots, [s for s in spans if s.name != ROOT_SPAN])
     failed = sum(run.failures.values())
     if failed:
         run.problems.append(f"{failed} events could not be decoded and are missing: "
@@ -264,6 +313,11 @@ def _rebuild(run_id: str, spans: list[SpanData]) -> RebuiltRun:
     builder = ReportBuilder(run_id)
     for event in run.events:
         builder.add(event)
+    end = builder.end_event
+    recorded = None if end is None else end.digest
+    check = (verify_events(run.events, digest_key) if recorded is not None
+             else DigestCheck(Verification.UNVERIFIED))
+    builder.set_digest_check(check)
     report = builder.result()
     problems = tuple(dict.fromkeys(run.problems))
     if problems:
@@ -271,7 +325,8 @@ def _rebuild(run_id: str, spans: list[SpanData]) -> RebuiltRun:
     trace_id = next((r.trace_id for r in roots if r.trace_id), None) or next(
         (s.trace_id for s in spans if s.trace_id), None)
     return RebuiltRun(run_id=run_id, report=report, events=tuple(run.events),
-                      trace_id=trace_id, problems=problems)
+                      trace_id=trace_id, problems=problems, verification=check.status,
+                      digest=recorded)
 
 
 def _is_ours(span: SpanData) -> bool:
@@ -280,14 +335,17 @@ def _is_ours(span: SpanData) -> bool:
         span.name == ROOT_SPAN or span.name.startswith(STAGE_PREFIX))
 
 
-def runs_from_spans(spans: Iterable[Any]) -> list[RebuiltRun]:
+def runs_from_spans(spans: Iterable[Any], *, digest_key: bytes | str | None = None
+                    ) -> list[RebuiltRun]:
     """Rebuild every cupellation run found among ``spans``.
 
     ``spans`` holds SDK ``ReadableSpan`` objects (as an ``InMemorySpanExporter``
     returns them) or :class:`SpanData` (as the readers of OTLP and Jaeger JSON
     return them), in any order, from any number of traces; spans that are not
     cupellation's are ignored. Runs are told apart by ``cupel.run.id``, so runs
-    interleaved in one trace come apart. Returns one :class:`RebuiltRun` per run,
+    interleaved in one trace come apart. Each run's digest (``cupel.run.digest``) is
+    checked against the rebuilt events, keyed ones with ``digest_key`` (or the
+    ``CUPELLATION_DIGEST_KEY`` environment variable). Returns one :class:`RebuiltRun` per run,
     in the order the runs started; an empty list for no spans. Raises
     :class:`~cupellation.exceptions.DecodeError` for spans none of which are
     cupellation's, or for an object that is not a span.
@@ -303,7 +361,8 @@ def runs_from_spans(spans: Iterable[Any]) -> list[RebuiltRun]:
         raise DecodeError("spans", f"{len(data)} spans ({shown})",
                           f"hold no cupellation run: no {ROOT_SPAN} or {STAGE_PREFIX}* span "
                           f"carries {RUN_ID}")
-    runs = [_rebuild(run_id, group) for run_id, group in groups.items()]
+    key = resolve_digest_key(digest_key)
+    runs = [_rebuild(run_id, group, key) for run_id, group in groups.items()]
 
     def started(run: RebuiltRun) -> tuple[int, int]:
         starts = [s.start_ns for s in groups[run.run_id]
@@ -383,7 +442,8 @@ def _parse_proto(raw: bytes) -> list[SpanData]:
                           f"reading it needs pip install '{OTLP_EXTRA}'") from None
 
 
-def read_trace(data: str | bytes) -> list[RebuiltRun]:
+def read_trace(data: str | bytes, *, digest_key: bytes | str | None = None
+               ) -> list[RebuiltRun]:
     """Rebuild the runs in a trace document (any format :func:`parse_trace` reads).
 
     Raises :class:`~cupellation.exceptions.DecodeError` naming the problem for
@@ -392,10 +452,11 @@ def read_trace(data: str | bytes) -> list[RebuiltRun]:
     spans = parse_trace(data)
     if not spans:
         raise DecodeError("trace", f"{len(data)} characters or bytes", "holds no spans")
-    return runs_from_spans(spans)
+    return runs_from_spans(spans, digest_key=digest_key)
 
 
-def read_trace_file(path: str | PathLike[str]) -> list[RebuiltRun]:
+def read_trace_file(path: str | PathLike[str], *, digest_key: bytes | str | None = None
+                    ) -> list[RebuiltRun]:
     """Rebuild the runs in a trace file: OTLP/JSON lines, one OTLP/JSON or Tempo
     object, Jaeger's downloaded JSON, or OTLP protobuf (recognised from the content).
 
@@ -406,7 +467,7 @@ def read_trace_file(path: str | PathLike[str]) -> list[RebuiltRun]:
     """
     data = Path(path).read_bytes()
     try:
-        return read_trace(data)
+        return read_trace(data, digest_key=digest_key)
     except DecodeError as exc:
         field = str(path) if exc.field == "trace" else f"{path}: {exc.field}"
         raise DecodeError(field, exc.value, exc.problem, line=exc.line) from None

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any
 
-from .._model import ContextItem, format_timestamp
+from .._datamodel.wire import ITEM_FIELDS, flat_writer
+from .._model import ContextItem
 from ..events import (
     ContentCapture,
     ItemEventBatch,
@@ -109,45 +109,22 @@ def _item_is_plain(item: ContextItem, full: bool) -> bool:
     return hint is None or math.isfinite(hint)
 
 
-def _timestamp_text(value: datetime) -> str:
-    """``format_timestamp(value)``, faster for the UTC datetimes items hold."""
-    if value.tzinfo is UTC:
-        return value.isoformat()[:-6] + "Z"  # drop "+00:00"
-    return format_timestamp(value)
+#: The item's attributes other than content, kind, tokens and metadata (which each
+#: caller writes its own way), derived from ContextItem's wire declaration.
+_write_item_rest = flat_writer(ITEM_FIELDS, "cupel.item.",
+                               skip=("content", "kind", "tokens", "metadata"))
 
 
 def _put_item(out: dict[str, Any], item: ContextItem, capture: ContentCapture) -> int:
     """The ``cupel.item.*`` attributes other than kind and tokens (the flat mapping's
     ``item.*`` keys under ``capture``); returns the characters of text written."""
     length = 0
-    if capture is ContentCapture.FULL:
-        content = item.content
+    if capture is not ContentCapture.NONE:
+        content = item.content if capture is ContentCapture.FULL else content_digest(
+            item.content)
         out["cupel.item.content"] = content
         length += len(content)
-    elif capture is ContentCapture.HASH:
-        content = content_digest(item.content)
-        out["cupel.item.content"] = content
-        length += len(content)
-    source = item.source.value
-    out["cupel.item.source"] = source
-    length += len(source)
-    if item.pinned:
-        out["cupel.item.pinned"] = True
-    tags = item.tags
-    if tags:
-        out["cupel.item.tags"] = list(tags)
-        length += sum(map(len, tags))
-    if item.timestamp is not None:
-        text = _timestamp_text(item.timestamp)
-        out["cupel.item.timestamp"] = text
-        length += len(text)
-    if item.priority is not None:
-        out["cupel.item.priority"] = item.priority
-    if item.future_relevance_hint is not None:
-        out["cupel.item.future_relevance_hint"] = item.future_relevance_hint
-    if item.original_tokens is not None:
-        out["cupel.item.original_tokens"] = item.original_tokens
-    return length
+    return length + _write_item_rest(item, out)
 
 
 #: A known reason's name, its fixed attributes, their text length, and its fields

@@ -16,7 +16,7 @@ from typing import Any, Final
 
 from opentelemetry import metrics
 
-from .. import __version__
+from .._version import __version__
 from ._names import SCOPE_NAME
 
 __all__ = ["Instruments", "is_noop_meter_provider"]

@@ -33,10 +33,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, Final, get_args
+from typing import Any, Final
 
+from .._events.flat import flat_keys
 from ..events import EVENT_SCHEMA_VERSION, PipelineStage
-from ..reasons import ExclusionReason, UnknownExclusionReason
+from ..reasons import KNOWN_EXCLUSION_REASONS
 
 # -- names ------------------------------------------------------------------------
 
@@ -173,7 +174,8 @@ def run_flat(attributes: Mapping[str, Any]) -> list[dict[str, Any]]:
     if start_seq is not None:
         found.append({**common, "type": "run_started", "seq": start_seq})
     if outcome is not None:
-        kind = {"completed": "run_completed", "failed": "run_failed"}.get(outcome)
+        kind = {"completed": "run_completed", "failed": "run_failed"}.get(
+            outcome if isinstance(outcome, str) else "")
         found.append({**common, "type": kind if kind is not None else f"run_{outcome}",
                       "seq": end_seq})
     return found
@@ -247,9 +249,7 @@ _EXCLUSION_OWN = frozenset({"reason", "item_kind", "item_tokens", "candidate_ind
 #: reason declares the field and the values agree (BudgetExceeded.item_tokens).
 _SHARED = {"item_tokens": "item.tokens"}
 _KNOWN_REASON_FIELDS: dict[str, frozenset[str]] = {
-    cls.__name__: frozenset(cls.__struct_fields__)
-    for cls in get_args(ExclusionReason) if cls is not UnknownExclusionReason
-}
+    name: frozenset(cls.__struct_fields__) for name, cls in KNOWN_EXCLUSION_REASONS.items()}
 _EXCLUSION_RENAMES = {
     "reason.name": "cupel.exclusion.reason",
     "item.kind": "cupel.exclusion.item_kind",
@@ -435,3 +435,35 @@ def list_value(value: Any) -> Any:
         if isinstance(parsed, list):
             return parsed
     return value
+
+
+# -- what the encoder may write (every other cupel.* attribute is flagged) ----------------
+
+
+def _written(mapper: Any, *event_types: str) -> frozenset[str]:
+    """The attribute names ``mapper`` gives the flat keys of ``event_types`` (every
+    key the declarations allow, with placeholder values)."""
+    names: set[str] = set()
+    for event_type in event_types:
+        flat: dict[str, Any] = dict.fromkeys(sorted(flat_keys(event_type) or ()), "")
+        flat["type"] = event_type
+        if "stage" in flat:
+            flat["stage"] = "Slice"
+        names.update(mapper(flat))
+    return frozenset(names)
+
+
+_CHECKS: Final = frozenset({CHECK_COUNT, CHECK_TEXT})
+#: The cupel.* attributes of the root span, a stage span (or a spanless stage's root
+#: event), and each kind of span event.
+ROOT_ATTRIBUTES: Final = _written(run_attributes, "run_started", "run_completed",
+                                  "run_failed") | {UTILIZATION} | _CHECKS
+STAGE_ATTRIBUTES: Final = _written(stage_attributes, "stage_started", "stage_completed") | {
+    STAGE_EXACT, EXCLUSION_COUNT} | _CHECKS
+EXCLUSION_ATTRIBUTES: Final = (
+    _written(lambda flat: exclusion_attributes(flat, None, True), "item_excluded")
+    | {"cupel.exclusion.stage"})
+INCLUDED_ATTRIBUTES: Final = _written(lambda flat: included_attributes(flat, True),
+                                      "item_included")
+OTHER_ATTRIBUTES: Final[Mapping[str, frozenset[str]]] = {
+    name: _written(other_attributes, event_type) for event_type, name in EVENT_NAMES.items()}

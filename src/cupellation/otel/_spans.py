@@ -1,6 +1,6 @@
 """Spans as the decoder reads them, and the readers that make them: SDK ``ReadableSpan``
-objects, OTLP/JSON (the collector's file exporter, Tempo's trace API), OTLP
-protobuf and the JSON Jaeger's UI downloads.
+objects, OTLP/JSON (the collector's file exporter, Tempo's trace API) and OTLP
+protobuf (Jaeger's JSON is read by :mod:`._jaeger`, with the checks here).
 
 Every reader checks the shape it is given and raises
 :class:`~cupellation.exceptions.DecodeError` naming where it is wrong
@@ -19,16 +19,26 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._model import check_text, first_wide_int
+from .._model import check_text
 from ..exceptions import DecodeError, InvalidTextError
-from ._names import LIST_ATTRIBUTES, list_value
 
 __all__ = [
+    "COUNT_BOUNDS",
+    "INT64_BOUNDS",
     "OTLP_EXTRA",
+    "TIME_US_BOUNDS",
     "SpanData",
     "SpanEventData",
+    "bounded_int",
+    "checked_text",
+    "is_otlp_document",
+    "json_array",
+    "json_object",
+    "load_json",
+    "number",
+    "optional_int",
+    "shown",
     "span_data",
-    "spans_from_jaeger_json",
     "spans_from_otlp_json",
     "spans_from_otlp_proto",
 ]
@@ -116,7 +126,7 @@ def span_data(span: Any) -> SpanData:
 # -- OTLP/JSON ------------------------------------------------------------------------------
 
 
-def _load_json(data: str | bytes | Any, what: str) -> Any:
+def load_json(data: str | bytes | Any, what: str) -> Any:
     if isinstance(data, bytes | bytearray | memoryview):
         try:
             data = bytes(data).decode("utf-8")
@@ -133,30 +143,30 @@ def _load_json(data: str | bytes | Any, what: str) -> Any:
     return data
 
 
-def _text(value: str, path: str) -> str:
+def checked_text(value: str, path: str) -> str:
     """``value``, after checking it is Unicode text: a lone surrogate (which JSON's
     ``\\ud800`` escapes can carry) could be read but never sent on as UTF-8."""
     try:
         return check_text(path, value)
     except InvalidTextError as exc:
-        raise DecodeError(path, _shown(value), exc.problem) from None
+        raise DecodeError(path, shown(value), exc.problem) from None
 
 
-def _object(value: Any, path: str) -> Mapping[str, Any]:
+def json_object(value: Any, path: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
-        raise DecodeError(path, _shown(value), "must be a JSON object")
+        raise DecodeError(path, shown(value), "must be a JSON object")
     return value
 
 
-def _array(value: Any, path: str) -> Sequence[Any]:
+def json_array(value: Any, path: str) -> Sequence[Any]:
     if value is None:
         return ()
     if not isinstance(value, list | tuple):
-        raise DecodeError(path, _shown(value), "must be a JSON array")
+        raise DecodeError(path, shown(value), "must be a JSON array")
     return value
 
 
-def _shown(value: Any) -> Any:
+def shown(value: Any) -> Any:
     text = repr(value)
     return value if len(text) <= 60 else text[:57] + "..."
 
@@ -167,7 +177,7 @@ def _otlp_id(value: Any, size: int, path: str) -> str | None:
     if value is None or value == "":
         return None
     if not isinstance(value, str):
-        raise DecodeError(path, _shown(value), "must be an id string")
+        raise DecodeError(path, shown(value), "must be an id string")
     if len(value) == 2 * size:
         try:
             int(value, 16)
@@ -189,17 +199,17 @@ def _otlp_id(value: Any, size: int, path: str) -> str | None:
 #: time in nanoseconds a fixed64 (unsigned), a dropped count a uint32. A value
 #: outside them cannot be sent on (the SDK's encoder fails on it), so a reader
 #: refuses it, naming where it is.
-_INT64 = (-(2**63), 2**63 - 1, "a signed 64-bit integer")
+INT64_BOUNDS = (-(2**63), 2**63 - 1, "a signed 64-bit integer")
 _TIME_NS = (0, 2**64 - 1, "an unsigned 64-bit count of nanoseconds")
-_COUNT = (0, 2**32 - 1, "an unsigned 32-bit count")
+COUNT_BOUNDS = (0, 2**32 - 1, "an unsigned 32-bit count")
 #: Jaeger's times are microseconds; as nanoseconds they must still fit OTLP's fixed64.
-_TIME_US = (0, (2**64 - 1) // 1000, "a count of microseconds that fits OTLP's nanoseconds")
+TIME_US_BOUNDS = (0, (2**64 - 1) // 1000, "a count of microseconds that fits OTLP's nanoseconds")
 #: How deeply arrayValue and kvlistValue may nest (as deep as item metadata may).
 _MAX_VALUE_DEPTH = 64
 _INTEGER_TEXT = re.compile(r"[+-]?[0-9]{1,40}")
 
 
-def _int(value: Any, path: str, bounds: tuple[int, int, str] = _INT64) -> int:
+def bounded_int(value: Any, path: str, bounds: tuple[int, int, str] = INT64_BOUNDS) -> int:
     number: int | None = None
     if isinstance(value, bool):
         raise DecodeError(path, value, "must be an integer")
@@ -212,18 +222,18 @@ def _int(value: Any, path: str, bounds: tuple[int, int, str] = _INT64) -> int:
     elif isinstance(value, float) and value.is_integer():
         number = int(value)
     if number is None:
-        raise DecodeError(path, _shown(value), "must be an integer")
+        raise DecodeError(path, shown(value), "must be an integer")
     low, high, what = bounds
     if not low <= number <= high:
-        raise DecodeError(path, _shown(value), f"must be {what}")
+        raise DecodeError(path, shown(value), f"must be {what}")
     return number
 
 
-def _optional_int(value: Any, path: str, bounds: tuple[int, int, str] = _INT64) -> int | None:
-    return None if value is None or value == "" else _int(value, path, bounds)
+def optional_int(value: Any, path: str, bounds: tuple[int, int, str] = INT64_BOUNDS) -> int | None:
+    return None if value is None or value == "" else bounded_int(value, path, bounds)
 
 
-def _float(value: Any, path: str) -> float:
+def number(value: Any, path: str) -> float:
     if isinstance(value, bool):
         raise DecodeError(path, value, "must be a number")
     if isinstance(value, int | float):
@@ -236,35 +246,35 @@ def _float(value: Any, path: str) -> float:
             return float(value)
         except ValueError:
             pass
-    raise DecodeError(path, _shown(value), "must be a number")
+    raise DecodeError(path, shown(value), "must be a number")
 
 
 def _any_value(value: Any, path: str, depth: int = 1) -> Any:
     """An OTLP/JSON AnyValue as a Python value (None for an empty one)."""
-    value = _object(value, path)
+    value = json_object(value, path)
     if depth > _MAX_VALUE_DEPTH:
-        raise DecodeError(path, _shown(value), f"nests arrays and key-value lists more than "
+        raise DecodeError(path, shown(value), f"nests arrays and key-value lists more than "
                           f"{_MAX_VALUE_DEPTH} levels deep")
     if "stringValue" in value:
         text = value["stringValue"]
         if not isinstance(text, str):
-            raise DecodeError(path + ".stringValue", _shown(text), "must be a string")
-        return _text(text, path + ".stringValue")
+            raise DecodeError(path + ".stringValue", shown(text), "must be a string")
+        return checked_text(text, path + ".stringValue")
     if "intValue" in value:
-        return _int(value["intValue"], path + ".intValue")
+        return bounded_int(value["intValue"], path + ".intValue")
     if "doubleValue" in value:
-        return _float(value["doubleValue"], path + ".doubleValue")
+        return number(value["doubleValue"], path + ".doubleValue")
     if "boolValue" in value:
         flag = value["boolValue"]
         if not isinstance(flag, bool):
-            raise DecodeError(path + ".boolValue", _shown(flag), "must be true or false")
+            raise DecodeError(path + ".boolValue", shown(flag), "must be true or false")
         return flag
     if "arrayValue" in value:
-        inner = _object(value["arrayValue"], path + ".arrayValue")
+        inner = json_object(value["arrayValue"], path + ".arrayValue")
         return [_any_value(v, f"{path}.arrayValue.values[{k}]", depth + 1)
-                for k, v in enumerate(_array(inner.get("values"), path + ".arrayValue.values"))]
+                for k, v in enumerate(json_array(inner.get("values"), path + ".arrayValue.values"))]
     if "kvlistValue" in value:
-        inner = _object(value["kvlistValue"], path + ".kvlistValue")
+        inner = json_object(value["kvlistValue"], path + ".kvlistValue")
         return _key_values(inner.get("values"), path + ".kvlistValue.values", depth + 1)
     if "bytesValue" in value:
         return value["bytesValue"] if isinstance(value["bytesValue"], str) else None
@@ -273,36 +283,36 @@ def _any_value(value: Any, path: str, depth: int = 1) -> Any:
 
 def _key_values(values: Any, path: str, depth: int = 1) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for k, raw in enumerate(_array(values, path)):
+    for k, raw in enumerate(json_array(values, path)):
         where = f"{path}[{k}]"
-        entry = _object(raw, where)
+        entry = json_object(raw, where)
         key = entry.get("key")
         if not isinstance(key, str):
-            raise DecodeError(where + ".key", _shown(key), "must be a string")
-        out[_text(key, where + ".key")] = _any_value(entry.get("value", {}), where + ".value",
-                                                     depth)
+            raise DecodeError(where + ".key", shown(key), "must be a string")
+        out[checked_text(key, where + ".key")] = _any_value(entry.get("value", {}),
+                                                            where + ".value", depth)
     return out
 
 
 def _otlp_span(span: Mapping[str, Any], path: str) -> SpanData:
     name = span.get("name", "")
     if not isinstance(name, str):
-        raise DecodeError(path + ".name", _shown(name), "must be a string")
-    name = _text(name, path + ".name")
+        raise DecodeError(path + ".name", shown(name), "must be a string")
+    name = checked_text(name, path + ".name")
     events = []
-    for k, raw in enumerate(_array(span.get("events"), path + ".events")):
+    for k, raw in enumerate(json_array(span.get("events"), path + ".events")):
         where = f"{path}.events[{k}]"
-        event = _object(raw, where)
+        event = json_object(raw, where)
         event_name = event.get("name", "")
         if not isinstance(event_name, str):
-            raise DecodeError(where + ".name", _shown(event_name), "must be a string")
+            raise DecodeError(where + ".name", shown(event_name), "must be a string")
         events.append(SpanEventData(
-            name=_text(event_name, where + ".name"),
+            name=checked_text(event_name, where + ".name"),
             attributes=_key_values(event.get("attributes"), where + ".attributes"),
-            timestamp_ns=_optional_int(event.get("timeUnixNano"), where + ".timeUnixNano",
+            timestamp_ns=optional_int(event.get("timeUnixNano"), where + ".timeUnixNano",
                                        _TIME_NS),
-            dropped_attributes=_optional_int(event.get("droppedAttributesCount"),
-                                             where + ".droppedAttributesCount", _COUNT) or 0))
+            dropped_attributes=optional_int(event.get("droppedAttributesCount"),
+                                             where + ".droppedAttributesCount", COUNT_BOUNDS) or 0))
     return SpanData(
         name=name,
         attributes=_key_values(span.get("attributes"), path + ".attributes"),
@@ -310,13 +320,13 @@ def _otlp_span(span: Mapping[str, Any], path: str) -> SpanData:
         trace_id=_otlp_id(span.get("traceId"), 16, path + ".traceId"),
         span_id=_otlp_id(span.get("spanId"), 8, path + ".spanId"),
         parent_span_id=_otlp_id(span.get("parentSpanId"), 8, path + ".parentSpanId"),
-        start_ns=_optional_int(span.get("startTimeUnixNano"), path + ".startTimeUnixNano",
+        start_ns=optional_int(span.get("startTimeUnixNano"), path + ".startTimeUnixNano",
                                _TIME_NS),
-        end_ns=_optional_int(span.get("endTimeUnixNano"), path + ".endTimeUnixNano", _TIME_NS),
-        dropped_attributes=_optional_int(span.get("droppedAttributesCount"),
-                                         path + ".droppedAttributesCount", _COUNT) or 0,
-        dropped_events=_optional_int(span.get("droppedEventsCount"),
-                                     path + ".droppedEventsCount", _COUNT) or 0,
+        end_ns=optional_int(span.get("endTimeUnixNano"), path + ".endTimeUnixNano", _TIME_NS),
+        dropped_attributes=optional_int(span.get("droppedAttributesCount"),
+                                         path + ".droppedAttributesCount", COUNT_BOUNDS) or 0,
+        dropped_events=optional_int(span.get("droppedEventsCount"),
+                                     path + ".droppedEventsCount", COUNT_BOUNDS) or 0,
     )
 
 
@@ -328,19 +338,19 @@ def _otlp_document(document: Mapping[str, Any], path: str) -> Iterator[SpanData]
         path += ".trace"
     key = "resourceSpans" if "resourceSpans" in document else "batches"
     if key not in document:
-        raise DecodeError(path, _shown(sorted(document)),
+        raise DecodeError(path, shown(sorted(document)),
                           "has neither resourceSpans nor batches: not OTLP/JSON traces")
-    for r, raw in enumerate(_array(document[key], f"{path}.{key}")):
+    for r, raw in enumerate(json_array(document[key], f"{path}.{key}")):
         where = f"{path}.{key}[{r}]"
-        resource = _object(raw, where)
+        resource = json_object(raw, where)
         scope_key = ("scopeSpans" if "scopeSpans" in resource
                      else "instrumentationLibrarySpans")
-        for s, raw_scope in enumerate(_array(resource.get(scope_key), f"{where}.{scope_key}")):
+        for s, raw_scope in enumerate(json_array(resource.get(scope_key), f"{where}.{scope_key}")):
             scope_path = f"{where}.{scope_key}[{s}]"
-            scope = _object(raw_scope, scope_path)
-            for k, span in enumerate(_array(scope.get("spans"), scope_path + ".spans")):
+            scope = json_object(raw_scope, scope_path)
+            for k, span in enumerate(json_array(scope.get("spans"), scope_path + ".spans")):
                 span_path = f"{scope_path}.spans[{k}]"
-                yield _otlp_span(_object(span, span_path), span_path)
+                yield _otlp_span(json_object(span, span_path), span_path)
 
 
 def is_otlp_document(value: Any) -> bool:
@@ -389,9 +399,9 @@ def spans_from_otlp_json(data: str | bytes | Mapping[str, Any]) -> list[SpanData
         except (ValueError, RecursionError) as exc:
             problem = ("nests arrays or objects too deeply" if isinstance(exc, RecursionError)
                        else f"is not valid JSON ({exc})")
-            raise DecodeError("trace", _shown(line), problem, line=number) from None
+            raise DecodeError("trace", shown(line), problem, line=number) from None
         if not isinstance(document, Mapping):
-            raise DecodeError("trace", _shown(document), "must be a JSON object per line",
+            raise DecodeError("trace", shown(document), "must be a JSON object per line",
                               line=number)
         if not is_otlp_document(document) and any(k in document for k in _OTHER_SIGNALS):
             continue
@@ -505,146 +515,3 @@ def _framed(data: bytes) -> list[bytes]:
         chunks.append(data[at:at + size])
         at += size
     return chunks
-
-
-# -- Jaeger JSON -----------------------------------------------------------------------------
-
-
-def _jaeger_id(value: Any, size: int, path: str) -> str | None:
-    if value is None or value == "":
-        return None
-    if not isinstance(value, str) or len(value) > 2 * size:
-        raise DecodeError(path, _shown(value), f"must be at most {2 * size} hex digits")
-    try:
-        number = int(value, 16)
-    except ValueError:
-        raise DecodeError(path, value, "must be hex digits") from None
-    return None if number == 0 else format(number, f"0{2 * size}x")
-
-
-def _jaeger_tag(tag: Any, path: str) -> tuple[str, Any]:
-    tag = _object(tag, path)
-    key = tag.get("key")
-    if not isinstance(key, str):
-        raise DecodeError(path + ".key", _shown(key), "must be a string")
-    key = _text(key, path + ".key")
-    kind = tag.get("type", "string")
-    value = tag.get("value")
-    if kind in ("int64", "int32"):
-        value = _int(value, path + ".value")
-    elif kind in ("float64", "float32"):
-        value = _float(value, path + ".value")
-    elif kind == "bool":
-        if isinstance(value, str) and value in ("true", "false"):
-            value = value == "true"
-        if not isinstance(value, bool):
-            raise DecodeError(path + ".value", _shown(value), "must be true or false")
-    elif not isinstance(value, str):
-        raise DecodeError(path + ".value", _shown(value), f"must be a string for type {kind}")
-    else:
-        value = _text(value, path + ".value")
-    if key in LIST_ATTRIBUTES:
-        try:
-            value = list_value(value)
-        except RecursionError:
-            raise DecodeError(path + ".value", _shown(value),
-                              "nests JSON arrays too deeply") from None
-        wide = first_wide_int(value)
-        if wide is not None:
-            raise DecodeError(path + ".value" + wide[0], wide[1],
-                              f"must be {_INT64[2]}")
-    return key, value
-
-
-def _jaeger_tags(tags: Any, path: str) -> dict[str, Any]:
-    return dict(_jaeger_tag(tag, f"{path}[{k}]") for k, tag in enumerate(_array(tags, path)))
-
-
-def _jaeger_span(span: Mapping[str, Any], path: str) -> SpanData:
-    name = span.get("operationName")
-    if not isinstance(name, str):
-        raise DecodeError(path + ".operationName", _shown(name), "must be a string")
-    name = _text(name, path + ".operationName")
-    attributes = _jaeger_tags(span.get("tags"), path + ".tags")
-    dropped_attributes = _jaeger_count(attributes, "otel.dropped_attributes_count",
-                                       path + ".tags")
-    dropped_events = _jaeger_count(attributes, "otel.dropped_events_count", path + ".tags")
-    parent = None
-    for k, raw in enumerate(_array(span.get("references"), path + ".references")):
-        reference = _object(raw, f"{path}.references[{k}]")
-        if reference.get("refType", "CHILD_OF") == "CHILD_OF":
-            parent = _jaeger_id(reference.get("spanID"), 8, f"{path}.references[{k}].spanID")
-            break
-    if parent is None and span.get("parentSpanID"):
-        parent = _jaeger_id(span.get("parentSpanID"), 8, path + ".parentSpanID")
-    events = []
-    for k, raw_log in enumerate(_array(span.get("logs"), path + ".logs")):
-        where = f"{path}.logs[{k}]"
-        log = _object(raw_log, where)
-        fields = _jaeger_tags(log.get("fields"), where + ".fields")
-        event_name = fields.pop("event", "")
-        dropped = _jaeger_count(fields, "otel.event.dropped_attributes_count",
-                                where + ".fields")
-        stamp = _optional_int(log.get("timestamp"), where + ".timestamp", _TIME_US)
-        events.append(SpanEventData(
-            name=event_name if isinstance(event_name, str) else str(event_name),
-            attributes=fields, timestamp_ns=None if stamp is None else stamp * 1000,
-            dropped_attributes=dropped))
-    start = _optional_int(span.get("startTime"), path + ".startTime", _TIME_US)
-    duration = _optional_int(span.get("duration"), path + ".duration", _TIME_US)
-    end = None if start is None or duration is None else start + duration
-    if end is not None and end > _TIME_US[1]:
-        raise DecodeError(path + ".duration", duration, "ends the span past the largest time "
-                          "OTLP can hold (2**64 - 1 nanoseconds)")
-    return SpanData(
-        name=name, attributes=attributes, events=tuple(events),
-        trace_id=_jaeger_id(span.get("traceID"), 16, path + ".traceID"),
-        span_id=_jaeger_id(span.get("spanID"), 8, path + ".spanID"),
-        parent_span_id=parent,
-        start_ns=None if start is None else start * 1000,
-        end_ns=None if end is None else end * 1000,
-        dropped_attributes=dropped_attributes, dropped_events=dropped_events)
-
-
-def _jaeger_count(tags: dict[str, Any], key: str, path: str) -> int:
-    """A dropped count Jaeger keeps as a tag, taken out of ``tags`` (0 when absent)."""
-    value = tags.pop(key, 0)
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        return 0  # not a count the SDK wrote: nothing says what was lost
-    if value > _COUNT[1]:
-        raise DecodeError(f"{path}[{key}]", value, f"must be {_COUNT[2]}")
-    return value
-
-
-def is_jaeger_document(value: Any) -> bool:
-    """True for JSON shaped like Jaeger's: ``{"data": [trace, ...]}`` or one trace."""
-    return isinstance(value, Mapping) and (
-        "data" in value or ("spans" in value and "traceID" in value))
-
-
-def spans_from_jaeger_json(data: str | bytes | Mapping[str, Any]) -> list[SpanData]:
-    """The spans of the JSON Jaeger's UI downloads (``{"data": [{"traceID", "spans",
-    "processes"}, ...]}``, or one trace object). Span events are Jaeger logs named by
-    their ``event`` field; list attributes, which Jaeger holds as JSON text, are
-    turned back into lists."""
-    document = _load_json(data, "trace")
-    if isinstance(document, Mapping) and "spans" in document and "data" not in document:
-        traces: Sequence[Any] = [document]
-        path = "trace"
-    else:
-        document = _object(document, "trace")
-        if "data" not in document:
-            raise DecodeError("trace", _shown(sorted(document)),
-                              "has no data member: not Jaeger JSON")
-        traces = _array(document["data"], "data")
-        path = "data"
-    spans = []
-    for t, raw in enumerate(traces):
-        where = f"{path}[{t}]" if path == "data" else path
-        trace = _object(raw, where)
-        if "spans" not in trace:
-            raise DecodeError(where, _shown(sorted(trace)), "has no spans: not a Jaeger trace")
-        for k, span in enumerate(_array(trace["spans"], where + ".spans")):
-            span_path = f"{where}.spans[{k}]"
-            spans.append(_jaeger_span(_object(span, span_path), span_path))
-    return spans

@@ -8,7 +8,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from .._model import ContextBudget, ContextItem, ContextKind, ScoredItem, ascii_fold
+from .._model import (
+    ContextBudget,
+    ContextItem,
+    ContextKind,
+    CountRequirementShortfall,
+    ScoredItem,
+    ascii_fold,
+)
 from .._tables import StrategyTable
 from ..exceptions import ConfigurationError, InvalidTypeError, PipelineError
 
@@ -106,16 +113,6 @@ class CapExclusion:
     kind: ContextKind
     cap: int
     count: int
-
-
-@dataclass(frozen=True, slots=True)
-class CountRequirementShortfall:
-    """A kind whose candidate pool could not meet its ``require_count``
-    (the specification's ``CountRequirementShortfall``)."""
-
-    kind: ContextKind
-    required_count: int
-    satisfied_count: int
 
 
 @dataclass(frozen=True, slots=True)

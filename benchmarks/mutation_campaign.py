@@ -1,0 +1,577 @@
+"""The mutation campaign: no stored run is ever silently wrong.
+
+    python benchmarks/mutation_campaign.py [--mutations 3000] [--seed 12] [--json PATH]
+
+Real artifacts of demo runs and a larger run — an events JSONL file per run (as the
+spine's event-file writer makes it), an audit log of every run, and the runs' spans
+as OTLP/JSON, Jaeger's JSON and OTLP protobuf — are mutated one change at a time:
+
+- **value**: a leaf value swapped for another plausible one (a number nudged or
+  taken from elsewhere, a string from another record, a case changed, a bool
+  flipped), with scores, contents, kinds, tokens, positions and reason names
+  picked more often;
+- **key**: a key misspelt, or renamed to another key of the document;
+- **line / event**: a line (or a span event, or a span) deleted, repeated, or
+  swapped with another;
+- **byte**: a bit flipped, a byte replaced, deleted or inserted.
+
+Each mutated artifact is decoded (``build_report`` over
+``events_from_json_lines`` for an events file, ``read_runs`` for the audit log,
+``read_trace`` for spans) and the result classified:
+
+- **exact**: every run's report is the original one (a change no decoder can see,
+  such as whitespace, is exact);
+- **refused**: the decoder raised a ``DecodeError`` (the CLI's exit 2);
+- **flagged**: every report that differs from the original (or is new) says what
+  is wrong in ``incomplete``;
+- **SILENTLY WRONG**: a report differs from the original, or a run vanished, and
+  nothing says so;
+- **CRASHED**: the decoder raised something other than cupellation's own errors
+  (a bug: a decoder names what is wrong, it never lets an exception escape).
+
+The table is printed per format; the exit status is 1 if anything was silently
+wrong or crashed (0 silently wrong is the acceptance of issue 12).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import string
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from google.protobuf import json_format
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.proto.trace.v1 import trace_pb2
+from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from cupellation import (
+    CompositeScorer,
+    ContextBudget,
+    ContextItem,
+    CountQuotaSlice,
+    DiagnosticTraceCollector,
+    FanOutCollector,
+    GreedySlice,
+    KindScorer,
+    KnapsackSlice,
+    OverflowStrategy,
+    Pipeline,
+    PriorityScorer,
+    RecencyScorer,
+    SelectionReport,
+    TraceDetailLevel,
+    UShapedPlacer,
+    build_report,
+)
+from cupellation.events import ContentCapture, RunLineEncoder, events_from_json_lines
+from cupellation.exceptions import CupelError
+from cupellation.logs import AuditLog, read_runs
+from cupellation.otel import SpanCollector, read_trace
+from cupellation.slicing import CountQuotaEntry
+
+__all__ = ["FORMATS", "Artifact", "Campaign", "campaign", "main"]
+
+FORMATS = ("events JSONL", "audit log", "OTLP/JSON", "Jaeger JSON", "OTLP protobuf")
+OUTCOMES = ("exact", "refused", "flagged", "SILENTLY WRONG", "CRASHED")
+#: Keys a value mutation picks more often: what a report is made of.
+_FAVOURED = ("score", "content", "kind", "tokens", "position", "reason", "candidate_index",
+             "stage", "seq", "name", "item_tokens", "available_tokens", "duration")
+_UNLIMITED = SpanLimits(max_attributes=SpanLimits.UNSET, max_events=SpanLimits.UNSET,
+                        max_span_attributes=SpanLimits.UNSET,
+                        max_event_attributes=SpanLimits.UNSET,
+                        max_attribute_length=SpanLimits.UNSET,
+                        max_span_attribute_length=SpanLimits.UNSET)
+
+Reports = dict[str, SelectionReport]
+
+
+# -- the runs and their artifacts ------------------------------------------------------------
+
+
+def _demo_items() -> list[ContextItem]:
+    text = resources.files("cupellation").joinpath("_data/demo_candidates.json").read_text(
+        encoding="utf-8")
+    return [ContextItem.from_dict(row) for row in json.loads(text)]
+
+
+def _larger_items(count: int, seed: int) -> list[ContextItem]:
+    """``count`` varied candidates: duplicates, negative tokens, pinned items, metadata,
+    tags, timestamps."""
+    from datetime import UTC, datetime, timedelta  # noqa: PLC0415
+
+    rng = random.Random(seed)
+    words = ["alpha", "beta", "gamma", "delta", "é", "<b>", "tab\there", "x\u2028y"]
+    return [ContextItem(
+        content=" ".join(rng.choices(words, k=rng.randint(1, 6))) + f" #{rng.randrange(count)}",
+        tokens=rng.randint(-3, 120), kind=rng.choice(["Message", "Document", "ToolOutput"]),
+        priority=rng.choice([None, rng.randint(0, 9)]),
+        tags=rng.sample(["a", "b", "c"], rng.randint(0, 2)),
+        metadata=rng.choice([None, {"k": rng.randint(0, 3)}, {"f": 0.5, "n": [1, "two"]}]),
+        timestamp=rng.choice([None, datetime(2024, 1, 1, tzinfo=UTC)
+                              + timedelta(hours=rng.randint(0, 500))]),
+        future_relevance_hint=rng.choice([None, round(rng.random(), 3)]),
+        pinned=rng.random() < 0.03) for _ in range(count)]
+
+
+def _runs(larger: int) -> list[tuple[Pipeline, list[ContextItem], ContextBudget]]:
+    """The demo (as the CLI's demo runs it, give or take its policy file), three
+    variations that reach the other decisions, and a larger run."""
+    demo = _demo_items()
+    composite = CompositeScorer([(RecencyScorer(), 2.0), (PriorityScorer(), 2.0),
+                                 (KindScorer(), 1.0)])
+    quota = CountQuotaSlice(GreedySlice(), [CountQuotaEntry("Document", require_count=3,
+                                                            cap_count=4)])
+    return [
+        (Pipeline(composite, GreedySlice(), UShapedPlacer()), demo,
+         ContextBudget(max_tokens=1024, target_tokens=400, output_reserve=256)),
+        (Pipeline(RecencyScorer(), KnapsackSlice(bucket_size=10)), demo,
+         ContextBudget(max_tokens=600, target_tokens=300)),
+        (Pipeline(PriorityScorer(), quota, overflow_strategy=OverflowStrategy.PROCEED), demo,
+         ContextBudget(max_tokens=900, target_tokens=250, reserved_slots={"Message": 20})),
+        (Pipeline(composite, GreedySlice(), overflow_strategy=OverflowStrategy.TRUNCATE),
+         _larger_items(larger, 7), ContextBudget(max_tokens=3000, target_tokens=1500)),
+    ]
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """One stored artifact, its format, and the reports its runs had in process."""
+
+    name: str
+    format: str
+    data: bytes
+    original: Reports
+
+
+def _jaeger_tag(key: str, value: Any) -> dict[str, Any]:
+    if isinstance(value, bool):
+        return {"key": key, "type": "bool", "value": value}
+    if isinstance(value, int):
+        return {"key": key, "type": "int64", "value": value}
+    if isinstance(value, float):
+        return {"key": key, "type": "float64", "value": value}
+    if isinstance(value, list | tuple):  # Jaeger has no list values: JSON text
+        return {"key": key, "type": "string", "value": json.dumps(list(value))}
+    return {"key": key, "type": "string", "value": value}
+
+
+def _jaeger_document(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
+    """The spans as Jaeger's UI downloads them (microsecond times, events as logs)."""
+    traces: dict[str, list[dict[str, Any]]] = {}
+    for span in spans:
+        assert span.context is not None
+        assert span.start_time is not None
+        assert span.end_time is not None
+        trace_id = format(span.context.trace_id, "032x")
+        logs = [{"timestamp": event.timestamp // 1000, "fields": [
+            {"key": "event", "type": "string", "value": event.name},
+            *(_jaeger_tag(k, v) for k, v in (event.attributes or {}).items())]}
+            for event in span.events]
+        references = ([{"refType": "CHILD_OF", "traceID": trace_id,
+                        "spanID": format(span.parent.span_id, "016x")}]
+                      if span.parent is not None else [])
+        traces.setdefault(trace_id, []).append({
+            "traceID": trace_id, "spanID": format(span.context.span_id, "016x"),
+            "operationName": span.name, "references": references,
+            "startTime": span.start_time // 1000,
+            "duration": (span.end_time - span.start_time) // 1000,
+            "tags": [_jaeger_tag(k, v) for k, v in (span.attributes or {}).items()],
+            "logs": logs, "processID": "p1"})
+    return {"data": [{"traceID": t, "spans": s, "processes": {"p1": {"serviceName": "demo"}}}
+                     for t, s in traces.items()]}
+
+
+def artifacts(larger: int = 150) -> list[Artifact]:
+    """Record the runs once, into every sink, and return the artifacts."""
+    provider = TracerProvider(span_limits=_UNLIMITED)
+    exporter = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    spans = SpanCollector(tracer_provider=provider, tier="Full", content_capture="full")
+    event_files: list[tuple[str, bytes, Reports]] = []
+    reports: Reports = {}
+    with tempfile.TemporaryDirectory(prefix="campaign_") as tmp:
+        audit_path = Path(tmp) / "audit.jsonl"
+        with AuditLog(audit_path) as audit:
+            for k, (pipeline, items, budget) in enumerate(_runs(larger)):
+                diagnostics = DiagnosticTraceCollector(TraceDetailLevel.FULL)
+                pipeline.run(items, budget, FanOutCollector(diagnostics, audit, spans))
+                report = diagnostics.build_report()
+                run_id = diagnostics.events[0].run_id
+                reports[run_id] = report
+                writer = RunLineEncoder(ContentCapture.FULL)
+                lines = b"".join(writer.lines((event,)) for event in diagnostics.events)
+                event_files.append((f"events-{k}.jsonl", lines, {run_id: report}))
+        audit_data = audit_path.read_bytes()
+    finished = exporter.get_finished_spans()
+    from cupellation_exporters import otlp_json_document  # noqa: PLC0415
+
+    otlp = json.dumps(otlp_json_document(finished)).encode()
+    proto = encode_spans(finished).SerializeToString()
+    jaeger = json.dumps(_jaeger_document(finished)).encode()
+    return [*(Artifact(name, "events JSONL", data, original)
+              for name, data, original in event_files),
+            Artifact("audit.jsonl", "audit log", audit_data, reports),
+            Artifact("trace.json", "OTLP/JSON", otlp, reports),
+            Artifact("jaeger.json", "Jaeger JSON", jaeger, reports),
+            Artifact("trace.pb", "OTLP protobuf", proto, reports)]
+
+
+# -- decoding ---------------------------------------------------------------------------------
+
+
+def decode(artifact: Artifact, data: bytes) -> Reports:
+    """The reports the artifact's decoder rebuilds from ``data``, by run id (a run id
+    seen twice keeps a marker that can equal no original report)."""
+    out: Reports = {}
+    if artifact.format == "events JSONL":
+        events = list(events_from_json_lines(data))
+        for run_id in {event.run_id for event in events}:
+            out[run_id] = build_report(events, run_id=run_id)
+        return out
+    runs: list[Any] = (list(read_runs(_Bytes(data))) if artifact.format == "audit log"
+                       else read_trace(data))
+    for run in runs:
+        out[run.run_id if run.run_id not in out else run.run_id + "\x00again"] = run.report
+    return out
+
+
+class _Bytes:
+    """An in-memory binary stream read_runs reads like a file."""
+
+    def __init__(self, data: bytes) -> None:
+        import io  # noqa: PLC0415
+
+        self._stream = io.BufferedReader(io.BytesIO(data))
+        self.name = "<mutated>"
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def classify(artifact: Artifact, data: bytes) -> str:
+    """exact, refused, flagged, SILENTLY WRONG or CRASHED (see the module's note)."""
+    try:
+        rebuilt = decode(artifact, data)
+    except CupelError:
+        return "refused"
+    except Exception:  # a decoder let something else escape: a bug, counted as such
+        return "CRASHED"
+    original = artifact.original
+    if rebuilt == original:
+        return "exact"
+    differing = [run_id for run_id, report in rebuilt.items()
+                 if original.get(run_id) != report]
+    vanished = [run_id for run_id in original if run_id not in rebuilt]
+    if not differing and vanished:
+        return "SILENTLY WRONG"  # a run is gone and no rebuilt report says anything
+    flagged = all(len(rebuilt[run_id].incomplete) > len(
+        original[run_id].incomplete if run_id in original else ()) for run_id in differing)
+    return "flagged" if flagged else "SILENTLY WRONG"
+
+
+# -- mutations -------------------------------------------------------------------------------
+
+Mutation = Callable[[random.Random, bytes, str], tuple[str, bytes] | None]
+
+
+def _lines(data: bytes) -> list[bytes]:
+    return data.split(b"\n")
+
+
+def _byte(rng: random.Random, data: bytes, fmt: str) -> tuple[str, bytes] | None:
+    if not data:
+        return None
+    at = rng.randrange(len(data))
+    kind = rng.choice(["flip", "set", "delete", "insert"])
+    if kind == "flip":
+        changed = data[:at] + bytes([data[at] ^ (1 << rng.randrange(8))]) + data[at + 1:]
+    elif kind == "set":
+        changed = data[:at] + bytes([rng.randrange(256)]) + data[at + 1:]
+    elif kind == "delete":
+        changed = data[:at] + data[at + 1:]
+    else:
+        changed = data[:at] + bytes([rng.choice(b' 0"{},:9aZ\\\n')]) + data[at:]
+    return f"byte {kind} at {at}", changed
+
+
+def _line(rng: random.Random, data: bytes, fmt: str) -> tuple[str, bytes] | None:
+    lines = _lines(data)
+    content = [k for k, line in enumerate(lines) if line.strip()]
+    if len(content) < 2:
+        return None
+    a, b = rng.sample(content, 2)
+    kind = rng.choice(["delete", "duplicate", "swap", "swap-next"])
+    if kind == "delete":
+        del lines[a]
+    elif kind == "duplicate":
+        lines.insert(rng.randrange(len(lines)), lines[a])
+    elif kind == "swap":
+        lines[a], lines[b] = lines[b], lines[a]
+    else:
+        nxt = min(a + 1, len(lines) - 1)
+        lines[a], lines[nxt] = lines[nxt], lines[a]
+    return f"line {kind} {a}", b"\n".join(lines)
+
+
+def _walk(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], Any]]:
+    """Every (path, leaf) of decoded JSON, and every (path + ("<key>", key), key)."""
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            yield (*path, "<key>", key), key
+            yield from _walk(inner, (*path, key))
+    elif isinstance(value, list):
+        for index, inner in enumerate(value):
+            yield from _walk(inner, (*path, index))
+    else:
+        yield path, value
+
+
+def _other_number(rng: random.Random, value: float, pool: list[Any]) -> Any:
+    choices = [p for p in pool if type(p) is type(value) and p != value]
+    step = rng.choice(["+1", "-1", "x2", "zero", "pool", "pool"])
+    if step == "pool" and choices:
+        return rng.choice(choices)
+    if isinstance(value, int):
+        return {"+1": value + 1, "-1": value - 1, "x2": value * 2}.get(step, 0)
+    return {"+1": value + 0.1, "-1": value - 0.1, "x2": value * 2}.get(step, 0.0)
+
+
+def _other_text(rng: random.Random, value: str, pool: list[Any]) -> str:
+    choices = [p for p in pool if isinstance(p, str) and p != value]
+    step = rng.choice(["pool", "pool", "case", "char", "drop"])
+    if step == "pool" and choices:
+        return rng.choice(choices)
+    if step == "case" and value.lower() != value.upper():
+        return value.upper() if value != value.upper() else value.lower()
+    if step == "drop" and len(value) > 1:
+        at = rng.randrange(len(value))
+        return value[:at] + value[at + 1:]
+    at = rng.randrange(len(value) + 1)
+    return value[:at] + rng.choice(string.ascii_letters) + value[at:]
+
+
+def _set(document: Any, path: tuple[Any, ...], new: Any) -> None:
+    *parents, last = path
+    target = document
+    if len(parents) >= 1 and parents[-1] == "<key>":  # renaming a key
+        holder: Any = document
+        for step in parents[:-1]:
+            holder = holder[step]
+        items = list(holder.items())
+        holder.clear()
+        holder.update((new if k == last else k, v) for k, v in items)
+        return
+    for step in parents:
+        target = target[step]
+    target[last] = new
+
+
+def _mutate_json(rng: random.Random, document: Any, keys: bool) -> str | None:
+    """Change one leaf (or one key) of a decoded JSON document in place."""
+    leaves = list(_walk(document))
+    if keys:
+        leaves = [(p, v) for p, v in leaves if len(p) >= 2 and p[-2] == "<key>"]
+    else:
+        leaves = [(p, v) for p, v in leaves if not (len(p) >= 2 and p[-2] == "<key>")]
+        favoured = [(p, v) for p, v in leaves if any(
+            word in str(p[-1]) or word in str(p[-2] if len(p) > 1 else "") or (
+                isinstance(v, str) and word in v) for word in _FAVOURED)]
+        if favoured and rng.random() < 0.6:
+            leaves = favoured
+    if not leaves:
+        return None
+    path, value = rng.choice(leaves)
+    pool = [v for p, v in _walk(document) if p[-1] == path[-1] or (
+        len(p) > 1 and len(path) > 1 and p[-2] == path[-2])]
+    if keys:
+        names = [v for p, v in _walk(document) if len(p) >= 2 and p[-2] == "<key>"]
+        new: Any = _other_text(rng, value, names)
+    elif isinstance(value, bool):
+        new = not value
+    elif isinstance(value, int | float):
+        new = _other_number(rng, value, pool)
+    elif isinstance(value, str):
+        new = _other_text(rng, value, pool) if value else "x"
+    else:
+        new = rng.choice([0, "", False])
+    _set(document, path, new)
+    return f"{'key' if keys else 'value'} {'/'.join(map(str, path))}: {value!r} -> {new!r}"
+
+
+def _value(rng: random.Random, data: bytes, fmt: str, keys: bool = False
+           ) -> tuple[str, bytes] | None:
+    if fmt == "OTLP protobuf":
+        message = trace_pb2.TracesData()
+        message.ParseFromString(data)
+        document = json_format.MessageToDict(message)
+        what = _mutate_json(rng, document, keys)
+        if what is None:
+            return None
+        try:
+            changed = json_format.ParseDict(document, trace_pb2.TracesData())
+        except (json_format.ParseError, ValueError, TypeError):
+            return None  # not a protobuf message any more: a byte mutation covers that
+        return what, changed.SerializeToString()
+    if fmt in ("events JSONL", "audit log"):
+        lines = _lines(data)
+        content = [k for k, line in enumerate(lines) if line.strip()]
+        k = rng.choice(content)
+        record = json.loads(lines[k])
+        what = _mutate_json(rng, record, keys)
+        if what is None:
+            return None
+        lines[k] = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode()
+        return f"line {k} {what}", b"\n".join(lines)
+    document = json.loads(data)
+    what = _mutate_json(rng, document, keys)
+    return None if what is None else (what, json.dumps(document).encode())
+
+
+def _key(rng: random.Random, data: bytes, fmt: str) -> tuple[str, bytes] | None:
+    return _value(rng, data, fmt, keys=True)
+
+
+def _span_events(rng: random.Random, data: bytes, fmt: str) -> tuple[str, bytes] | None:
+    """Delete, repeat or swap a span event (a Jaeger log), or a whole span."""
+    if fmt in ("events JSONL", "audit log"):
+        return _line(rng, data, fmt)
+    proto = fmt == "OTLP protobuf"
+    if proto:
+        message = trace_pb2.TracesData()
+        message.ParseFromString(data)
+        document = json_format.MessageToDict(message)
+    else:
+        document = json.loads(data)
+    if fmt == "Jaeger JSON":
+        spans = [s for t in document["data"] for s in t["spans"]]
+        events_key = "logs"
+    else:
+        spans = [s for r in document["resourceSpans"] for scope in r["scopeSpans"]
+                 for s in scope["spans"]]
+        events_key = "events"
+    span = rng.choice(spans)
+    events = span.get(events_key, [])
+    kind = rng.choice(["delete", "duplicate", "swap", "delete-span"] if events
+                      else ["delete-span"])
+    if kind == "delete-span":
+        for holder in (document["data"] if fmt == "Jaeger JSON" else
+                       [scope for r in document["resourceSpans"] for scope in r["scopeSpans"]]):
+            if span in holder["spans"]:
+                holder["spans"].remove(span)
+    elif kind == "delete":
+        events.pop(rng.randrange(len(events)))
+    elif kind == "duplicate":
+        events.insert(rng.randrange(len(events) + 1), rng.choice(events))
+    elif len(events) > 1:
+        a, b = rng.sample(range(len(events)), 2)
+        events[a], events[b] = events[b], events[a]
+    what = f"span {span.get('name', span.get('operationName'))} event {kind}"
+    if proto:
+        return what, json_format.ParseDict(document, trace_pb2.TracesData()).SerializeToString()
+    return what, json.dumps(document).encode()
+
+
+#: Each mutation kind and its share of the campaign.
+MUTATIONS: tuple[tuple[str, Mutation, float], ...] = (
+    ("value", _value, 0.45),
+    ("key", _key, 0.15),
+    ("line/event", _span_events, 0.2),
+    ("byte", _byte, 0.2),
+)
+
+
+# -- the campaign -----------------------------------------------------------------------------
+
+
+@dataclass
+class Campaign:
+    """The outcome counts per format and mutation kind, and the silent cases."""
+
+    counts: dict[str, Counter[str]] = field(default_factory=dict)
+    by_kind: dict[tuple[str, str], Counter[str]] = field(default_factory=dict)
+    silent: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def silently_wrong(self) -> int:
+        """How many mutations rebuilt a wrong report with nothing flagged, or crashed."""
+        return sum(counter["SILENTLY WRONG"] + counter["CRASHED"]
+                   for counter in self.counts.values())
+
+    def table(self) -> str:
+        """The counts per format, as a text table."""
+        header = ["format", "mutations", *OUTCOMES]
+        rows = [[fmt, str(sum(c.values())), *(str(c[o]) for o in OUTCOMES)]
+                for fmt, c in self.counts.items()]
+        widths = [max(len(row[k]) for row in [header, *rows]) for k in range(len(header))]
+        lines = ["  ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True))
+                 for row in [header, *rows]]
+        lines.insert(1, "  ".join("-" * width for width in widths))
+        return "\n".join(lines)
+
+
+def campaign(mutations: int, seed: int = 12, larger: int = 150,
+             formats: Sequence[str] = FORMATS) -> Campaign:
+    """Run ``mutations`` mutations per format (spread over that format's artifacts)."""
+    start = time.perf_counter()
+    rng = random.Random(seed)
+    stored = [a for a in artifacts(larger) if a.format in formats]
+    result = Campaign()
+    kinds = [name for name, _, _ in MUTATIONS]
+    weights = [share for _, _, share in MUTATIONS]
+    functions = {name: function for name, function, _ in MUTATIONS}
+    for fmt in formats:
+        own = [a for a in stored if a.format == fmt]
+        counter = result.counts.setdefault(fmt, Counter())
+        while sum(counter.values()) < mutations:
+            artifact = rng.choice(own)
+            kind = rng.choices(kinds, weights)[0]
+            mutated = functions[kind](rng, artifact.data, fmt)
+            if mutated is None or mutated[1] == artifact.data:
+                continue
+            outcome = classify(artifact, mutated[1])
+            counter[outcome] += 1
+            result.by_kind.setdefault((fmt, kind), Counter())[outcome] += 1
+            if outcome in ("SILENTLY WRONG", "CRASHED"):
+                result.silent.append(f"{outcome} {fmt} {artifact.name}: {mutated[0]}")
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the campaign; print the table; exit 1 on anything silently wrong."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else "")
+    parser.add_argument("--mutations", type=int, default=3000, help="per format")
+    parser.add_argument("--seed", type=int, default=12)
+    parser.add_argument("--larger", type=int, default=150, help="candidates of the larger run")
+    parser.add_argument("--json", dest="json_path", type=Path, default=None)
+    args = parser.parse_args(argv)
+    result = campaign(args.mutations, args.seed, args.larger)
+    print(result.table())
+    print(f"\n{args.mutations} mutations per format, seed {args.seed}, "
+          f"{result.seconds:.0f} s; silently wrong or crashed: {result.silently_wrong}")
+    for line in result.silent[:20]:
+        print(" ", line)
+    if args.json_path is not None:
+        args.json_path.write_text(json.dumps({
+            "mutations": args.mutations, "seed": args.seed,
+            "counts": {fmt: dict(c) for fmt, c in result.counts.items()},
+            "by_kind": {f"{fmt} / {kind}": dict(c) for (fmt, kind), c in result.by_kind.items()},
+            "silent": result.silent}, indent=2), encoding="utf-8")
+    return 1 if result.silently_wrong else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The data model's modules; :mod:`cupellation._model` gathers their public names."""

@@ -1,0 +1,1 @@
+"""The event layer's modules; :mod:`cupellation.events` gathers their public names."""

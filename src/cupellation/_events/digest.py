@@ -1,0 +1,173 @@
+"""The per-run digest: what lets a reader tell that a stored run is the run that was
+written.
+
+**What it covers.** The run's canonical lines: for each event of the run, in
+``seq`` order, its JSON line (:func:`~cupellation.events.event_to_json` of the
+event after the sink's content capture) and a newline, in UTF-8 — exactly the
+bytes an audit log writes. The end event (``run_completed`` or ``run_failed``)
+is hashed without its ``digest`` member, which then carries the result. Under
+content capture ``hash`` or ``none`` the lines hold the captured content, so
+the digest holds for what was recorded.
+
+**Two forms.** ``sha256:<64 hex>`` detects corruption: a changed, lost,
+repeated or reordered line, a value swapped for another plausible one. It is
+NOT tamper-proof: anyone who can edit the file can recompute it. With a key
+(``digest_key=``, or the ``CUPELLATION_DIGEST_KEY`` environment variable) it is
+``hmac-sha256:<64 hex>``, which also detects tampering by anyone without the
+key.
+
+**Checking.** Every decoder recomputes the digest from what it decoded and
+compares; :func:`check_digest` turns the comparison into a
+:class:`Verification` and, for a mismatch, the line the rebuilt report lists in
+``incomplete``.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import hmac
+from collections.abc import Callable
+from typing import Any, Final
+
+__all__ = [
+    "HMAC_PREFIX",
+    "SHA256_PREFIX",
+    "DigestCheck",
+    "RunDigest",
+    "RunHasher",
+    "Verification",
+    "check_digest",
+]
+
+SHA256_PREFIX: Final = "sha256:"
+HMAC_PREFIX: Final = "hmac-sha256:"
+
+
+class RunDigest:
+    """An accumulator of one run's canonical bytes: SHA-256, or HMAC-SHA256 with ``key``.
+
+    ``update`` takes the bytes as they are written (one call per chunk is the
+    same as one call for their concatenation); ``hexdigest`` gives the text a
+    run's end event carries, with its algorithm prefix.
+    """
+
+    __slots__ = ("_hash", "_prefix")
+
+    def __init__(self, key: bytes | None = None) -> None:
+        self._hash: Any = (hashlib.sha256() if not key
+                           else hmac.new(key, digestmod=hashlib.sha256))
+        self._prefix = HMAC_PREFIX if key else SHA256_PREFIX
+
+    @property
+    def keyed(self) -> bool:
+        """True for HMAC-SHA256."""
+        return self._prefix == HMAC_PREFIX
+
+    def update(self, data: bytes) -> None:
+        """Add ``data`` (bytes of canonical lines) to the digest."""
+        self._hash.update(data)
+
+    def update_function(self) -> Callable[[bytes], None]:
+        """:meth:`update`, as the underlying hash's own bound method (no call between)."""
+        update: Callable[[bytes], None] = self._hash.update
+        return update
+
+    def hexdigest(self) -> str:
+        """``sha256:<hex>`` or ``hmac-sha256:<hex>`` of everything added so far."""
+        text: str = self._hash.hexdigest()
+        return self._prefix + text
+
+    def __repr__(self) -> str:
+        return f"RunDigest({'hmac-sha256' if self.keyed else 'sha256'})"
+
+
+class Verification(enum.StrEnum):
+    """What checking a run's digest found.
+
+    ``verified``: the recorded digest matches what was read (SHA-256 detects
+    corruption; an HMAC also proves the key's holder wrote it). ``unverified``:
+    the run carries no digest (written before schema 3, or its end is missing).
+    ``mismatch``: the run's events are not what was written. ``key missing``: an
+    HMAC digest, read without the key, so it could not be checked. ``unkeyed``:
+    the reader holds a key but the run carries a plain SHA-256 digest, which
+    matched: no corruption, but no proof against tampering either.
+    """
+
+    VERIFIED = "verified"
+    UNVERIFIED = "unverified"
+    MISMATCH = "mismatch"
+    KEY_MISSING = "key missing"
+    UNKEYED = "unkeyed"
+
+
+class DigestCheck:
+    """The outcome of :func:`check_digest`: a status, and for a mismatch the line
+    the rebuilt report lists in ``incomplete``."""
+
+    __slots__ = ("note", "status")
+
+    def __init__(self, status: Verification, note: str | None = None) -> None:
+        self.status = status
+        self.note = note
+
+    def __repr__(self) -> str:
+        return f"DigestCheck({self.status.value!r})"
+
+
+class RunHasher:
+    """The reader's side: hashes a run's canonical bytes both ways it may need them
+    (SHA-256 always; HMAC-SHA256 too when the reader holds a key), since which one
+    the run used is known only at its end."""
+
+    __slots__ = ("_keyed", "_plain", "update")
+
+    def __init__(self, key: bytes | None = None) -> None:
+        self._plain = RunDigest()
+        self._keyed = RunDigest(key) if key else None
+        #: Add the bytes of canonical lines (the hash's own method when there is one
+        #: hash: a reader calls it once per line).
+        self.update: Callable[[bytes], None] = (
+            self._plain.update_function() if self._keyed is None else self._update_both)
+
+    def _update_both(self, data: bytes) -> None:
+        self._plain.update(data)
+        assert self._keyed is not None
+        self._keyed.update(data)
+
+    def check(self, recorded: str | None) -> DigestCheck:
+        """Compare with the digest the run recorded (see :func:`check_digest`)."""
+        return check_digest(recorded, self._plain.hexdigest(),
+                            None if self._keyed is None else self._keyed.hexdigest())
+
+
+def check_digest(recorded: str | None, computed: str, computed_keyed: str | None = None
+                 ) -> DigestCheck:
+    """Compare a run's recorded digest with the ones computed from what was read.
+
+    ``computed`` is the plain SHA-256 (``sha256:<hex>``), ``computed_keyed`` the
+    HMAC when the reader holds a key. A recorded digest of neither form is a
+    mismatch (it is not what any writer writes).
+    """
+    if recorded is None:
+        return DigestCheck(Verification.UNVERIFIED)
+    if recorded.startswith(HMAC_PREFIX):
+        if computed_keyed is None:
+            return DigestCheck(Verification.KEY_MISSING)
+        expected = computed_keyed
+    else:
+        expected = computed
+    if hmac.compare_digest(recorded.encode("utf-8", "replace"), expected.encode("ascii")):
+        status = (Verification.UNKEYED if computed_keyed is not None
+                  and not recorded.startswith(HMAC_PREFIX) else Verification.VERIFIED)
+        return DigestCheck(status)
+    keyed = recorded.startswith(HMAC_PREFIX)
+    return DigestCheck(Verification.MISMATCH, (
+        f"digest mismatch: the run's events were changed after they were written "
+        f"(expected {_short(recorded)}, computed {_short(expected)}"
+        + (", or the key differs)" if keyed else ")")))
+
+
+def _short(digest: str) -> str:
+    prefix, _, hexdigits = digest.partition(":")
+    return f"{prefix}:{hexdigits[:16]}…" if len(hexdigits) > 16 else digest

@@ -1,0 +1,1 @@
+"""The SelectionReport and its fold; :mod:`cupellation._report` gathers their names."""
