@@ -23,7 +23,15 @@ from typing import Protocol, runtime_checkable
 import msgspec
 
 from ._report import SelectionReport, build_report
-from .events import ItemEventBatch, PipelineEvent, RunStarted, TraceDetailLevel
+from .events import (
+    ItemEventBatch,
+    PipelineEvent,
+    RunCompleted,
+    RunFailed,
+    RunStarted,
+    StageCompleted,
+    TraceDetailLevel,
+)
 from .exceptions import InvalidTypeError
 
 __all__ = [
@@ -226,6 +234,10 @@ class DiagnosticTraceCollector:
                 f"entries={len(self._entries)})")
 
 
+#: The events that close what an earlier event opened (a stage, the run).
+_CLOSING = (StageCompleted, RunCompleted, RunFailed)
+
+
 class FanOutCollector:
     """Feeds one run's events to several collectors (a report, spans and logs at once).
 
@@ -234,7 +246,9 @@ class FanOutCollector:
     sees the stream its own level would have produced: its ``run_started`` names
     its level, and its events are numbered ``seq`` 0, 1, 2, ... without the gaps
     left by the item events it does not get. A child that raises is logged once
-    and gets nothing more from that run; the others carry on.
+    and gets nothing more from that run; the others carry on. The end of a stage or
+    of the run reaches the children last to first (they nest like ``with`` blocks,
+    so contexts they attached are detached in order).
     """
 
     __slots__ = ("_active", "_children", "_level", "_skipped")
@@ -289,7 +303,16 @@ class FanOutCollector:
                 self._send(child, (msgspec.structs.replace(
                     first, detail_level=child.detail_level.tier),))
             return
-        for position, child in enumerate(self._children):
+        positions = range(len(self._children))
+        if isinstance(first, _CLOSING):
+            # What ends a stage or the run reaches the children in the reverse order,
+            # as nested ``with`` blocks close: a child that attached an OpenTelemetry
+            # context when the stage or run began (SpanCollector) must detach it while
+            # it is still the current one, or the reset brings back the context of a
+            # child that had attached after it, and that span stays current for good.
+            positions = positions[::-1]
+        for position in positions:
+            child = self._children[position]
             if child not in self._active:
                 continue
             skipped = self._skipped[position]
