@@ -92,8 +92,12 @@ provider records them alone.
 **Rebuilding.** :func:`runs_from_spans`, :func:`events_from_spans`,
 :func:`reports_from_spans` take SDK spans or :class:`SpanData`;
 :func:`parse_trace`, :func:`read_trace` and :func:`read_trace_file` read OTLP/JSON (lines or one
-object, hex or base64 ids, Tempo's ``batches``), Jaeger's JSON and OTLP protobuf
-(with ``pip install 'cupellation[otlp]'``). With ``full`` capture, the Full tier
+object, hex or base64 ids), Tempo's ``/api/traces`` (``batches``) and ``/api/v2/traces``
+(``trace``), Jaeger's v1 JSON and v3 ``result``, the pages of Phoenix's REST API
+(``/spans`` and ``/spans/otlpv1``, merged however they were saved), MLflow's
+``batchGet`` JSON and ``Trace.to_json()``, and OTLP protobuf (with ``pip install
+'cupellation[otlp]'``). :func:`spans_from_mlflow_traces` reads the ``Trace`` objects of
+``mlflow.search_traces(return_type="list")``. With ``full`` capture, the Full tier
 and span limits large enough, a rebuilt report equals the in-process one;
 otherwise its ``incomplete`` says what is missing. Every reader recomputes the
 run's digest from the rebuilt events (``RebuiltRun.verification``: ``verified``,
@@ -105,6 +109,7 @@ run's digest from the rebuilt events (``RebuiltRun.verification``: ``verified``,
 
 from __future__ import annotations
 
+from ._backends import spans_from_mlflow_json, spans_from_mlflow_traces, spans_from_phoenix_json
 from ._collector import CAPTURE_CONTENT_ENV, SpanCollector
 from ._decode import (
     RebuiltRun,
@@ -133,6 +138,9 @@ __all__ = [
     "reports_from_spans",
     "runs_from_spans",
     "spans_from_jaeger_json",
+    "spans_from_mlflow_json",
+    "spans_from_mlflow_traces",
     "spans_from_otlp_json",
     "spans_from_otlp_proto",
+    "spans_from_phoenix_json",
 ]
