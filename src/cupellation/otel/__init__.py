@@ -97,7 +97,9 @@ object, hex or base64 ids), Tempo's ``/api/traces`` (``batches``) and ``/api/v2/
 (``/spans`` and ``/spans/otlpv1``, merged however they were saved), MLflow's
 ``batchGet`` JSON and ``Trace.to_json()``, and OTLP protobuf (with ``pip install
 'cupellation[otlp]'``). :func:`spans_from_mlflow_traces` reads the ``Trace`` objects of
-``mlflow.search_traces(return_type="list")``. With ``full`` capture, the Full tier
+``mlflow.search_traces(return_type="list")``. :func:`fetch_spans` asks Phoenix, MLflow,
+Jaeger or Tempo over HTTP(S) for a trace, a run or the runs since a time (``cupellation
+report --from BACKEND URL`` on the command line). With ``full`` capture, the Full tier
 and span limits large enough, a rebuilt report equals the in-process one;
 otherwise its ``incomplete`` says what is missing. Every reader recomputes the
 run's digest from the rebuilt events (``RebuiltRun.verification``: ``verified``,
@@ -120,18 +122,22 @@ from ._decode import (
     reports_from_spans,
     runs_from_spans,
 )
+from ._fetch import BACKENDS, BackendError, fetch_spans
 from ._jaeger import spans_from_jaeger_json
 from ._names import SCOPE_NAME
 from ._spans import SpanData, SpanEventData, spans_from_otlp_json, spans_from_otlp_proto
 
 __all__ = [
+    "BACKENDS",
     "CAPTURE_CONTENT_ENV",
     "SCOPE_NAME",
+    "BackendError",
     "RebuiltRun",
     "SpanCollector",
     "SpanData",
     "SpanEventData",
     "events_from_spans",
+    "fetch_spans",
     "parse_trace",
     "read_trace",
     "read_trace_file",
