@@ -14,44 +14,29 @@ MLFLOW_KEEPS records, per tier, whether the random runs all come back whole.
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
 import subprocess
 import sys
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from cupellation import (
-    CompositeScorer,
-    ContextBudget,
-    ContextItem,
-    DiagnosticTraceCollector,
-    FanOutCollector,
-    GreedySlice,
-    KindScorer,
-    Pipeline,
-    RecencyScorer,
     SelectionReport,
-    UShapedPlacer,
 )
-from cupellation.otel import RebuiltRun, SpanCollector, runs_from_spans
+from cupellation.otel import RebuiltRun, runs_from_spans
 from cupellation_exporters import OtlpProviders, setup_otlp
 
+from .backend_runs import AGENT_TURNS, LAYOUTS, agent_loop, five_thousand, span_collector
 from .mlflow import EXPERIMENT_HEADER, ROOT, MLflow, run_mlflow
 from .selections import TIERS, run_selections
 
 pytestmark = [pytest.mark.slow, pytest.mark.mlflow]
 
-#: The span layouts SpanCollector writes (add "columns" here once it takes ``layout=``).
-LAYOUTS = ["events"]
-_TAKES_LAYOUT = "layout" in inspect.signature(SpanCollector).parameters
 MLFLOW_KEEPS: dict[str, bool] = {"StageOnly": True, "StageAndExclusions": True, "Full": True}
 """Do the random runs at this tier (full content capture) all come back whole? The
 measured answer with MLflow 3.17.2, for the README's table."""
@@ -63,12 +48,6 @@ def mlflow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MLflow]:
     """One MLflow server for this module (one worker, free port, sqlite store)."""
     with run_mlflow(tmp_path_factory.mktemp("mlflow")) as server:
         yield server
-
-
-def _collector(providers: OtlpProviders, tier: str, layout: str) -> SpanCollector:
-    options: dict[str, Any] = {"layout": layout} if _TAKES_LAYOUT else {}
-    return SpanCollector(tracer_provider=providers.tracer_provider, tier=tier,
-                         content_capture="full", **options)
 
 
 def _providers(mlflow: MLflow, experiment: str) -> OtlpProviders:
@@ -102,7 +81,7 @@ def test_random_runs_come_back_from_mlflow(mlflow: MLflow, tier: str, layout: st
     memory = InMemorySpanExporter()
     providers.tracer_provider.add_span_processor(SimpleSpanProcessor(memory))
     selections = run_selections(RUNS, f"mlflow-{tier}",
-                                also=[_collector(providers, tier, layout)])
+                                also=[span_collector(providers.tracer_provider, tier, layout)])
     providers.shutdown()
     assert providers.dropped_spans == 0
     sent = memory.get_finished_spans()
@@ -118,16 +97,6 @@ def test_random_runs_come_back_from_mlflow(mlflow: MLflow, tier: str, layout: st
         assert abs(start - span.start_time) <= 1_000
 
 
-AGENT_TURNS = [
-    ("user", "My invoice for October is wrong."),
-    ("tool", "lookup_invoice(oct) -> 3 line items, total 412.00 EUR " + "x" * 200),
-    ("assistant", "I see a duplicate line for the add-on."),
-    ("user", "Can you refund the duplicate?"),
-    ("tool", "refund(line=2) -> ok, 39.00 EUR " + "y" * 150),
-    ("user", "Thanks. Also, will this happen again next month?"),
-]
-
-
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("tier", TIERS)
 def test_an_agent_loop_comes_back_from_mlflow_whole(mlflow: MLflow, tier: str,
@@ -136,29 +105,10 @@ def test_an_agent_loop_comes_back_from_mlflow_whole(mlflow: MLflow, tier: str,
     read back equals the in-process one, and each run is the child of its step."""
     experiment = mlflow.new_experiment(f"agent-{tier}")
     providers = _providers(mlflow, experiment)
-    tracer = providers.tracer_provider.get_tracer("agent")
-    spans = _collector(providers, tier, layout)
-    pipeline = Pipeline(scorer=CompositeScorer([(RecencyScorer(), 2.0), (KindScorer(), 1.0)]),
-                        placer=UShapedPlacer(),
-                        budget=ContextBudget(max_tokens=300, target_tokens=100,
-                                             output_reserve=50))
-    start = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
-    history = [ContextItem(content="You are a billing support agent.", tokens=12,
-                           kind="SystemPrompt", pinned=True)]
-    reports = {}
-    for step, (role, text) in enumerate(AGENT_TURNS):
-        history.append(ContextItem(content=f"{role}: {text}", tokens=max(4, len(text) // 4),
-                                   kind="ToolOutput" if role == "tool" else "Message",
-                                   timestamp=start + timedelta(minutes=step)))
-        with tracer.start_as_current_span(f"agent.step {step}"):
-            diagnostics = DiagnosticTraceCollector(tier)
-            pipeline.run(history, collector=FanOutCollector(diagnostics, spans))
-            run_id = diagnostics.events[0].run_id
-            reports[run_id] = diagnostics.build_report()
+    reports = agent_loop(providers.tracer_provider, tier, layout)
     providers.shutdown()
     stored = mlflow.spans(experiment, expect=len(AGENT_TURNS) * 7)
-    rebuilt = {run.run_id: run.report for run in runs_from_spans(stored)}
-    assert rebuilt == reports
+    assert {run.run_id: run.report for run in runs_from_spans(stored)} == reports
     steps = {s.span_id for s in stored if s.name.startswith("agent.step")}
     assert len(steps) == len(AGENT_TURNS)
     assert all(s.parent_span_id in steps for s in stored if s.name == "cupel.pipeline")
@@ -199,17 +149,8 @@ def test_five_thousand_candidates_come_back_whole_with_raised_limits(
     monkeypatch.setenv("OTEL_SPAN_EVENT_COUNT_LIMIT", "100000")
     experiment = mlflow.new_experiment("five-thousand")
     providers = _providers(mlflow, experiment)
-    options: dict[str, Any] = {"layout": "events"} if _TAKES_LAYOUT else {}
-    spans = SpanCollector(tracer_provider=providers.tracer_provider, tier="Full",
-                          content_capture="full", **options)
-    items = [ContextItem(f"candidate {k}: " + "w" * (k % 13), 20 + k % 37,
-                         kind="ToolOutput" if k % 5 == 0 else "Message")
-             for k in range(5000)]
-    diagnostics = DiagnosticTraceCollector("Full")
-    Pipeline(RecencyScorer(), GreedySlice()).run(
-        items, ContextBudget(max_tokens=40_000, target_tokens=30_000),
-        FanOutCollector(diagnostics, spans))
+    reports = five_thousand(providers.tracer_provider)
     providers.shutdown()
     assert providers.dropped_spans == 0
-    (run,) = runs_from_spans(mlflow.spans(experiment, expect=6, timeout=120))
-    assert run.report == diagnostics.build_report()
+    stored = mlflow.spans(experiment, expect=6, timeout=120)
+    assert {run.run_id: run.report for run in runs_from_spans(stored)} == reports
