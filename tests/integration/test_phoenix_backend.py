@@ -94,3 +94,21 @@ def test_the_demo_comes_back_through_report_from_phoenix(phoenix: Phoenix,
     assert done.returncode == 0, done.stderr
     expected = json.loads((tmp_path / "demo" / "report.json").read_text(encoding="utf-8"))
     assert json.loads(done.stdout) == expected
+
+
+def test_the_agent_loop_example_sends_to_the_endpoint_it_is_given(phoenix: Phoenix) -> None:
+    """examples/agent_loop.py with OTEL_EXPORTER_OTLP_ENDPOINT (and the project header)
+    set sends its six runs to Phoenix, and the reports read back are whole."""
+    project = _project("agent-example")
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("OTEL_")},
+           "OTEL_EXPORTER_OTLP_ENDPOINT": phoenix.http_base_endpoint,
+           "OTEL_EXPORTER_OTLP_HEADERS": f"{PROJECT_HEADER}={project}"}
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "agent_loop.py")],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    assert "spans dropped on the way: 0" in done.stdout
+    stored = phoenix.spans(project, expect=len(AGENT_TURNS) * 7)
+    runs = runs_from_spans(stored)
+    assert len(runs) == len(AGENT_TURNS)
+    assert all(run.is_complete for run in runs)
