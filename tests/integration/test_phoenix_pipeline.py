@@ -33,6 +33,7 @@ from cupellation.logs import AuditLog
 from cupellation.otel import RebuiltRun, SpanCollector, runs_from_spans
 from cupellation_exporters import OtlpProtocol, OtlpProviders, setup_otlp, spans_from_events
 
+from .backend_runs import LAYOUTS, span_collector
 from .phoenix import (
     PHOENIX_PROJECT_ATTRIBUTE,
     PROJECT_HEADER,
@@ -81,21 +82,22 @@ def _equal_or_says_incomplete(rebuilt: RebuiltRun, original: SelectionReport) ->
 
 
 def _send(protocol: OtlpProtocol, tier: str, phoenix: Phoenix, project: str,
-          selections_seed: str) -> tuple[list[Selection], list[ReadableSpan]]:
+          selections_seed: str, layout: str = "events"
+          ) -> tuple[list[Selection], list[ReadableSpan]]:
     otlp = _providers(protocol, phoenix, project)
     memory = InMemorySpanExporter()
     otlp.tracer_provider.add_span_processor(SimpleSpanProcessor(memory))
-    collector = SpanCollector(tracer_provider=otlp.tracer_provider, tier=tier,
-                              content_capture="full")
+    collector = span_collector(otlp.tracer_provider, tier, layout)
     selections = run_selections(RUNS, selections_seed, also=[collector])
     otlp.shutdown()
     assert otlp.dropped_spans == 0
     return selections, list(memory.get_finished_spans())
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("tier", TIERS)
 @pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])
-def test_pipeline_runs_come_back_from_phoenix(protocol: OtlpProtocol, tier: str,
+def test_pipeline_runs_come_back_from_phoenix(protocol: OtlpProtocol, tier: str, layout: str,
                                              phoenix: Phoenix) -> None:
     """Ten real runs (one failing in its scorer, odd contents, metadata, count caps)
     traced by SpanCollector at the tier with full content capture, sent by setup_otlp
@@ -103,8 +105,8 @@ def test_pipeline_runs_come_back_from_phoenix(protocol: OtlpProtocol, tier: str,
     equals the in-process report at that tier (and the one rebuilt from the spans
     as sent), or says what it lacks; that every run comes back whole is the
     measured PHOENIX_KEEPS, and the root spans keep their times to the microsecond."""
-    project = _project(f"{protocol}-{tier}")
-    selections, sent = _send(protocol, tier, phoenix, project, f"phoenix-{tier}")
+    project = _project(f"{protocol}-{tier}-{layout}")
+    selections, sent = _send(protocol, tier, phoenix, project, f"phoenix-{tier}", layout)
     assert any(s.error is not None for s in selections)
     stored = phoenix.spans(project, expect=len(sent))
     assert len(stored) == len(sent)

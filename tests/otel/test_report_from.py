@@ -301,3 +301,41 @@ def test_report_reads_every_saved_backend_answer_as_a_trace_file(
     for name in ("mlflow-3.17.2-trace-to-json.json", "phoenix-20.26.1-spans-pages.jsonl"):
         code, out, err = _report([str(DATA / name), "--format", "json"], capsys)
         assert code == 0, (name, err)
+
+
+def test_jaeger_and_tempo_find_a_run_by_its_id(backend: Backend,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """--run: Jaeger's /api/traces search with the service and the run id as a tag
+    (its answer holds the traces); Tempo's /api/search with the run id as a tag, then
+    each trace found read whole. Each shows the run's in-process report; a search that
+    finds nothing exits 1 saying where it looked."""
+    spans, reports = _runs("Full")
+    run_id = _run_id(spans, 0)
+    trace_hex = format(spans[0].context.trace_id, "032x")
+
+    def jaeger_search(path: str, query: dict[str, list[str]], body: bytes) -> tuple[int, Any]:
+        assert query["service"] == ["svc"]
+        wanted = json.loads(query["tags"][0])["cupel.run.id"]
+        return 200, jaeger_document(spans) if wanted == run_id else {"data": []}
+
+    backend.routes["/api/traces"] = jaeger_search
+    code, out, err = _report(["--from", "jaeger", backend.url, "--service", "svc", "--run",
+                              run_id, "--format", "json"], capsys)
+    assert code == 0, err
+    assert _json_report(out) == reports[0]
+    code, _, err = _report(["--from", "jaeger", backend.url, "--service", "svc", "--run",
+                            "f" * 32], capsys)
+    assert code == 1
+    assert f"in jaeger service svc for run {'f' * 32}" in err
+
+    def tempo_search(path: str, query: dict[str, list[str]], body: bytes) -> tuple[int, Any]:
+        assert query["tags"] == [f"cupel.run.id={run_id}"]
+        return 200, {"traces": [{"traceID": trace_hex.lstrip("0")}]}
+
+    backend.routes["/api/search"] = tempo_search
+    backend.routes[f"/api/v2/traces/{trace_hex}"] = lambda *_: (
+        200, {"trace": otlp_document(spans, ids="base64")})
+    code, out, err = _report(["--from", "tempo", backend.url, "--run", run_id,
+                              "--format", "json"], capsys)
+    assert code == 0, err
+    assert _json_report(out) == reports[0]
