@@ -14,10 +14,19 @@ from pathlib import Path
 
 import pytest
 
+from cupellation import (
+    ContextBudget,
+    ContextItem,
+    DiagnosticTraceCollector,
+    FanOutCollector,
+    GreedySlice,
+    Pipeline,
+    RecencyScorer,
+)
 from cupellation.otel import runs_from_spans
 from cupellation_exporters import OtlpProtocol, OtlpProviders, setup_otlp
 
-from .backend_runs import AGENT_TURNS, LAYOUTS, agent_loop, five_thousand
+from .backend_runs import AGENT_TURNS, LAYOUTS, agent_loop, five_thousand, span_collector
 from .phoenix import PHOENIX_PROJECT_ATTRIBUTE, PROJECT_HEADER, ROOT, Phoenix
 from .selections import TIERS
 
@@ -112,3 +121,27 @@ def test_the_agent_loop_example_sends_to_the_endpoint_it_is_given(phoenix: Phoen
     runs = runs_from_spans(stored)
     assert len(runs) == len(AGENT_TURNS)
     assert all(run.is_complete for run in runs)
+
+
+def test_large_full_runs_over_grpc_stay_under_phoenix_4_mib_limit(
+        phoenix: Phoenix, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Forty Full-tier runs of 400 candidates with full content (over 4 MiB in one
+    export batch) sent over gRPC: the batches are split under Phoenix's 4 MiB receive
+    limit, nothing is dropped, and every run reads back equal to the in-process one."""
+    monkeypatch.setenv("OTEL_SPAN_EVENT_COUNT_LIMIT", "100000")
+    project = _project("large-grpc")
+    providers = _providers("grpc", phoenix, project)
+    spans = span_collector(providers.tracer_provider, "Full", "events")
+    pipeline = Pipeline(RecencyScorer(), GreedySlice())
+    reports = {}
+    for run in range(40):
+        items = [ContextItem(f"run {run} candidate {k}: " + "v" * (40 + k % 90), 20 + k % 37)
+                 for k in range(400)]
+        diagnostics = DiagnosticTraceCollector("Full")
+        pipeline.run(items, ContextBudget(max_tokens=4000, target_tokens=3000),
+                     FanOutCollector(diagnostics, spans))
+        reports[diagnostics.events[0].run_id] = diagnostics.build_report()
+    providers.shutdown()
+    assert providers.dropped_spans == 0
+    stored = phoenix.spans(project, expect=40 * 6, timeout=120)
+    assert {run.run_id: run.report for run in runs_from_spans(stored)} == reports
