@@ -106,6 +106,7 @@ run's digest from the rebuilt events (``RebuiltRun.verification``: ``verified``,
 from __future__ import annotations
 
 from ._collector import CAPTURE_CONTENT_ENV, SpanCollector
+from ._columns import SpanLayout
 from ._decode import (
     RebuiltRun,
     events_from_spans,
@@ -126,6 +127,7 @@ __all__ = [
     "SpanCollector",
     "SpanData",
     "SpanEventData",
+    "SpanLayout",
     "events_from_spans",
     "parse_trace",
     "read_trace",
