@@ -126,7 +126,7 @@ class _Run:
         self.stage_attributes: dict[str, Any] = {}
         self.stage_totals = [0, 0]
         self.stage_exclusions = 0
-        self.stage_start_ns = 0
+        self.stage_start_ns: int | None = None
         # The columns layout: the item-event rows gathered for the open stage span and
         # for the root.
         self.stage_columns = ColumnSet()
@@ -366,10 +366,12 @@ class SpanCollector:
         if event.stage in _SPAN_STAGES:
             attributes.update(BACKEND_ATTRIBUTES)
             assert run.tracer is not None
-            run.stage_start_ns = time.time_ns()
             span = run.tracer.start_span(stage_span_name(event.stage),
-                                         context=run.root_context, attributes=attributes,
-                                         start_time=run.stage_start_ns)
+                                         context=run.root_context, attributes=attributes)
+            # The span's own start (an SDK span has it as an int; a tracer whose spans do
+            # not say leaves the end to the span).
+            start = getattr(span, "start_time", None)
+            run.stage_start_ns = start if type(start) is int else None
             run.stage_span = span
             run.stage_columns = ColumnSet()
             run.stage_attributes = attributes
@@ -419,8 +421,9 @@ class SpanCollector:
             # The stage's own clock: the span lasts exactly the stage's measured duration,
             # whatever the sinks and the exporter's thread took around it.
             duration = completion.get(STAGE_DURATION)
-            if isinstance(duration, float):
-                end_ns = run.stage_start_ns + round(duration * 1_000_000)
+            if isinstance(duration, float) and run.stage_start_ns is not None:
+                end_ns = run.stage_start_ns + (round(duration * 1_000_000)
+                                               if duration > 0 else 0)
         try:
             try:
                 written = run.stage_attributes
