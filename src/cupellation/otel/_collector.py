@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from contextvars import Token
@@ -38,6 +37,7 @@ from ..events import (
     apply_content_capture,
     event_to_dict,
 )
+from ..exceptions import InvalidValueError
 from ._columns import (
     BYTE_COUNT,
     CHUNK_COUNT,
@@ -82,6 +82,17 @@ from ._names import (
     stage_span_name,
 )
 from ._providers import Providers
+from ._values import (
+    DEFAULT_VALUE_CAP,
+    INPUT_MIME,
+    INPUT_VALUE,
+    JSON_MIME,
+    OUTPUT_MIME,
+    OUTPUT_VALUE,
+    identity_attributes,
+    input_value,
+    output_value,
+)
 
 __all__ = ["CAPTURE_CONTENT_ENV", "SpanCollector"]
 
@@ -103,7 +114,8 @@ def _warn_unprojectable(count: int) -> None:
 class _Run:
     """One run's open spans, attached contexts and running totals."""
 
-    __slots__ = ("included", "instruments", "internal", "recording", "root", "root_attributes",
+    __slots__ = ("dropped", "included", "instruments", "internal", "kept", "recording", "root",
+                 "root_attributes",
                  "root_columns", "root_context", "root_token", "root_totals", "run_id", "stage",
                  "stage_attributes", "stage_columns", "stage_exclusions", "stage_span",
                  "stage_start_ns", "stage_token", "stage_totals", "target_tokens", "tracer")
@@ -135,6 +147,9 @@ class _Run:
         self.internal: dict[str, Any] | None = None
         # Inclusion batches held until the Place span has ended.
         self.included: list[ItemEventBatch] = []
+        # Every batch of kept and dropped items, for output.value.
+        self.kept: list[ItemEventBatch] = []
+        self.dropped: list[ItemEventBatch] = []
 
     @property
     def spans_on(self) -> bool:
@@ -173,16 +188,21 @@ class SpanCollector:
     """
 
     __slots__ = ("_capture", "_closed", "_layout", "_level", "_lines", "_lock", "_providers",
-                 "_runs")
+                 "_runs", "_value_cap")
 
     def __init__(self, *, tracer_provider: trace.TracerProvider | None = None,
                  meter_provider: metrics.MeterProvider | None = None,
                  tier: TraceDetailLevel | str = TraceDetailLevel.STAGE_ONLY,
                  content_capture: ContentCapture | str | None = None,
                  digest_key: bytes | str | None = None,
-                 layout: SpanLayout | str = SpanLayout.COLUMNS) -> None:
+                 layout: SpanLayout | str = SpanLayout.COLUMNS,
+                 value_cap: int = DEFAULT_VALUE_CAP) -> None:
         self._level = TraceDetailLevel.parse(tier)
         self._layout = SpanLayout.parse(layout)
+        if type(value_cap) is not int or value_cap < 256:
+            raise InvalidValueError("value_cap", value_cap,
+                                    "must be an int of at least 256 (bytes)")
+        self._value_cap = value_cap
         self._capture = resolve_capture(content_capture, ContentCapture.NONE)
         self._providers = Providers(tracer_provider, meter_provider)
         self._lock = threading.Lock()
@@ -345,6 +365,9 @@ class SpanCollector:
         captured = apply_content_capture(event, self._capture)
         attributes = run_attributes(event_to_dict(captured))
         attributes[LAYOUT] = self._layout.value
+        attributes[INPUT_VALUE] = input_value(event)
+        attributes[INPUT_MIME] = JSON_MIME
+        attributes.update(identity_attributes(event))
         attributes.update(BACKEND_ATTRIBUTES)
         root = tracer.start_span(ROOT_SPAN, attributes=attributes)
         run.root = root
@@ -457,6 +480,8 @@ class SpanCollector:
         run = self._get(batch.run_id)
         if run is None or not batch:
             return
+        if run.spans_on:
+            (run.dropped if batch.excluded else run.kept).append(batch)
         if batch.excluded:
             instruments = run.instruments
             if instruments is not None:
@@ -525,7 +550,7 @@ class SpanCollector:
         if parts:
             assert run.tracer is not None
             context = trace.set_span_in_context(span)
-            at = end_ns if end_ns is not None else time.time_ns()
+            at = end_ns  # None: the tracer's clock
             for part in range(parts):
                 first = CHUNKS_ON_CARRIER + part * CHUNKS_PER_PART
                 attributes: dict[str, Any] = {RUN_ID: run.run_id, PART_INDEX: part}
@@ -624,6 +649,14 @@ class SpanCollector:
         new = {k: v for k, v in end.items() if k not in written}
         if run.root_columns:
             new.update(self._write_columns(run, root, ROOT_SPAN, run.root_columns, None))
+        new[OUTPUT_VALUE] = output_value(
+            outcome=str(end.get("cupel.run.outcome", "failed")),
+            included_count=end.get("cupel.run.included_count"),
+            included_tokens=end.get("cupel.run.included_tokens"),
+            excluded_count=end.get("cupel.run.excluded_count"),
+            kept=run.kept, dropped=run.dropped, capture=self._capture, cap=self._value_cap)
+        new[OUTPUT_MIME] = JSON_MIME
+        run.kept = run.dropped = []
         count, length = check_totals({**written, **new})
         new[CHECK_COUNT] = count + run.root_totals[0]
         new[CHECK_TEXT] = length + run.root_totals[1]
