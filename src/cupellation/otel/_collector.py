@@ -56,8 +56,10 @@ from ._columns import (
 from ._encode import (
     Encoded,
     exclusion_batch_attributes,
+    exclusion_batch_columns,
     flat_stage,
     included_batch_attributes,
+    included_batch_columns,
     stage_event_attributes,
 )
 from ._metrics import Instruments
@@ -493,23 +495,34 @@ class SpanCollector:
                 return
             on_stage = run.stage_span is not None and run.stage == batch.stage
             stage = flat_stage(run.stage) if on_stage else None
-            encoded = exclusion_batch_attributes(batch, self._capture, stage)
             if self._layout is SpanLayout.COLUMNS:
-                added = (run.stage_columns if on_stage else run.root_columns).add(
-                    EXCLUSION_EVENT, encoded[0])
-                _warn_unprojectable(len(encoded[0]) - added)
+                target = run.stage_columns if on_stage else run.root_columns
+                columns = exclusion_batch_columns(batch, self._capture, stage)
+                if columns is not None:
+                    target.add_columns(EXCLUSION_EVENT, *columns)
+                    added = columns[0]
+                else:
+                    rows = exclusion_batch_attributes(batch, self._capture, stage)[0]
+                    added = target.add(EXCLUSION_EVENT, rows)
+                    _warn_unprojectable(len(rows) - added)
             else:
                 carrier = run.stage_span if on_stage else run.root
                 totals = run.stage_totals if on_stage else run.root_totals
-                added = self._add_events(carrier, EXCLUSION_EVENT, encoded, totals)
+                added = self._add_events(
+                    carrier, EXCLUSION_EVENT,
+                    exclusion_batch_attributes(batch, self._capture, stage), totals)
             if on_stage:
                 run.stage_exclusions += added
             return
         if not run.spans_on:
             return
         if self._layout is SpanLayout.COLUMNS:
-            rows = included_batch_attributes(batch, self._capture)[0]
-            _warn_unprojectable(len(rows) - run.root_columns.add(INCLUDED_EVENT, rows))
+            columns = included_batch_columns(batch, self._capture)
+            if columns is not None:
+                run.root_columns.add_columns(INCLUDED_EVENT, *columns)
+            else:
+                rows = included_batch_attributes(batch, self._capture)[0]
+                _warn_unprojectable(len(rows) - run.root_columns.add(INCLUDED_EVENT, rows))
         elif run.stage is PipelineStage.PLACE and run.stage_span is not None:
             run.included.append(batch)  # the chapter: recorded after Place completes
         else:
@@ -538,7 +551,7 @@ class SpanCollector:
         ``columns``; chunks past :data:`CHUNKS_ON_CARRIER` go on part spans, started and
         ended here as ``span``'s children at ``end_ns``."""
         data = columns_text(columns)
-        columns.rows = {}
+        columns.blocks = {}
         chunks = chunk_text(data)
         own = chunks[:CHUNKS_ON_CARRIER]
         rest = chunks[CHUNKS_ON_CARRIER:]

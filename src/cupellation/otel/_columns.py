@@ -114,39 +114,51 @@ def is_chunk_attribute(name: str) -> int | None:
 
 
 class ColumnSet:
-    """Rows of item-event attributes gathered for one span, by event name."""
+    """The item-event columns gathered for one span, by event name: blocks of columns
+    (one per batch), merged when the span is written."""
 
-    __slots__ = ("rows",)
+    __slots__ = ("blocks",)
 
     def __init__(self) -> None:
-        self.rows: dict[str, list[Mapping[str, Any]]] = {}
+        self.blocks: dict[str, list[tuple[int, dict[str, list[Any]]]]] = {}
 
     def add(self, name: str, rows: Iterable[Mapping[str, Any] | None]) -> int:
         """Add the rows of one batch (None rows, which no span can carry, are left
         out); returns how many were added."""
-        target = self.rows.setdefault(name, [])
-        before = len(target)
-        target.extend(row for row in rows if row is not None)
-        return len(target) - before
+        kept = [row for row in rows if row is not None]
+        if kept:
+            self.blocks.setdefault(name, []).append((len(kept), _columns(kept)))
+        return len(kept)
+
+    def add_columns(self, name: str, count: int, columns: dict[str, list[Any]]) -> None:
+        """Add one batch of ``count`` items already in columns (None: no value)."""
+        if count:
+            self.blocks.setdefault(name, []).append((count, columns))
 
     def __bool__(self) -> bool:
-        return any(self.rows.values())
+        return bool(self.blocks)
 
 
 def _columns(rows: list[Mapping[str, Any]]) -> dict[str, list[Any]]:
     """One list per attribute name, ``None`` where a row lacks it."""
     keys: dict[str, None] = {}
-    first = rows[0]
-    keys.update(dict.fromkeys(first))
-    uniform = True
-    size = len(first)
     for row in rows:
-        if len(row) != size or row.keys() != first.keys():
-            uniform = False
-            keys.update(dict.fromkeys(row))
-    if uniform:
-        return {key: [row[key] for row in rows] for key in keys}
+        keys.update(dict.fromkeys(row))
     return {key: [row.get(key) for row in rows] for key in keys}
+
+
+def _merged(blocks: list[tuple[int, dict[str, list[Any]]]]) -> dict[str, list[Any]]:
+    if len(blocks) == 1:
+        return blocks[0][1]
+    keys: dict[str, None] = {}
+    for _, columns in blocks:
+        keys.update(dict.fromkeys(columns))
+    out: dict[str, list[Any]] = {key: [] for key in keys}
+    for count, columns in blocks:
+        for key, column in out.items():
+            part = columns.get(key)
+            column.extend(part if part is not None else [None] * count)
+    return out
 
 
 _encoder = msgspec.json.Encoder()
@@ -154,8 +166,7 @@ _encoder = msgspec.json.Encoder()
 
 def columns_text(columns: ColumnSet) -> bytes:
     """The compact UTF-8 JSON of a span's columns."""
-    document = {name: _columns(rows) for name, rows in columns.rows.items() if rows}
-    return _encoder.encode(document)
+    return _encoder.encode({name: _merged(blocks) for name, blocks in columns.blocks.items()})
 
 
 def chunk_text(data: bytes, limit: int = MAX_CHUNK_BYTES) -> list[str]:
