@@ -19,6 +19,7 @@ fields again.
 from __future__ import annotations
 
 import enum
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -307,12 +308,16 @@ def flat_writer(fields: Sequence[WireField], prefix: str, skip: Sequence[str] = 
 _EXPRESSIONS: Final[Mapping[WireKind, str]] = {
     WireKind.NAME: "v.value",
     WireKind.TAGS: "list(v)",
-    WireKind.TIMESTAMP: "format_timestamp(v)",
+    WireKind.TIMESTAMP: "cached_timestamp(v)",
     WireKind.METADATA: "flat_json_text({key}, thaw_json(v))",
     WireKind.SLOTS: "_slots_text({key}, v)",
     WireKind.FLOAT: "_finite_value({key}, v)",
     WireKind.HINT: "_finite_value({key}, v)",
 }
+
+#: Timestamp text by timestamp: the same items are traced run after run (an agent
+#: loop's history), and formatting costs more than the rest of an item's columns.
+_cached_timestamp = functools.lru_cache(maxsize=65_536)(format_timestamp)
 
 
 def column_writer(fields: Sequence[WireField], prefix: str, skip: Sequence[str] = ()
@@ -343,7 +348,8 @@ def column_writer(fields: Sequence[WireField], prefix: str, skip: Sequence[str] 
         lines.append(f"        out[{key}] = column")
     namespace: dict[str, Any] = {
         "format_timestamp": format_timestamp, "flat_json_text": flat_json_text,
-        "thaw_json": thaw_json, "_slots_text": _slots_text, "_finite_value": _finite_value}
+        "thaw_json": thaw_json, "_slots_text": _slots_text, "_finite_value": _finite_value,
+        "cached_timestamp": _cached_timestamp}
     exec("\n".join(lines), namespace)  # the source is built above from the fields
     write: Callable[[Sequence[Any], dict[str, list[Any]]], None] = namespace["write"]
     return write
