@@ -83,7 +83,10 @@ from cupellation.slicing import CountQuotaEntry
 
 __all__ = ["FORMATS", "Artifact", "Campaign", "campaign", "main"]
 
-FORMATS = ("events JSONL", "audit log", "OTLP/JSON", "Jaeger JSON", "OTLP protobuf")
+#: The span formats hold the runs in the columns layout (the default); "OTLP/JSON,
+#: events layout" holds them as one span event per item.
+FORMATS = ("events JSONL", "audit log", "OTLP/JSON", "Jaeger JSON", "OTLP protobuf",
+           "OTLP/JSON, events layout")
 OUTCOMES = ("exact", "refused", "flagged", "SILENTLY WRONG", "CRASHED")
 #: Keys a value mutation picks more often: what a report is made of.
 _FAVOURED = ("score", "content", "kind", "tokens", "position", "reason", "candidate_index",
@@ -199,6 +202,11 @@ def artifacts(larger: int = 150) -> list[Artifact]:
     exporter = InMemorySpanExporter()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     spans = SpanCollector(tracer_provider=provider, tier="Full", content_capture="full")
+    events_provider = TracerProvider(span_limits=_UNLIMITED)
+    events_exporter = InMemorySpanExporter()
+    events_provider.add_span_processor(SimpleSpanProcessor(events_exporter))
+    event_spans = SpanCollector(tracer_provider=events_provider, tier="Full",
+                                content_capture="full", layout="events")
     event_files: list[tuple[str, bytes, Reports]] = []
     reports: Reports = {}
     with tempfile.TemporaryDirectory(prefix="campaign_") as tmp:
@@ -206,7 +214,8 @@ def artifacts(larger: int = 150) -> list[Artifact]:
         with AuditLog(audit_path) as audit:
             for k, (pipeline, items, budget) in enumerate(_runs(larger)):
                 diagnostics = DiagnosticTraceCollector(TraceDetailLevel.FULL)
-                pipeline.run(items, budget, FanOutCollector(diagnostics, audit, spans))
+                pipeline.run(items, budget,
+                             FanOutCollector(diagnostics, audit, spans, event_spans))
                 report = diagnostics.build_report()
                 run_id = diagnostics.events[0].run_id
                 reports[run_id] = report
@@ -218,6 +227,7 @@ def artifacts(larger: int = 150) -> list[Artifact]:
     from cupellation_exporters import otlp_json_document  # noqa: PLC0415
 
     otlp = json.dumps(otlp_json_document(finished)).encode()
+    otlp_events = json.dumps(otlp_json_document(events_exporter.get_finished_spans())).encode()
     proto = encode_spans(finished).SerializeToString()
     jaeger = json.dumps(_jaeger_document(finished)).encode()
     return [*(Artifact(name, "events JSONL", data, original)
@@ -225,7 +235,8 @@ def artifacts(larger: int = 150) -> list[Artifact]:
             Artifact("audit.jsonl", "audit log", audit_data, reports),
             Artifact("trace.json", "OTLP/JSON", otlp, reports),
             Artifact("jaeger.json", "Jaeger JSON", jaeger, reports),
-            Artifact("trace.pb", "OTLP protobuf", proto, reports)]
+            Artifact("trace.pb", "OTLP protobuf", proto, reports),
+            Artifact("trace-events.json", "OTLP/JSON, events layout", otlp_events, reports)]
 
 
 # -- decoding ---------------------------------------------------------------------------------
