@@ -18,7 +18,6 @@ OpenTelemetry context keys ``session.id`` / ``user.id`` that OpenInference's
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections import Counter
 from collections.abc import Sequence
@@ -100,10 +99,19 @@ def _item(index: int, item: Any, score: float, reason: Any,
 
 
 def _top(batches: Sequence[ItemEventBatch]) -> list[tuple[float, int, int, int]]:
-    """(score, -order, batch, position) of the first items by score."""
-    keyed = ((score, -k, b, k) for b, batch in enumerate(batches)
-             for k, score in enumerate(batch.scores) if not math.isnan(score))
-    return heapq.nlargest(_CONSIDERED, keyed)
+    """(score, -order, batch, position) of the first items by score (ties in the
+    order the items came; NaN scores never shown)."""
+    out: list[tuple[float, int, int, int]] = []
+    order = 0
+    for b, batch in enumerate(batches):
+        scores = batch.scores
+        ranked = sorted(range(len(scores)), key=scores.__getitem__, reverse=True)
+        if any(map(math.isnan, scores)):
+            ranked = [k for k in ranked if not math.isnan(scores[k])]
+        out.extend((scores[k], -(order + k), b, k) for k in ranked[:_CONSIDERED])
+        order += len(scores)
+    out.sort(reverse=True)
+    return out[:_CONSIDERED]
 
 
 def output_value(*, outcome: str, included_count: int | None, included_tokens: int | None,
