@@ -4,6 +4,7 @@ limits and Tempo's 2,048-byte value truncation; a lost part or chunk is named in
 
 from __future__ import annotations
 
+import json
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -14,12 +15,20 @@ import pytest
 from cupellation import ContextBudget, ContextItem, GreedySlice, Pipeline, TraceDetailLevel
 from cupellation.events import Verification
 from cupellation.exceptions import InvalidValueError
-from cupellation.otel import SpanCollector, SpanData, SpanLayout, runs_from_spans
+from cupellation.otel import (
+    SpanCollector,
+    SpanData,
+    SpanLayout,
+    runs_from_spans,
+    spans_from_jaeger_json,
+    spans_from_otlp_json,
+    spans_from_otlp_proto,
+)
 from cupellation.otel._columns import MAX_CHUNK_BYTES, chunk_text
 from cupellation.otel._spans import span_data
 from cupellation.scoring import CompositeScorer, PriorityScorer, RecencyScorer
 
-from ._support import make_sdk, run_both
+from ._support import jaeger_document, make_sdk, otlp_document, otlp_proto_bytes, run_both
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from _harness import make_items
@@ -217,3 +226,19 @@ def test_a_changed_value_in_the_columns_is_a_digest_mismatch() -> None:
                                   *spans[at + 1:]])
     assert rebuilt.verification is Verification.MISMATCH
     assert not rebuilt.is_complete
+
+
+def test_part_spans_rebuild_from_every_file_format() -> None:
+    """A run large enough for part spans, saved as OTLP/JSON (hex and base64 ids),
+    Jaeger JSON and OTLP protobuf, rebuilds exactly from each."""
+    items = make_items(20_000, 8, pinned_index=3)
+    sdk = make_sdk(limits=None)
+    traced = run_both(PIPELINE, items, _budget(items, 0.3), sdk.collector("Full", "full"))
+    assert any(s.name.endswith(".part") for s in sdk.spans)
+    for spans in (spans_from_otlp_json(json.dumps(otlp_document(sdk.spans))),
+                  spans_from_otlp_json(json.dumps(otlp_document(sdk.spans, ids="base64"))),
+                  spans_from_jaeger_json(json.dumps(jaeger_document(sdk.spans))),
+                  spans_from_otlp_proto(otlp_proto_bytes(sdk.spans))):
+        (rebuilt,) = runs_from_spans(spans)
+        assert rebuilt.report == traced.report
+        assert rebuilt.verification is Verification.VERIFIED
