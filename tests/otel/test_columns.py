@@ -12,7 +12,15 @@ from typing import Any
 
 import pytest
 
-from cupellation import ContextBudget, ContextItem, GreedySlice, Pipeline, TraceDetailLevel
+from cupellation import (
+    ContextBudget,
+    ContextItem,
+    DiagnosticTraceCollector,
+    FanOutCollector,
+    GreedySlice,
+    Pipeline,
+    TraceDetailLevel,
+)
 from cupellation.events import Verification
 from cupellation.exceptions import InvalidValueError
 from cupellation.otel import (
@@ -28,7 +36,14 @@ from cupellation.otel._columns import MAX_CHUNK_BYTES, chunk_text
 from cupellation.otel._spans import span_data
 from cupellation.scoring import CompositeScorer, PriorityScorer, RecencyScorer
 
-from ._support import jaeger_document, make_sdk, otlp_document, otlp_proto_bytes, run_both
+from ._support import (
+    jaeger_document,
+    make_sdk,
+    no_context_leak,
+    otlp_document,
+    otlp_proto_bytes,
+    run_both,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from _harness import make_items
@@ -242,3 +257,18 @@ def test_part_spans_rebuild_from_every_file_format() -> None:
         (rebuilt,) = runs_from_spans(spans)
         assert rebuilt.report == traced.report
         assert rebuilt.verification is Verification.VERIFIED
+
+
+def test_two_span_collectors_in_one_fan_out_leave_no_span_current() -> None:
+    """A columns and an events SpanCollector side by side in one FanOutCollector: the
+    fan-out closes stages and runs in reverse order, so no context stays attached, and
+    each collector's spans rebuild the in-process report."""
+    items = make_items(300, 6, pinned_index=0)
+    columns_sdk, events_sdk = make_sdk(), make_sdk()
+    diagnostics = DiagnosticTraceCollector(TraceDetailLevel.FULL)
+    with no_context_leak():
+        PIPELINE.run(items, _budget(items, 0.4), FanOutCollector(
+            diagnostics, columns_sdk.collector(), events_sdk.collector(layout="events")))
+    for sdk in (columns_sdk, events_sdk):
+        (rebuilt,) = runs_from_spans(sdk.spans)
+        assert rebuilt.report == diagnostics.build_report()
