@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from operator import attrgetter
 from typing import Any
 
 from .._datamodel.wire import ITEM_FIELDS, column_writer, flat_writer
@@ -32,7 +33,13 @@ from ..events import (
     event_to_dict,
 )
 from ..exceptions import InvalidTypeError, InvalidValueError
-from ..reasons import ExclusionReason, InclusionReason, UnknownExclusionReason, reason_fields
+from ..reasons import (
+    KNOWN_EXCLUSION_REASONS,
+    ExclusionReason,
+    InclusionReason,
+    UnknownExclusionReason,
+    reason_fields,
+)
 from ._names import (
     RUN_ID,
     STAGE_DURATION,
@@ -292,6 +299,21 @@ def _item_columns(items: tuple[ContextItem, ...], capture: ContentCapture,
     _write_item_columns(items, out)
 
 
+#: The known exclusion reason variants (each named by its class, fields declared).
+_KNOWN_REASON_CLASSES: frozenset[type] = frozenset(KNOWN_EXCLUSION_REASONS.values())
+
+
+def _all_finite(column: list[Any]) -> bool:
+    """True when no value of ``column`` is a non-finite float (one C-level sum for a
+    column of numbers; value by value otherwise)."""
+    try:
+        if math.isfinite(math.fsum(column)):
+            return True
+    except (TypeError, OverflowError):
+        pass
+    return not any(type(v) is float and not math.isfinite(v) for v in column)
+
+
 def _reason_columns(reasons: tuple[ExclusionReason, ...], tokens: list[int],
                     out: dict[str, list[Any]]) -> bool:
     """The reasons' name column and field columns, class by class (each known variant
@@ -299,8 +321,7 @@ def _reason_columns(reasons: tuple[ExclusionReason, ...], tokens: list[int],
     variant, a non-finite number)."""
     kinds = [type(reason) for reason in reasons]
     classes = set(kinds)
-    if any(not hasattr(kind, "__struct_fields__") or issubclass(kind, UnknownExclusionReason)
-           for kind in classes):
+    if not classes <= _KNOWN_REASON_CLASSES:
         return False
     out["cupel.exclusion.reason"] = [kind.__name__ for kind in kinds]
     fields_by_attribute: dict[str, dict[type, str]] = {}
@@ -314,11 +335,11 @@ def _reason_columns(reasons: tuple[ExclusionReason, ...], tokens: list[int],
     for attribute, fields in fields_by_attribute.items():
         if len(fields) == len(classes) and len(set(fields.values())) == 1:
             (field,) = set(fields.values())
-            column = [getattr(reason, field) for reason in reasons]
+            column = list(map(attrgetter(field), reasons))
         else:
             column = [getattr(reason, fields[kind]) if kind in fields else None
                       for reason, kind in zip(reasons, kinds, strict=True)]
-        if any(type(v) is float and not math.isfinite(v) for v in column):
+        if not _all_finite(column):
             return False
         if attribute in shared:  # written once, as the item's, when they agree
             column = [None if v == t and t is not None else v

@@ -27,7 +27,7 @@ import msgspec
 from opentelemetry import context as otel_context
 
 from ..events import ContentCapture, ItemEventBatch, RunStarted, content_digest
-from ..reasons import reason_fields
+from ..reasons import KNOWN_EXCLUSION_REASONS, reason_fields
 
 __all__ = [
     "DEFAULT_VALUE_CAP",
@@ -54,6 +54,7 @@ _CONTENT_CHARS: Final = 160
 _CONSIDERED: Final = 64
 
 _encode = msgspec.json.Encoder().encode
+_KNOWN: Final = frozenset(KNOWN_EXCLUSION_REASONS.values())
 
 
 def identity_attributes(started: RunStarted) -> dict[str, str]:
@@ -120,7 +121,13 @@ def output_value(*, outcome: str, included_count: int | None, included_tokens: i
                  cap: int) -> str:
     """The run's output: counts and reasons in full, then the first kept and dropped
     items by score while the JSON stays within ``cap`` bytes."""
-    reasons = Counter(reason.name for batch in dropped for reason in batch.reasons)
+    reasons: Counter[str] = Counter()
+    for batch in dropped:
+        for kind, count in Counter(map(type, batch.reasons)).items():
+            if kind in _KNOWN:
+                reasons[kind.__name__] += count  # a known variant is named by its class
+            else:
+                reasons.update(r.name for r in batch.reasons if type(r) is kind)
     document: dict[str, Any] = {
         "outcome": outcome,
         "kept": {"count": included_count, "tokens": included_tokens},
