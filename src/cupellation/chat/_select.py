@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
+import msgspec
+
 from .._collectors import (
     DiagnosticTraceCollector,
     FanOutCollector,
@@ -41,6 +43,7 @@ from .._collectors import (
 from .._model import ContextBudget, ContextItem, ContextKind, ContextSource
 from .._pipeline import Pipeline
 from .._report import SelectionReport
+from ..events import RunInfo
 from ..exceptions import (
     ConfigurationError,
     DecodeError,
@@ -552,8 +555,8 @@ def _run(messages: Any, *, system: Any, max_tokens: int | None, target_tokens: i
          budget: ContextBudget | None, policy: Policy | Pipeline | str | None,
          collector: TraceCollector | None, token_counter: CounterSpec | TextCounter,
          trim: Mapping[Any, int] | None, format: str | None,
-         anthropic_thinking: ThinkingMode, now: datetime | None, want_report: bool
-         ) -> _Outcome:
+         anthropic_thinking: ThinkingMode, now: datetime | None, want_report: bool,
+         run_info: RunInfo | None = None) -> _Outcome:
     if format is not None and format not in FORMATS:
         raise InvalidValueError("format", format, f"must be one of {', '.join(FORMATS)} or None")
     if anthropic_thinking not in ("keep", "strip_after_change"):
@@ -573,7 +576,9 @@ def _run(messages: Any, *, system: Any, max_tokens: int | None, target_tokens: i
     if want_report:
         diagnostics = DiagnosticTraceCollector(TraceDetailLevel.FULL)
         sink = diagnostics if collector is None else FanOutCollector(diagnostics, collector)
-    placed = pipeline.run(conversation.candidates, resolved, sink)
+    placed = pipeline.run(conversation.candidates, resolved, sink,
+                          run_info=None if sink is None else _with_counter(run_info,
+                                                                             conversation))
     if len(placed) == len(conversation.candidates):  # everything fits: all, in order
         kept = list(conversation.objects_sent())
     else:
@@ -584,6 +589,17 @@ def _run(messages: Any, *, system: Any, max_tokens: int | None, target_tokens: i
         kept, stripped = _strip_thinking(conversation, placed)
     report = diagnostics.build_report() if diagnostics is not None else None
     return _Outcome(_shaped(messages, key, kept), conversation, placed, report, stripped)
+
+
+def _with_counter(run_info: RunInfo | None, conversation: _Conversation) -> RunInfo:
+    """``run_info`` with the conversation's token counter, so logs and spans say how
+    the run's tokens were counted (the application's own fields are kept)."""
+    counter = conversation.counter.name
+    if run_info is None:
+        return RunInfo(token_counter=counter, token_estimates=conversation.estimates)
+    return msgspec.structs.replace(run_info, token_counter=run_info.token_counter or counter,
+                                   token_estimates=run_info.token_estimates
+                                   or conversation.estimates)
 
 
 def _kept_indices(conversation: _Conversation, placed: list[ContextItem]) -> list[int]:
@@ -627,6 +643,7 @@ def select_messages(
     format: MessageFormat | None = None,
     anthropic_thinking: ThinkingMode = "keep",
     now: datetime | None = None,
+    run_info: RunInfo | None = None,
 ) -> Any:
     """The messages that fit the budget, in conversation order and in the shape given.
 
@@ -672,6 +689,9 @@ def select_messages(
       models whose thinking blocks are bound to everything before them (preserved
       thinking); the default ``"keep"`` sends them unchanged.
     - ``now``: the time stamped on new messages (default: the current time).
+    - ``run_info``: the session, user and conversation the run belongs to
+      (:class:`~cupellation.RunInfo`), recorded in its ``run_started`` event with the
+      token counter used and whether any count is an estimate.
 
     Raises :class:`~cupellation.exceptions.PinnedBudgetError` when the pinned units
     alone exceed the budget, and what :meth:`~cupellation.Pipeline.run` raises.
@@ -679,7 +699,7 @@ def select_messages(
     return _run(messages, system=system, max_tokens=max_tokens, target_tokens=target_tokens,
                 budget=budget, policy=policy, collector=collector, token_counter=token_counter,
                 trim=trim, format=format, anthropic_thinking=anthropic_thinking, now=now,
-                want_report=False).messages
+                want_report=False, run_info=run_info).messages
 
 
 def select_messages_with_report(
@@ -696,13 +716,15 @@ def select_messages_with_report(
     format: MessageFormat | None = None,
     anthropic_thinking: ThinkingMode = "keep",
     now: datetime | None = None,
+    run_info: RunInfo | None = None,
 ) -> MessageSelection:
     """:func:`select_messages`, with its report and what it did to each message (a
     :class:`MessageSelection`). The arguments are the same."""
     outcome = _run(messages, system=system, max_tokens=max_tokens, target_tokens=target_tokens,
                    budget=budget, policy=policy, collector=collector,
                    token_counter=token_counter, trim=trim, format=format,
-                   anthropic_thinking=anthropic_thinking, now=now, want_report=True)
+                   anthropic_thinking=anthropic_thinking, now=now, want_report=True,
+                   run_info=run_info)
     conversation = outcome.conversation
     assert outcome.report is not None
     kept = _kept_indices(conversation, outcome.placed)

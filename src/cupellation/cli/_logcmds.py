@@ -478,7 +478,7 @@ def _print_report(run_id: str, report: SelectionReport, run: LoggedRun | None,
     used = sum(entry.item.tokens for entry in report.included)
     console.print(f"Selected {len(report.included)} of {report.total_candidates} candidates: "
                   f"{used} of {report.total_tokens_considered} tokens considered")
-    counter = estimated_counter(report)
+    counter = estimated_counter(report, None if run is None else run.started)
     if counter is not None:
         console.print(f"Token counts are estimates ({safe(counter)}), not exact counts")
     included = Table(title="Included, in placed order")
@@ -644,7 +644,7 @@ def _answer(run: LoggedRun, entry: IncludedItem | ExcludedItem) -> dict[str, Any
     }
     if entry.item.original_tokens is not None:
         answer["original_tokens"] = entry.item.original_tokens
-    counter = estimated_counter(run.report)
+    counter = estimated_counter(run.report, run.started)
     if counter is not None:
         answer["token_estimates"] = counter
     if isinstance(entry, IncludedItem):
@@ -661,9 +661,14 @@ def trimmed_note(tokens: int, original: int | None) -> str:
     return f"trimmed from {original:,} to {tokens:,} tokens"
 
 
-def estimated_counter(report: SelectionReport) -> str | None:
-    """The estimating counter a run's items name (metadata ``chat.tokens``, such as
-    ``estimate:chars/4``), or None when its counts are not known to be estimates."""
+def estimated_counter(report: SelectionReport, started: RunStarted | None = None
+                      ) -> str | None:
+    """The estimating counter of a run, or None when its counts are not known to be
+    estimates: what its ``run_started`` records (``token_counter`` with
+    ``token_estimates``), else what its items name (metadata ``chat.tokens``, such as
+    ``estimate:chars/4``, for runs logged before ``run_started`` carried it)."""
+    if started is not None and started.token_estimates:
+        return started.token_counter or "estimate"
     items = [entry.item for entry in report.included] + [entry.item for entry in report.excluded]
     for item in items:
         counter = item.metadata.get("chat.tokens")

@@ -18,7 +18,7 @@ from .._collectors import DiagnosticTraceCollector, FanOutCollector, TraceDetail
 from .._model import ContextBudget, ContextItem
 from .._report import SelectionReport
 from ..chat import TokenEstimateWarning
-from ..events import PipelineEvent, StageCompleted, event_to_json
+from ..events import ContentCapture, PipelineEvent, RunLineEncoder, StageCompleted
 from ..exceptions import BudgetOverflowError, CupelError, TableTooLargeError
 from ..html import render_html
 from ..logs import AuditLog
@@ -443,7 +443,9 @@ def run(args: argparse.Namespace, /) -> int:
 
 
 def _events_text(events: Sequence[PipelineEvent]) -> str:
-    return "".join(event_to_json(event) + "\n" for event in events)
+    # The sinks' own line form: the run's end line carries its digest, so `report` and
+    # `audit` can tell a file edited afterwards from the run that wrote it.
+    return RunLineEncoder(ContentCapture.FULL).lines(events).decode("utf-8")
 
 
 def _policy_name(policy: Policy) -> str:
