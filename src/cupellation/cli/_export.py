@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import io
 import logging
 import math
@@ -221,7 +222,10 @@ def _export(args: argparse.Namespace) -> int:
     except UsageError as exc:
         return _fail(str(exc))
     try:
-        import cupellation_exporters as exporters  # noqa: PLC0415 - a separate distribution
+        # Loaded at run time, as every CLI command that needs it does (see _telemetry):
+        # cupellation-exporters is a separate, optional distribution that depends on
+        # this one, so no module of the core imports it.
+        exporters: Any = importlib.import_module("cupellation_exporters")
     except ImportError:
         return _fail(_EXPORTERS_MISSING)
 
