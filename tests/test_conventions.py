@@ -304,3 +304,18 @@ def test_the_layer_checker_sees_what_it_must() -> None:
     assert _layer("cupellation._reporting.fold") < _layer("cupellation._pipeline")
     assert _is_module("cupellation.logs._decode")
     assert not _is_module("cupellation.otel._names._SHARED")
+
+
+def test_the_core_reaches_the_exporters_only_through_their_entry_point() -> None:
+    """cupellation-exporters depends on cupellation, not the reverse: no module of
+    src/cupellation names it in an import (static or importlib), and the CLI finds it
+    through the ``cupellation.exporters`` entry point it registers."""
+    from importlib.metadata import entry_points  # noqa: PLC0415 - this test's alone
+
+    naming = [str(path.relative_to(_SRC)) for path in sorted(_SRC.rglob("*.py"))
+              if re.search(r"import_module\(\s*[\"']cupellation_exporters|"
+                           r"^\s*(from|import)\s+cupellation_exporters",
+                           path.read_text(encoding="utf-8"), re.MULTILINE)]
+    assert naming == []
+    found = [entry.value for entry in entry_points(group="cupellation.exporters")]
+    assert found == ["cupellation_exporters"]

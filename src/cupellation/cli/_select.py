@@ -5,7 +5,6 @@ report, the event stream, the HTML page and spans."""
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 import warnings
 from collections.abc import Sequence
@@ -50,7 +49,7 @@ from ._config import (
 )
 from ._inputs import parse_candidates
 from ._summary import print_selection
-from ._telemetry import OTLP_INSTALL_HINT, Otlp, TraceFile, add_otlp_options
+from ._telemetry import OTLP_INSTALL_HINT, Otlp, TraceFile, add_otlp_options, load_exporters
 
 __all__ = ["add_demo_parser", "add_parser", "load_candidates", "run", "run_demo"]
 
@@ -224,10 +223,8 @@ class Outcome:
 def _check_otlp_installed(args: argparse.Namespace) -> None:
     if not args.otlp:
         return
-    try:
-        importlib.import_module("cupellation_exporters")
-    except ImportError:
-        raise CliError(OTLP_INSTALL_HINT) from None
+    if load_exporters() is None:
+        raise CliError(OTLP_INSTALL_HINT)
 
 
 def _execute(policy: Policy, budget: ContextBudget, items: list[ContextItem],
