@@ -397,33 +397,7 @@ def run(args: argparse.Namespace, /) -> int:
     outcome = _execute(policy, budget, loaded.items, args, None)
     report = outcome.report
 
-    def html() -> str:
-        return render_html(report, budget=budget, title=f"cupellation select {source}")
-
-    outputs: list[Output] = []
-    folders: list[Path] = []
-    if args.report not in (None, "-"):
-        outputs.append(Output(Path(args.report), report.to_json(indent=2) + "\n", "report"))
-    if args.events not in (None, "-"):
-        outputs.append(Output(Path(args.events), _events_text(outcome.events), "events"))
-    if args.html not in (None, "-"):
-        outputs.append(Output(Path(args.html), html(), "html"))
-    if args.output not in (None, "-") and outcome.placed is not None:
-        outputs.append(Output(Path(args.output), dumps_items(outcome.placed), "items"))
-    if args.out is not None:
-        folders.append(args.out)
-        outputs += [Output(args.out / "report.json", report.to_json(indent=2) + "\n", "report"),
-                    Output(args.out / "events.jsonl", _events_text(outcome.events), "events"),
-                    Output(args.out / "report.html", html(), "html")]
-    stdout_text = ""
-    if target == "report":
-        stdout_text = report.to_json(indent=2) + "\n"
-    elif target == "events":
-        stdout_text = _events_text(outcome.events)
-    elif target == "html":
-        stdout_text = html()
-    elif target == "items" and outcome.placed is not None:
-        stdout_text = dumps_items(outcome.placed)
+    outputs, folders, stdout_text = _select_outputs(args, target, outcome, budget, source)
     write_outputs(outputs, folders)
     if target == "text" and outcome.failure is None:
         print_selection(console(), report, budget, title=f"{source} with {_policy_name(policy)}",
@@ -437,6 +411,41 @@ def run(args: argparse.Namespace, /) -> int:
         print(_failure_line(outcome.failure), file=sys.stderr)
         return FAILED
     return OK
+
+
+def _select_outputs(args: argparse.Namespace, target: str, outcome: Outcome,
+                    budget: ContextBudget, source: str
+                    ) -> tuple[list[Output], list[Path], str]:
+    """The files ``select`` writes, the folders it makes, and what goes to standard
+    output (each text made once, only when asked for)."""
+    report = outcome.report
+    texts: dict[str, str] = {}
+
+    def text(kind: str) -> str:
+        if kind not in texts:
+            texts[kind] = (report.to_json(indent=2) + "\n" if kind == "report"
+                           else _events_text(outcome.events) if kind == "events"
+                           else render_html(report, budget=budget,
+                                            title=f"cupellation select {source}"))
+        return texts[kind]
+
+    outputs: list[Output] = []
+    folders: list[Path] = []
+    for kind, path in (("report", args.report), ("events", args.events), ("html", args.html)):
+        if path not in (None, "-"):
+            outputs.append(Output(Path(path), text(kind), kind))
+    if args.output not in (None, "-") and outcome.placed is not None:
+        outputs.append(Output(Path(args.output), dumps_items(outcome.placed), "items"))
+    if args.out is not None:
+        folders.append(args.out)
+        outputs += [Output(args.out / name, text(kind), kind) for name, kind in (
+            ("report.json", "report"), ("events.jsonl", "events"), ("report.html", "html"))]
+    stdout_text = ""
+    if target in ("report", "events", "html"):
+        stdout_text = text(target)
+    elif target == "items" and outcome.placed is not None:
+        stdout_text = dumps_items(outcome.placed)
+    return outputs, folders, stdout_text
 
 
 def _events_text(events: Sequence[PipelineEvent]) -> str:
