@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
@@ -400,3 +401,11 @@ def test_the_vocabulary_reads_a_real_u_shaped_run() -> None:
         .place_item_at_edge(lambda e: e.item.kind == "SystemPrompt"))
     recency = Pipeline(scorer=RecencyScorer()).dry_run(items, budget)
     expect(recency).have_at_least_n_exclusions(1).exclude_item_with_reason("BudgetExceeded")
+
+
+def test_the_documentation_example_runs() -> None:
+    """docs/testing.md's first Python example runs as written, every assertion holding."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "testing.md").read_text(
+        encoding="utf-8")
+    block = re.findall(r"```python\n(.*?)```", page, re.S)[0]
+    exec(compile(block, "docs/testing.md", "exec"), {})
