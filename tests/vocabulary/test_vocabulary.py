@@ -29,6 +29,7 @@ from cupellation.reasons import (
     InclusionReason,
     NegativeTokens,
     ScoredTooLow,
+    UnknownExclusionReason,
 )
 from cupellation.testing import (
     SelectionReportAssertionChain,
@@ -133,6 +134,8 @@ def test_bad_arguments_raise_errors_naming_them_not_assertion_failures() -> None
         expect(MIXED).exclude_item_with_reason("BudgetExceed")
     with pytest.raises(InvalidValueError, match=r"^reason: is not an exclusion reason"):
         expect(MIXED).exclude_item_with_reason(dict)
+    with pytest.raises(InvalidTypeError, match=r"^reason:"):
+        expect(MIXED).exclude_item_with_reason(InclusionReason.PINNED)  # type: ignore[arg-type]
     with pytest.raises(InvalidValueError, match=r"^threshold: must be a number"):
         expect(MIXED).have_budget_utilization_above(math_nan(), ContextBudget(10, 10))
     with pytest.raises(InvalidTypeError, match=r"^budget:"):
@@ -203,13 +206,15 @@ def test_include_exactly_n_items_with_kind() -> None:
 
 def test_exclude_item_with_reason() -> None:
     """Pattern 4: the variant is matched (by name, class or value; the value's fields do
-    not count); a reserved variant is a valid argument; the failure lists the distinct
-    reasons present."""
+    not count); a reserved variant is a valid argument, and so is a variant this version
+    does not know, given as a value; the failure lists the distinct reasons present."""
     expect(MIXED).exclude_item_with_reason("BudgetExceeded")
     expect(MIXED).exclude_item_with_reason(Deduplicated)
     expect(MIXED).exclude_item_with_reason(BudgetExceeded(item_tokens=1, available_tokens=0))
     filtered = report(excluded=[exc("f", reason=Filtered(filter_name="pii"))])
     expect(filtered).exclude_item_with_reason("Filtered")
+    future = report(excluded=[exc("u", reason=UnknownExclusionReason(reason_name="Expired"))])
+    expect(future).exclude_item_with_reason(UnknownExclusionReason(reason_name="Expired"))
     assert message_of(expect(EMPTY).exclude_item_with_reason, "BudgetExceeded") == (
         "ExcludeItemWithReason(BudgetExceeded) failed: no excluded item had reason "
         "BudgetExceeded. Excluded had 0 items with reasons: [].")

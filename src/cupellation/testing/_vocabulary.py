@@ -30,7 +30,7 @@ from typing import TypeAlias
 from .._model import ContextBudget, ContextItem, ContextKind
 from .._report import ExcludedItem, IncludedItem, SelectionReport
 from ..exceptions import InvalidTypeError, InvalidValueError
-from ..reasons import KNOWN_EXCLUSION_REASONS, ExclusionReason
+from ..reasons import KNOWN_EXCLUSION_REASONS, ExclusionReason, UnknownExclusionReason
 
 __all__ = [
     "ReasonLike",
@@ -42,7 +42,8 @@ __all__ = [
 
 #: An exclusion reason variant: its wire name (``"BudgetExceeded"``), its class
 #: (:class:`~cupellation.reasons.BudgetExceeded`) or a reason value (only its
-#: variant counts).
+#: variant counts; an :class:`~cupellation.reasons.UnknownExclusionReason` value
+#: names a variant this version does not know).
 ReasonLike: TypeAlias = str | type | ExclusionReason
 
 
@@ -88,7 +89,9 @@ def _reason_name(field: str, reason: ReasonLike) -> str:
         name = reason
     elif isinstance(reason, type):
         name = reason.__name__
-    elif hasattr(reason, "name") and not isinstance(reason, type):
+    elif isinstance(reason, (*KNOWN_EXCLUSION_REASONS.values(), UnknownExclusionReason)):
+        # A value: its variant, a variant this version does not know included (a
+        # report decoded from a newer implementation).
         return str(reason.name)
     else:
         raise InvalidTypeError(field, reason, "an exclusion reason name, class or value")
