@@ -195,7 +195,7 @@ _LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("projections", frozenset({"otel", "logs"})),
     ("built", frozenset({"policy", "conformance", "chat", "analytics"})),
     ("faces", frozenset({"cli", "_html", "html", "testing", "__init__",
-                         "cupellation_entry_point"})),
+                         "cupellation_entry_point", "cupellation_pytest_plugin"})),
     ("exporters", frozenset({"cupellation_exporters"})),
 )
 #: Known violations in files the strategies branch is rewriting (issue 12's other
