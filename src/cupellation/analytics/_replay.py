@@ -150,7 +150,7 @@ class _Mean:
 
 class ReplaySummary:
     """Streaming totals of logged runs replayed under ``policy``: add each
-    :class:`~cupellation.logs.LoggedRun` (read with ``keep_events=True``) and read
+    :class:`~cupellation.logs.LoggedRun` (read with ``keep_candidates=True``) and read
     :meth:`to_dict`. Memory is independent of how many runs are added: counters,
     and at most :data:`LISTED` run ids and flips listed (all counted).
 

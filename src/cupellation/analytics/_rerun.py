@@ -117,8 +117,8 @@ def _item_events(events: Iterable[PipelineEvent | ItemEventBatch]
 
 
 def replayable(run: LoggedRun) -> ReplayableRun:
-    """The logged run's candidates and settings, read from its events (read the log
-    with ``keep_events=True``).
+    """The logged run's candidates and settings, from ``run.candidates`` (read the log
+    with ``keep_candidates=True``) or else its events (``keep_events=True``).
 
     Raises :class:`~cupellation.exceptions.RunNotReplayableError` when the log
     cannot repeat the run: no ``run_started``; logged below Full detail (included
@@ -143,7 +143,8 @@ def replayable(run: LoggedRun) -> ReplayableRun:
     items: list[ContextItem | None] = [None] * count
     reasons: list[str] = [""] * count
     problems = 0
-    for index, item, reason in _item_events(run.events):
+    decided = run.candidates if run.candidates else _item_events(run.events)
+    for index, item, reason in decided:
         if not 0 <= index < count or items[index] is not None:
             problems += 1
             continue

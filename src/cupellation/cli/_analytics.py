@@ -221,7 +221,7 @@ class _Replay:
         reader = None
         try:
             with open_reader(args, since=args.since, until=args.until,
-                             keep_events=True) as reader:
+                             keep_candidates=True) as reader:
                 for run in reader:
                     summary.add(run)
                 stats = reader.stats

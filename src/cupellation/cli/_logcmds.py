@@ -628,7 +628,7 @@ class _Why:
                     answer["next"] = questions.answer(run, entry)
                 answers.append(answer)
 
-        stats = _read("why", args, consider, keep_events=True)
+        stats = _read("why", args, consider, keep_candidates=True)
         if isinstance(stats, int):
             return stats
         if args.format == "json":
