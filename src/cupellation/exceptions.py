@@ -242,7 +242,7 @@ class InvalidTypeError(_FieldErrorMixin, CupelError, TypeError):
 class RunNotReplayableError(CupelError):
     """A logged run cannot be run again (``cupellation.analytics``): ``cause`` says
     which of ``no_start``, ``not_full_detail``, ``content_dropped``,
-    ``metadata_dropped``, ``custom_strategy`` or ``missing_events``, ``run_id``
+    ``metadata_dropped``, ``custom_strategy``, ``incomplete`` or ``missing_events``, ``run_id``
     names the run, and ``str(err)`` says why in a sentence."""
 
     def __init__(self, run_id: str, cause: str, explanation: str) -> None:

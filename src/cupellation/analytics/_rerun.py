@@ -19,6 +19,8 @@ from ..scoring import FixedClock
 
 __all__ = ["ReplayableRun", "replayable"]
 
+#: How the fold notes hash capture (the one incompleteness a re-run tolerates).
+_CAPTURE_NOTE = "item content was captured as "
 #: Scorers that read ``metadata``, which hash and none capture drop.
 _METADATA_SCORERS = frozenset({"metadata_trust", "metadata_key"})
 
@@ -124,7 +126,9 @@ def replayable(run: LoggedRun) -> ReplayableRun:
     cannot repeat the run: no ``run_started``; logged below Full detail (included
     items have no events there); ``none`` content capture (content dropped;
     ``hash`` capture re-runs, since deduplication only compares contents for
-    equality); or an item event missing or repeated for some candidate.
+    equality); a record the fold found incomplete (a gap, a digest mismatch, no
+    ``run_completed``: anything but the hash capture note); or an item event
+    missing or repeated for some candidate.
     """
     started = run.started
     if started is None:
@@ -139,25 +143,29 @@ def replayable(run: LoggedRun) -> ReplayableRun:
         raise RunNotReplayableError(
             run.run_id, "content_dropped",
             "its item content was dropped (content capture none)")
+    problems = [note for note in run.report.incomplete if not note.startswith(_CAPTURE_NOTE)]
+    if problems:
+        more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
+        raise RunNotReplayableError(run.run_id, "incomplete",
+                                    f"its record is incomplete: {problems[0]}{more}")
     count = started.candidate_count
-    items: list[ContextItem | None] = [None] * count
-    reasons: list[str] = [""] * count
-    problems = 0
+    found: dict[int, tuple[ContextItem, str]] = {}
+    repeated = 0
     decided = run.candidates if run.candidates else _item_events(run.events)
     for index, item, reason in decided:
-        if not 0 <= index < count or items[index] is not None:
-            problems += 1
+        if not 0 <= index < count or index in found:
+            repeated += 1
             continue
-        items[index] = item
-        reasons[index] = reason
-    missing = sum(item is None for item in items)
-    if missing or problems:
+        found[index] = (item, reason)
+    missing = count - len(found)
+    if missing or repeated:
         raise RunNotReplayableError(
             run.run_id, "missing_events",
             f"its log lacks item events for {missing} of {count} candidates"
-            + (f" and has {problems} repeated or out-of-range one(s)" if problems else ""))
+            + (f" and has {repeated} repeated or out-of-range one(s)" if repeated else ""))
+    ordered = [found[k] for k in range(count)]
     return ReplayableRun(
         run_id=run.run_id, started_at=started.started_at, budget=started.budget,
         policy=dict(started.pipeline), content_capture=started.content_capture,
-        candidates=tuple(item for item in items if item is not None),
-        logged_reasons=tuple(reasons))
+        candidates=tuple(item for item, _ in ordered),
+        logged_reasons=tuple(reason for _, reason in ordered))
