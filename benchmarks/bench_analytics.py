@@ -99,7 +99,7 @@ def _replay(path: Path) -> ReplaySummary:
 
 
 def bench_replay(events: int, repeats: int, folder: Path) -> dict[str, object]:
-    runs = max(1, events // (RUN_CANDIDATES + 14))
+    runs = max(1, -(-events // (RUN_CANDIDATES + 14)))  # at least --events events
     path = folder / "replay.jsonl"
     lines = _write_log(path, runs)
     rates: list[float] = []
