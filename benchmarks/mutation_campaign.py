@@ -3,9 +3,9 @@
     python benchmarks/mutation_campaign.py [--mutations 3000] [--seed 12] [--json PATH]
 
 Real artifacts of demo runs and a larger run — an events JSONL file per run (as the
-spine's event-file writer makes it), an audit log of every run (also read as ``replay``'s input: each run re-run from its
-logged candidates, budget and policy), and the runs' spans
-as OTLP/JSON, Jaeger's JSON and OTLP protobuf — are mutated one change at a time:
+spine's event-file writer makes it), an audit log of every run (also read as
+``replay``'s input: each run re-run from its logged candidates, budget and policy),
+and the runs' spans as OTLP/JSON, Jaeger's JSON and OTLP protobuf — are mutated one change at a time:
 
 - **value**: a leaf value swapped for another plausible one (a number nudged or
   taken from elsewhere, a string from another record, a case changed, a bool
@@ -77,8 +77,8 @@ from cupellation import (
     UShapedPlacer,
     build_report,
 )
-from cupellation.events import ContentCapture, RunLineEncoder, events_from_json_lines
 from cupellation.analytics import replayable
+from cupellation.events import ContentCapture, RunLineEncoder, events_from_json_lines
 from cupellation.exceptions import CupelError, RunNotReplayableError
 from cupellation.logs import AuditLog, read_runs
 from cupellation.otel import SpanCollector, read_trace
