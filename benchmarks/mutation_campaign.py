@@ -5,7 +5,8 @@
 Real artifacts of demo runs and a larger run — an events JSONL file per run (as the
 spine's event-file writer makes it), an audit log of every run (also read as
 ``replay``'s input: each run re-run from its logged candidates, budget and policy),
-and the runs' spans as OTLP/JSON, Jaeger's JSON and OTLP protobuf — are mutated one change at a time:
+and the runs' spans as OTLP/JSON, Jaeger's JSON and OTLP protobuf — are mutated one
+change at a time:
 
 - **value**: a leaf value swapped for another plausible one (a number nudged or
   taken from elsewhere, a string from another record, a case changed, a bool
