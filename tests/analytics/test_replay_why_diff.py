@@ -302,3 +302,14 @@ def _diff_rows(a: object, b: object) -> tuple[dict[str, object], ...]:
     from cupellation.analytics import diff_reports  # noqa: PLC0415
 
     return diff_reports(a, b).gained  # type: ignore[arg-type]
+
+
+def test_why_with_a_ceiling_below_the_item_says_so(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """--budget-ceiling below the item's own tokens: no answer, and the line says why
+    (the chapter's precondition, met without an error)."""
+    items = [ContextItem(f"m{k}", 10, priority=k) for k in range(10)]
+    path = _log(tmp_path / "a.jsonl", Pipeline(PriorityScorer()), items)
+    code, out, _ = _cli(capsys, "why", path, "--content", "m0", "--budget-ceiling", "5")
+    assert code == 0
+    assert "not included at any budget up to 5 tokens (the item alone has 10)" in out

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._model import ContextBudget
+from .._pipeline import PreparedCandidates
 from .._report import SelectionReport
 from ..exceptions import NonMonotonicSlicerError, PipelineError, RunNotReplayableError
 from ..logs import LoggedRun
@@ -60,21 +61,28 @@ class BudgetAnswer:
                 "dry_runs": self.dry_runs, "explanation": self.explanation}
 
 
-def answer_min_budget(run: ReplayableRun, index: int, ceiling: int | None = None
-                      ) -> BudgetAnswer:
+def answer_min_budget(run: ReplayableRun, index: int, ceiling: int | None = None, *,
+                      prepared: PreparedCandidates | None = None) -> BudgetAnswer:
     """The budget at which candidate ``index`` of ``run`` would have been included
     (``ceiling`` defaults to :func:`fitting_ceiling` of all the candidates' tokens).
+    ``prepared`` (``run.logged_pipeline().prepare(run.candidates)``) is reused when
+    several items of one run are asked about.
 
     Raises :class:`~cupellation.exceptions.RunNotReplayableError` when the logged
     pipeline cannot be rebuilt."""
-    pipeline = run.logged_pipeline()
+    pipeline = run.logged_pipeline() if prepared is None else prepared.pipeline
     budget = run.budget
     item = run.candidates[index]
     if ceiling is None:
         total = sum(max(candidate.tokens, 0) for candidate in run.candidates)
         ceiling = max(fitting_ceiling(budget, total), item.tokens)
+    if ceiling < item.tokens:
+        return BudgetAnswer(budget=None, increase=None, ceiling=ceiling, dry_runs=0,
+                            explanation=f"not included at any budget up to {ceiling} tokens "
+                                        f"(the item alone has {item.tokens})")
     try:
-        search = search_min_budget(pipeline, run.candidates, item, ceiling, budget=budget)
+        search = search_min_budget(pipeline, run.candidates, item, ceiling, budget=budget,
+                                   prepared=prepared)
     except NonMonotonicSlicerError as exc:
         return BudgetAnswer(budget=None, increase=None, ceiling=ceiling, dry_runs=0,
                             explanation=f"no budget answer: the run's slicer is "

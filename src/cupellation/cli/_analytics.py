@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .._pipeline import PreparedCandidates
 from .._report import ExcludedItem, IncludedItem, SelectionReport
 from ..analytics import (
     ReplayableRun,
@@ -40,7 +41,7 @@ from ._logread import (
     unreadable_sources,
 )
 
-__all__ = ["DIFF", "REPLAY", "NextQuestions", "add_why_options", "next_lines"]
+__all__ = ["DIFF", "NEXT_LIMIT", "REPLAY", "NextQuestions", "add_why_options", "next_lines"]
 
 
 def _nonnegative(text: str) -> int:
@@ -78,6 +79,11 @@ def _policies(specs: list[str] | None, option: str) -> list[tuple[str, Policy]]:
 # -- why: the next question ---------------------------------------------------------------
 
 
+#: How many excluded matches ``why`` works the next question out for (each is a
+#: budget search and a dry run per --against policy).
+NEXT_LIMIT = 200
+
+
 def add_why_options(parser: argparse.ArgumentParser) -> None:
     """``why``'s next-question options."""
     parser.add_argument("--against", action="append", metavar="PRESET|FILE",
@@ -99,12 +105,16 @@ class NextQuestions:
         self.ceiling: int | None = args.budget_ceiling
         self._run_id: str | None = None
         self._run: ReplayableRun | RunNotReplayableError | None = None
+        self._prepared: PreparedCandidates | None = None
         self._used: set[int] = set()
+        #: How many excluded matches got their next-question lines (the rest: a note).
+        self.answered = 0
 
     def _replayable(self, run: LoggedRun) -> ReplayableRun | RunNotReplayableError:
         if self._run_id != run.run_id or self._run is None:
             self._run_id = run.run_id
             self._used = set()
+            self._prepared = None
             try:
                 self._run = replayable(run)
             except RunNotReplayableError as exc:
@@ -112,7 +122,14 @@ class NextQuestions:
         return self._run
 
     def answer(self, run: LoggedRun, entry: IncludedItem | ExcludedItem) -> dict[str, Any]:
-        """The next-question data of one matched, excluded entry."""
+        """The next-question data of one matched, excluded entry (past
+        :data:`NEXT_LIMIT` of them, a note that they were not worked out)."""
+        if self.answered >= NEXT_LIMIT:
+            return {"rerun": {"possible": False, "cause": "limit",
+                              "explanation": f"next-question lines are worked out for the "
+                                             f"first {NEXT_LIMIT} excluded matches; narrow "
+                                             "--match or use --content"}}
+        self.answered += 1
         found = self._replayable(run)
         if isinstance(found, RunNotReplayableError):
             return {"rerun": {"possible": False, "cause": found.cause,
@@ -123,7 +140,10 @@ class NextQuestions:
                               "explanation": "the item has no item event of its own"}}
         out: dict[str, Any] = {"rerun": {"possible": True}, "candidate_index": index}
         try:
-            out["min_budget"] = answer_min_budget(found, index, self.ceiling).to_dict()
+            if self._prepared is None:
+                self._prepared = found.logged_pipeline().prepare(found.candidates)
+            out["min_budget"] = answer_min_budget(found, index, self.ceiling,
+                                                  prepared=self._prepared).to_dict()
         except RunNotReplayableError as exc:
             return {"rerun": {"possible": False, "cause": exc.cause,
                               "explanation": exc.explanation}}
@@ -146,6 +166,8 @@ class NextQuestions:
 def next_lines(data: Mapping[str, Any]) -> list[str]:
     """``why``'s next-question lines for one answer's ``next`` data."""
     rerun = data["rerun"]
+    if not rerun["possible"] and rerun["cause"] == "limit":
+        return [f"({safe(rerun['explanation'], 300)})"]
     if not rerun["possible"]:
         return [f"cannot re-run this run ({rerun['cause']}): {safe(rerun['explanation'], 300)}"]
     lines = []
@@ -319,7 +341,8 @@ class _Diff:
                         "(the JSON of 'select --report' or 'report --format json'), or, "
                         "with --log, two run ids in those logs.",
             epilog=_DIFF_EXIT)
-        parser.add_argument("a", metavar="A", help="a report file, or with --log a run id")
+        parser.add_argument("a", metavar="A", help="a report file ('-': standard input), or "
+                                                   "with --log a run id")
         parser.add_argument("b", metavar="B", help="a report file, or with --log a run id")
         parser.add_argument("--log", action="append", metavar="LOG",
                             help="read A and B as run ids in this log (repeatable)")
@@ -329,6 +352,8 @@ class _Diff:
         return parser
 
     def run(self, args: argparse.Namespace, /) -> int:
+        if not args.log and args.a == args.b == "-":
+            return _fail("diff", "standard input ('-') can be read once")
         try:
             if args.log:
                 reports = _runs_from_logs(args)
@@ -350,7 +375,7 @@ class _Diff:
 
 def _report_file(path: str) -> SelectionReport:
     try:
-        data = Path(path).read_bytes()
+        data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
     try:
