@@ -313,3 +313,21 @@ def test_why_with_a_ceiling_below_the_item_says_so(tmp_path: Path,
     code, out, _ = _cli(capsys, "why", path, "--content", "m0", "--budget-ceiling", "5")
     assert code == 0
     assert "not included at any budget up to 5 tokens (the item alone has 10)" in out
+
+
+def test_keep_candidates_gives_every_decided_candidate_once(tmp_path: Path) -> None:
+    """read_runs(keep_candidates=True): one (index, item, outcome) per candidate, items
+    equal to the originals, outcomes those of the report; without it, none."""
+    items = [*_items(), ContextItem("doc 1", 20, priority=0), ContextItem("neg", -1)]
+    pipeline = Pipeline(PriorityScorer())
+    path = _log(tmp_path / "a.jsonl", pipeline, items)
+    (logged,) = _runs(path)
+    assert sorted(index for index, _, _ in logged.candidates) == list(range(len(items)))
+    assert all(items[index] == item for index, item, _ in logged.candidates)
+    report = pipeline.dry_run(items, BUDGET)
+    outcomes = {index: outcome for index, _, outcome in logged.candidates}
+    assert outcomes[len(items) - 1] == "NegativeTokens"
+    assert outcomes[len(items) - 2] == "Deduplicated"
+    assert sum(outcome == "Included" for outcome in outcomes.values()) == len(report.included)
+    (plain,) = list(read_runs(path))
+    assert plain.candidates == ()

@@ -17,6 +17,7 @@ Names follow the specification in snake_case (``GetMarginalItems`` is
 open are in docs/decisions.md ("Analytics").
 """
 
+from .._pipeline import PreparedCandidates
 from ._budget import (
     FIND_MIN_BUDGET_GUARD_MESSAGE,
     MARGINAL_GUARD_MESSAGE,
@@ -65,6 +66,7 @@ __all__ = [
     "KindQuotaUtilization",
     "PolicySensitivityDiffEntry",
     "PolicySensitivityReport",
+    "PreparedCandidates",
     "ReplaySummary",
     "ReplayableRun",
     "ReportDiff",
