@@ -297,3 +297,20 @@ def test_a_prepared_dry_run_is_the_pipelines_own_run(
         assert [id(item) for item in got] == [id(item) for item in expected]
     else:
         assert got == expected
+
+
+def test_a_search_above_a_budget_finds_the_smallest_larger_one() -> None:
+    """``above`` (why's question: what more budget?) searches only budgets greater than
+    it: with monotonic inclusion (equal token counts) the answer is the smallest budget
+    in (above, ceiling] that includes the item, by brute force, even for items a
+    smaller budget also includes; None when none there does."""
+    items = [ContextItem(f"item {k}", 20, priority=(k * 7) % 10) for k in range(10)]
+    budget = ContextBudget(200, 150)
+    pipeline = Pipeline(PriorityScorer(), budget=budget)
+    for item in items:
+        found = search_min_budget(pipeline, items, item, 399, above=120).budget
+        expected = next((size for size in range(121, 400)
+                         if any(x is item for x in pipeline.run(items,
+                                                                scaled_budget(budget, size)))),
+                        None)
+        assert found == expected

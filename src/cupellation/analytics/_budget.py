@@ -147,9 +147,12 @@ class BudgetSearch:
 def search_min_budget(pipeline: Pipeline, items: Sequence[ContextItem],
                       target_item: ContextItem, search_ceiling: int | None = None, *,
                       budget: ContextBudget | None = None,
-                      prepared: PreparedCandidates | None = None) -> BudgetSearch:
+                      prepared: PreparedCandidates | None = None,
+                      above: int | None = None) -> BudgetSearch:
     """:func:`find_min_budget_for` with the details of its search (see there);
-    ``prepared`` reuses a :meth:`~cupellation.Pipeline.prepare` of ``items``."""
+    ``prepared`` reuses a :meth:`~cupellation.Pipeline.prepare` of ``items``;
+    ``above`` searches only budgets greater than it (``why`` asks what *more*
+    budget would have kept an item)."""
     pipeline = _pipeline(pipeline)
     candidates = _items(items)
     if not isinstance(target_item, ContextItem):
@@ -186,6 +189,11 @@ def search_min_budget(pipeline: Pipeline, items: Sequence[ContextItem],
     # The chapter's loop never tries its lower bound: starting one below the
     # item's tokens (a budget that cannot hold it) makes [tokens, ceiling] whole.
     low, high = low_bound - 1, ceiling
+    if above is not None:
+        low = max(low, _int("above", above))
+        if low >= high:
+            return BudgetSearch(budget=None, low=low + 1, ceiling=ceiling, dry_runs=0,
+                                excluded_before_slice=False)
     high_known = False
     while high - low > 1:
         mid = low + (high - low) // 2

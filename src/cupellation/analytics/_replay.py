@@ -63,8 +63,9 @@ class BudgetAnswer:
 
 def answer_min_budget(run: ReplayableRun, index: int, ceiling: int | None = None, *,
                       prepared: PreparedCandidates | None = None) -> BudgetAnswer:
-    """The budget at which candidate ``index`` of ``run`` would have been included
-    (``ceiling`` defaults to :func:`fitting_ceiling` of all the candidates' tokens).
+    """The smallest budget above the run's ``max_tokens`` at which candidate ``index``
+    of ``run`` would have been included (``ceiling`` defaults to
+    :func:`fitting_ceiling` of all the candidates' tokens).
     ``prepared`` (``run.logged_pipeline().prepare(run.candidates)``) is reused when
     several items of one run are asked about.
 
@@ -80,9 +81,13 @@ def answer_min_budget(run: ReplayableRun, index: int, ceiling: int | None = None
         return BudgetAnswer(budget=None, increase=None, ceiling=ceiling, dry_runs=0,
                             explanation=f"not included at any budget up to {ceiling} tokens "
                                         f"(the item alone has {item.tokens})")
+    if ceiling <= budget.max_tokens:
+        return BudgetAnswer(budget=None, increase=None, ceiling=ceiling, dry_runs=0,
+                            explanation=f"no budget above the run's {budget.max_tokens} tokens "
+                                        f"was tried (the ceiling is {ceiling})")
     try:
         search = search_min_budget(pipeline, run.candidates, item, ceiling, budget=budget,
-                                   prepared=prepared)
+                                   prepared=prepared, above=budget.max_tokens)
     except NonMonotonicSlicerError as exc:
         return BudgetAnswer(budget=None, increase=None, ceiling=ceiling, dry_runs=0,
                             explanation=f"no budget answer: the run's slicer is "
@@ -95,7 +100,8 @@ def answer_min_budget(run: ReplayableRun, index: int, ceiling: int | None = None
                else "a copy with the same content is kept instead (deduplication)")
         text = f"no budget would include it: {why}"
     else:
-        text = f"not included at any budget up to {ceiling} tokens"
+        text = (f"not included at any budget from {budget.max_tokens + 1} up to {ceiling} "
+                "tokens")
     return BudgetAnswer(budget=None, increase=None, ceiling=ceiling,
                         dry_runs=search.dry_runs, explanation=text)
 
