@@ -19,8 +19,8 @@ from ..reasons import reason_to_dict
 from ._budget import scaled_budget, search_min_budget
 from ._rerun import ReplayableRun, replayable
 
-__all__ = ["AgainstAnswer", "BudgetAnswer", "ReplaySummary", "answer_against",
-           "answer_min_budget", "fitting_ceiling"]
+__all__ = ["AgainstAnswer", "BudgetAnswer", "ReplaySummary", "against_report",
+           "answer_against", "answer_min_budget", "fitting_ceiling"]
 
 #: How many run ids (and flips) a summary lists; all are counted.
 LISTED = 50
@@ -123,14 +123,14 @@ class AgainstAnswer:
                 "error": self.error}
 
 
-def answer_against(run: ReplayableRun, index: int, label: str, policy: Policy
-                   ) -> AgainstAnswer:
-    """Whether candidate ``index`` of ``run`` is included under ``policy``."""
-    try:
-        pipeline = run.pipeline_for(policy)
-        report = pipeline.dry_run(run.candidates, run.budget)
-    except (PipelineError, RunNotReplayableError) as exc:
-        return AgainstAnswer(label=label, included=False, reason=None, error=str(exc))
+def answer_against(run: ReplayableRun, index: int, label: str, policy: Policy, *,
+                   report: SelectionReport | Exception | None = None) -> AgainstAnswer:
+    """Whether candidate ``index`` of ``run`` is included under ``policy``; ``report``
+    (:func:`against_report`) reuses one dry run for several items of the run."""
+    if report is None:
+        report = against_report(run, policy)
+    if isinstance(report, Exception):
+        return AgainstAnswer(label=label, included=False, reason=None, error=str(report))
     item = run.candidates[index]
     if any(entry.item is item for entry in report.included):
         return AgainstAnswer(label=label, included=True, reason=None, error=None)
@@ -140,6 +140,15 @@ def answer_against(run: ReplayableRun, index: int, label: str, policy: Policy
                                  reason=reason_to_dict(entry.reason), error=None)
     return AgainstAnswer(label=label, included=False, reason=None,
                          error="the re-run's report does not account for the item")
+
+
+def against_report(run: ReplayableRun, policy: Policy) -> SelectionReport | Exception:
+    """``policy``'s dry run over ``run``'s candidates at its budget and clock, or the
+    error that stopped it (the run fails under the policy, or cannot be made)."""
+    try:
+        return run.pipeline_for(policy).dry_run(run.candidates, run.budget)
+    except (PipelineError, RunNotReplayableError) as exc:
+        return exc
 
 
 def _used(report_included: Any) -> int:

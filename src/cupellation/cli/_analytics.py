@@ -17,6 +17,7 @@ from .._report import ExcludedItem, IncludedItem, SelectionReport
 from ..analytics import (
     ReplayableRun,
     ReplaySummary,
+    against_report,
     answer_against,
     answer_min_budget,
     diff_reports,
@@ -106,6 +107,7 @@ class NextQuestions:
         self._run_id: str | None = None
         self._run: ReplayableRun | RunNotReplayableError | None = None
         self._prepared: PreparedCandidates | None = None
+        self._reports: dict[str, SelectionReport | Exception] = {}
         self._used: set[int] = set()
         #: How many excluded matches got their next-question lines (the rest: a note).
         self.answered = 0
@@ -115,6 +117,7 @@ class NextQuestions:
             self._run_id = run.run_id
             self._used = set()
             self._prepared = None
+            self._reports = {}
             try:
                 self._run = replayable(run)
             except RunNotReplayableError as exc:
@@ -147,7 +150,11 @@ class NextQuestions:
         except RunNotReplayableError as exc:
             return {"rerun": {"possible": False, "cause": exc.cause,
                               "explanation": exc.explanation}}
-        out["against"] = [answer_against(found, index, label, policy).to_dict()
+        for label, policy in self.against:
+            if label not in self._reports:
+                self._reports[label] = against_report(found, policy)
+        out["against"] = [answer_against(found, index, label, policy,
+                                         report=self._reports[label]).to_dict()
                           for label, policy in self.against]
         return out
 
