@@ -217,7 +217,7 @@ class _Replay:
                    ) -> argparse.ArgumentParser:
         parser = subparsers.add_parser(
             "replay", help="re-run logged runs under another policy and summarise the change",
-            description="Re-run every logged run's candidates under the policy B (a preset or "
+            description="Re-run every logged run's candidates under --policy (a preset or "
                         "policy file), at the run's own budget and with its start time as the "
                         "clock of decay scorers, and summarise what would change: the runs "
                         "whose selection changed, items gained and lost by kind and by "

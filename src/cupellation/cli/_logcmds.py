@@ -596,7 +596,11 @@ class _Why:
                         "trimmed before selection ('trimmed from 1,450 to 800 tokens'). "
                         "--content matches the whole content (also its sha256 digest in "
                         "runs logged with hash capture, and the original of a trimmed "
-                        "item); --match searches it with a regular expression.",
+                        "item); --match searches it with a regular expression. For an "
+                        "excluded item of a run logged at Full detail, it also says at what "
+                        "larger budget it would have been included and, per --against, "
+                        "whether another policy would have (or why the run cannot be "
+                        "re-run).",
             epilog=EXIT_CODES_HELP)
         add_log_arguments(parser)
         group = parser.add_mutually_exclusive_group(required=True)
