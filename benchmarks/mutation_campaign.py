@@ -3,8 +3,10 @@
     python benchmarks/mutation_campaign.py [--mutations 3000] [--seed 12] [--json PATH]
 
 Real artifacts of demo runs and a larger run — an events JSONL file per run (as the
-spine's event-file writer makes it), an audit log of every run, and the runs' spans
-as OTLP/JSON, Jaeger's JSON and OTLP protobuf — are mutated one change at a time:
+spine's event-file writer makes it), an audit log of every run (also read as
+``replay``'s input: each run re-run from its logged candidates, budget and policy),
+and the runs' spans as OTLP/JSON, Jaeger's JSON and OTLP protobuf — are mutated one
+change at a time:
 
 - **value**: a leaf value swapped for another plausible one (a number nudged or
   taken from elsewhere, a string from another record, a case changed, a bool
@@ -36,6 +38,7 @@ wrong or crashed (0 silently wrong is the acceptance of issue 12).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import random
 import string
@@ -75,8 +78,9 @@ from cupellation import (
     UShapedPlacer,
     build_report,
 )
+from cupellation.analytics import replayable
 from cupellation.events import ContentCapture, RunLineEncoder, events_from_json_lines
-from cupellation.exceptions import CupelError
+from cupellation.exceptions import CupelError, RunNotReplayableError
 from cupellation.logs import AuditLog, read_runs
 from cupellation.otel import SpanCollector, read_trace
 from cupellation.slicing import CountQuotaEntry
@@ -85,8 +89,10 @@ __all__ = ["FORMATS", "Artifact", "Campaign", "campaign", "main"]
 
 #: The span formats hold the runs in the columns layout (the default); "OTLP/JSON,
 #: events layout" holds them as one span event per item.
-FORMATS = ("events JSONL", "audit log", "OTLP/JSON", "Jaeger JSON", "OTLP protobuf",
-           "OTLP/JSON, events layout")
+FORMATS = ("events JSONL", "audit log", "replay input", "OTLP/JSON", "Jaeger JSON",
+           "OTLP protobuf", "OTLP/JSON, events layout")
+#: Formats stored as lines of JSON (mutated line by line).
+_LINE_FORMATS = ("events JSONL", "audit log", "replay input")
 OUTCOMES = ("exact", "refused", "flagged", "SILENTLY WRONG", "CRASHED")
 #: Keys a value mutation picks more often: what a report is made of.
 _FAVOURED = ("score", "content", "kind", "tokens", "position", "reason", "candidate_index",
@@ -239,6 +245,7 @@ def artifacts(larger: int = 150) -> list[Artifact]:
     return [*(Artifact(name, "events JSONL", data, original)
               for name, data, original in event_files),
             Artifact("audit.jsonl", "audit log", audit_data, reports),
+            Artifact("audit.jsonl", "replay input", audit_data, _replayed(audit_data)),
             Artifact("trace.json", "OTLP/JSON", otlp, reports),
             Artifact("jaeger.json", "Jaeger JSON", jaeger, reports),
             Artifact("trace.pb", "OTLP protobuf", proto, reports),
@@ -249,10 +256,30 @@ def artifacts(larger: int = 150) -> list[Artifact]:
 # -- decoding ---------------------------------------------------------------------------------
 
 
+def _replayed(data: bytes) -> Reports:
+    """``replay``'s input (issue 17): each logged run re-run under its own logged policy
+    from its logged candidates, budget and clock, as the re-run's report (stage
+    timings left out); a run that cannot be re-run is a report saying why in
+    ``incomplete``."""
+    out: Reports = {}
+    for run in read_runs(_Bytes(data), keep_candidates=True):
+        key = run.run_id if run.run_id not in out else run.run_id + "\x00again"
+        try:
+            rerun = replayable(run)
+            report = rerun.logged_pipeline().dry_run(rerun.candidates, rerun.budget)
+            out[key] = dataclasses.replace(report, events=())
+        except RunNotReplayableError as exc:
+            out[key] = SelectionReport(events=(), included=(), excluded=(), total_candidates=0,
+                                       total_tokens_considered=0, incomplete=(str(exc),))
+    return out
+
+
 def decode(artifact: Artifact, data: bytes) -> Reports:
     """The reports the artifact's decoder rebuilds from ``data``, by run id (a run id
     seen twice keeps a marker that can equal no original report)."""
     out: Reports = {}
+    if artifact.format == "replay input":
+        return _replayed(data)
     if artifact.format == "events JSONL":
         events = list(events_from_json_lines(data))
         for run_id in {event.run_id for event in events}:
@@ -442,7 +469,7 @@ def _value(rng: random.Random, data: bytes, fmt: str, keys: bool = False
         except (json_format.ParseError, ValueError, TypeError):
             return None  # not a protobuf message any more: a byte mutation covers that
         return what, changed.SerializeToString()
-    if fmt in ("events JSONL", "audit log"):
+    if fmt in _LINE_FORMATS:
         lines = _lines(data)
         content = [k for k, line in enumerate(lines) if line.strip()]
         k = rng.choice(content)
@@ -463,7 +490,7 @@ def _key(rng: random.Random, data: bytes, fmt: str) -> tuple[str, bytes] | None:
 
 def _span_events(rng: random.Random, data: bytes, fmt: str) -> tuple[str, bytes] | None:
     """Delete, repeat or swap a span event (a Jaeger log), or a whole span."""
-    if fmt in ("events JSONL", "audit log"):
+    if fmt in _LINE_FORMATS:
         return _line(rng, data, fmt)
     proto = fmt == "OTLP protobuf"
     if proto:

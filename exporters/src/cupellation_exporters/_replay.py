@@ -81,11 +81,12 @@ from cupellation.events import (
     RunStarted,
     StageCompleted,
     StageStarted,
+    resolve_capture,
 )
 from cupellation.exceptions import DecodeError
 from cupellation.files import read_prefix
 from cupellation.logs import ReadStats, read_runs
-from cupellation.otel import CAPTURE_CONTENT_ENV, SpanCollector, SpanData, parse_trace
+from cupellation.otel import SpanCollector, SpanData, parse_trace
 
 from .conventions import PIPELINE_SPAN
 
@@ -452,8 +453,9 @@ def spans_from_events(events: Iterable[PipelineEvent], *,
         recorded_tier = TraceDetailLevel.parse(started.detail_level)
     except Exception:
         recorded_tier = TraceDetailLevel.FULL
-    wanted_capture = (ContentCapture.parse(content_capture) if content_capture is not None
-                      else _capture_from_environment())
+    # The parameter, else CUPELLATION_CAPTURE_CONTENT (a bad value warns once, as every
+    # sink does), else none.
+    wanted_capture = resolve_capture(content_capture, ContentCapture.NONE)
     run_id = started.run_id
     parent_trace, parent = _parent(started)
     start = _ns(started.started_at)
@@ -488,14 +490,6 @@ def spans_from_events(events: Iterable[PipelineEvent], *,
             kind=SpanKind.INTERNAL, status=span.status, start_time=span.start_time,
             end_time=span.end_time, instrumentation_scope=span.scope))
     return out
-
-
-def _capture_from_environment() -> ContentCapture:
-    text = os.environ.get(CAPTURE_CONTENT_ENV, "").strip()
-    try:
-        return ContentCapture.parse(text) if text else ContentCapture.NONE
-    except Exception:
-        return ContentCapture.NONE
 
 
 # -- trace files -> spans -----------------------------------------------------------------------

@@ -1,12 +1,22 @@
-"""Helpers for testing code that uses cupellation: capture a run's events and
-assert on its SelectionReport.
+"""Helpers for testing code that uses cupellation: capture a run's events or
+spans, and assert on its SelectionReport with the Cupel.Testing vocabulary.
 
-    from cupellation.testing import capture_events, assert_excluded
+    from cupellation.testing import capture_events, expect
 
     events = capture_events()
     pipeline.run(candidates, budget, events)
     report = events.build_report()
-    assert_excluded(report, "old tool output", reason="BudgetExceeded")
+    (expect(report)
+        .include_item_with_kind("SystemPrompt")
+        .exclude_item_matching_with_reason(lambda item: item.content == "old tool output",
+                                           "BudgetExceeded"))
+
+:func:`expect` gives the vocabulary's 13 assertions (``spec/src/testing/vocabulary.md``)
+with the specification's failure messages; :func:`assert_included` and
+:func:`assert_excluded` are shorthands by content. The pytest plugin
+(``cupellation_pytest_plugin``, registered by entry point) hands a test a fresh
+collector (``cupellation_collector``) and in-memory span providers
+(``cupellation_spans``).
 """
 
 from __future__ import annotations
@@ -17,15 +27,27 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ._collectors import DiagnosticTraceCollector, TraceDetailLevel
-from ._report import ExcludedItem, IncludedItem, SelectionReport
-from .reasons import reason_to_dict
+from .._collectors import DiagnosticTraceCollector, TraceDetailLevel
+from .._report import ExcludedItem, IncludedItem, SelectionReport
+from ..reasons import reason_to_dict
+from ._vocabulary import (
+    ReasonLike,
+    SelectionReportAssertionChain,
+    SelectionReportAssertionError,
+    expect,
+    should,
+)
 
 __all__ = [
+    "ReasonLike",
+    "SelectionReportAssertionChain",
+    "SelectionReportAssertionError",
     "assert_excluded",
     "assert_included",
     "assert_report_consistent",
     "capture_events",
+    "expect",
+    "should",
 ]
 
 
@@ -131,7 +153,7 @@ class CapturedSpans:
 
     def runs(self) -> list[Any]:
         """The runs rebuilt from :attr:`spans` (``cupellation.otel.RebuiltRun``)."""
-        from .otel import runs_from_spans  # noqa: PLC0415 - keeps this module light
+        from ..otel import runs_from_spans  # noqa: PLC0415 - keeps this module light
 
         return runs_from_spans(self.spans)
 
@@ -185,7 +207,7 @@ def capture_spans(tier: TraceDetailLevel | str = TraceDetailLevel.FULL, *,
         InMemorySpanExporter,
     )
 
-    from .otel import SpanCollector  # noqa: PLC0415
+    from ..otel import SpanCollector  # noqa: PLC0415
 
     if span_limits is None:
         unset = SpanLimits.UNSET
