@@ -87,8 +87,10 @@ from cupellation.slicing import CountQuotaEntry
 
 __all__ = ["FORMATS", "Artifact", "Campaign", "campaign", "main"]
 
+#: The span formats hold the runs in the columns layout (the default); "OTLP/JSON,
+#: events layout" holds them as one span event per item.
 FORMATS = ("events JSONL", "audit log", "replay input", "OTLP/JSON", "Jaeger JSON",
-           "OTLP protobuf")
+           "OTLP protobuf", "OTLP/JSON, events layout")
 #: Formats stored as lines of JSON (mutated line by line).
 _LINE_FORMATS = ("events JSONL", "audit log", "replay input")
 OUTCOMES = ("exact", "refused", "flagged", "SILENTLY WRONG", "CRASHED")
@@ -206,6 +208,11 @@ def artifacts(larger: int = 150) -> list[Artifact]:
     exporter = InMemorySpanExporter()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     spans = SpanCollector(tracer_provider=provider, tier="Full", content_capture="full")
+    events_provider = TracerProvider(span_limits=_UNLIMITED)
+    events_exporter = InMemorySpanExporter()
+    events_provider.add_span_processor(SimpleSpanProcessor(events_exporter))
+    event_spans = SpanCollector(tracer_provider=events_provider, tier="Full",
+                                content_capture="full", layout="events")
     event_files: list[tuple[str, bytes, Reports]] = []
     reports: Reports = {}
     with tempfile.TemporaryDirectory(prefix="campaign_") as tmp:
@@ -221,10 +228,18 @@ def artifacts(larger: int = 150) -> list[Artifact]:
                 lines = b"".join(writer.lines((event,)) for event in diagnostics.events)
                 event_files.append((f"events-{k}.jsonl", lines, {run_id: report}))
         audit_data = audit_path.read_bytes()
+    # The events layout from runs of its own (two SpanCollectors in one fan-out would
+    # detach their contexts out of order).
+    event_reports: Reports = {}
+    for pipeline, items, budget in _runs(larger):
+        diagnostics = DiagnosticTraceCollector(TraceDetailLevel.FULL)
+        pipeline.run(items, budget, FanOutCollector(diagnostics, event_spans))
+        event_reports[diagnostics.events[0].run_id] = diagnostics.build_report()
     finished = exporter.get_finished_spans()
     from cupellation_exporters import otlp_json_document  # noqa: PLC0415
 
     otlp = json.dumps(otlp_json_document(finished)).encode()
+    otlp_events = json.dumps(otlp_json_document(events_exporter.get_finished_spans())).encode()
     proto = encode_spans(finished).SerializeToString()
     jaeger = json.dumps(_jaeger_document(finished)).encode()
     return [*(Artifact(name, "events JSONL", data, original)
@@ -233,7 +248,9 @@ def artifacts(larger: int = 150) -> list[Artifact]:
             Artifact("audit.jsonl", "replay input", audit_data, _replayed(audit_data)),
             Artifact("trace.json", "OTLP/JSON", otlp, reports),
             Artifact("jaeger.json", "Jaeger JSON", jaeger, reports),
-            Artifact("trace.pb", "OTLP protobuf", proto, reports)]
+            Artifact("trace.pb", "OTLP protobuf", proto, reports),
+            Artifact("trace-events.json", "OTLP/JSON, events layout", otlp_events,
+                     event_reports)]
 
 
 # -- decoding ---------------------------------------------------------------------------------

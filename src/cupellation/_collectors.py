@@ -23,7 +23,15 @@ from typing import Protocol, runtime_checkable
 import msgspec
 
 from ._report import SelectionReport, build_report
-from .events import ItemEventBatch, PipelineEvent, RunStarted, TraceDetailLevel
+from .events import (
+    ItemEventBatch,
+    PipelineEvent,
+    RunCompleted,
+    RunFailed,
+    RunStarted,
+    StageCompleted,
+    TraceDetailLevel,
+)
 from .exceptions import InvalidTypeError
 
 __all__ = [
@@ -289,7 +297,13 @@ class FanOutCollector:
                 self._send(child, (msgspec.structs.replace(
                     first, detail_level=child.detail_level.tier),))
             return
-        for position, child in enumerate(self._children):
+        # What closes (a stage, the run) goes to the children in reverse order, so that
+        # contexts they attached when it opened are detached last-in first-out (two span
+        # collectors would otherwise leave one's span current after the run).
+        order = list(enumerate(self._children))
+        if isinstance(first, StageCompleted | RunCompleted | RunFailed):
+            order.reverse()
+        for position, child in order:
             if child not in self._active:
                 continue
             skipped = self._skipped[position]

@@ -321,7 +321,8 @@ def _spans_to_file(path: Path, count: int, limits: SpanLimits | None
     provider.add_span_processor(SimpleSpanProcessor(memory))
     exporter = OtlpJsonFileSpanExporter(path)
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    collector = SpanCollector(tracer_provider=provider, tier="Full", content_capture="full")
+    collector = SpanCollector(tracer_provider=provider, tier="Full", content_capture="full",
+                              layout="events")  # the events layout loses events past 128
     selections = run_selections(count, "trace-files", also=[collector])
     if limits is None:  # one run with more exclusions than the SDK's 128 events a span
         items = [ContextItem(f"candidate {k}", 20 + k % 7) for k in range(300)]

@@ -235,8 +235,11 @@ class _RecordedSpan(trace.Span):
         }, timestamp)
 
     def end(self, end_time: int | None = None) -> None:
+        # The replay's timeline decides every time (whole microseconds, as recorded): a
+        # time the collector computes from a stage's duration is not used.
+        del end_time
         if self.end_time is None:
-            self.end_time = self._recorder.clock.now if end_time is None else end_time
+            self.end_time = self._recorder.clock.now
 
     def finish(self, when: int) -> None:
         """End the span if nothing did (a run whose end was never recorded)."""
@@ -773,6 +776,13 @@ class ReplayResult:
     stats: ReadStats = field(default_factory=ReadStats)
 
 
+def _weight(span: ReadableSpan) -> int:
+    """A span's weight in a batch: its events, and its column chunks (each up to 2,048
+    bytes of item decisions, as an event of the events layout would carry one)."""
+    chunks = (span.attributes or {}).get("cupel.columns.chunk_count", 0)
+    return len(span.events) + (chunks if isinstance(chunks, int) else 0)
+
+
 def replay(sources: Sequence[ReplaySource], exporter: SpanExporter, *,
            tier: TraceDetailLevel | str = TraceDetailLevel.FULL,
            content_capture: ContentCapture | str | None = None,
@@ -839,10 +849,11 @@ def replay(sources: Sequence[ReplaySource], exporter: SpanExporter, *,
                 if len(result.incomplete) < _LISTED:
                     result.incomplete.append(run.run_id)
         result.spans += len(run.spans)
-        if pending and pending_events + sum(len(s.events) for s in run.spans) > batch_events:
+        weight = sum(_weight(s) for s in run.spans)
+        if pending and pending_events + weight > batch_events:
             send()  # this run's spans would make the batch too large: send what is there
         pending.extend(run.spans)
-        pending_events += sum(len(s.events) for s in run.spans)
+        pending_events += weight
         while len(pending) >= batch_size:
             rest = pending[batch_size:]
             del pending[batch_size:]

@@ -52,6 +52,7 @@ from ._logread import (
     unreadable_sources,
 )
 from ._sources import InputSource, close_sources, open_sources, read_whole
+from ._summary import incomplete_headline
 
 __all__ = ["AUDIT", "REPORT", "WHY"]
 
@@ -464,6 +465,9 @@ def _print_report(run_id: str, report: SelectionReport, run: LoggedRun | None,
     from rich.table import Table  # noqa: PLC0415 - rich is the cli extra's
 
     console = _console()
+    headline = incomplete_headline(report)  # the loss first, with its cause and fix
+    if headline is not None:
+        console.print(headline)
     head = f"Run {safe(run_id)}"
     if run is not None and run.started is not None:
         budget = run.started.budget

@@ -183,7 +183,7 @@ class CapturedSpans:
 @contextmanager
 def capture_spans(tier: TraceDetailLevel | str = TraceDetailLevel.FULL, *,
                   content_capture: str = "full", span_limits: Any = None,
-                  ) -> Iterator[CapturedSpans]:
+                  layout: str = "columns") -> Iterator[CapturedSpans]:
     """Record runs as OpenTelemetry spans and metrics in memory, like the SDK's
     ``InMemorySpanExporter``, for tests::
 
@@ -194,6 +194,8 @@ def capture_spans(tier: TraceDetailLevel | str = TraceDetailLevel.FULL, *,
     The Full tier and ``full`` content capture by default, so a rebuilt report
     equals the in-process one; span limits are lifted (no event or attribute
     count limit) unless ``span_limits`` (an SDK ``SpanLimits``) says otherwise.
+    ``layout`` is the collector's :class:`~cupellation.otel.SpanLayout`
+    (``"columns"``, the default, or ``"events"``).
     Needs the ``opentelemetry-sdk`` package. Nothing global is touched: the
     providers are private to the block and shut down at its end.
     """
@@ -218,7 +220,7 @@ def capture_spans(tier: TraceDetailLevel | str = TraceDetailLevel.FULL, *,
     reader = InMemoryMetricReader()
     meter_provider = MeterProvider(metric_readers=[reader])
     collector = SpanCollector(tracer_provider=tracer_provider, meter_provider=meter_provider,
-                              tier=tier, content_capture=content_capture)
+                              tier=tier, content_capture=content_capture, layout=layout)
     try:
         yield CapturedSpans(collector, tracer_provider, meter_provider, exporter, reader)
     finally:
