@@ -246,8 +246,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         ]))
         print(f"the digest: AuditLog / AuditLog without it = {overhead['digest_ratio']:.3f}")
     targets = [
-        Target("rebuild recurring log: seconds per 200k events", "s",
-               1.0, 200_000 / results["read_recurring"]["events_per_s"]),
+        # Issue 12: ≥ 300,000 events/s with reused items, ≥ 200,000 with all-new items.
+        Target("rebuild recurring log: seconds per 300k events", "s",
+               1.0, 300_000 / results["read_recurring"]["events_per_s"]),
         Target("rebuild unique log: seconds per 200k events", "s",
                1.0, 200_000 / results["read_unique"]["events_per_s"]),
         Target("peak memory 10x log / 1x log", "x", 1.5,

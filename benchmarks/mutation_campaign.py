@@ -3,11 +3,12 @@
     python benchmarks/mutation_campaign.py [--mutations 3000] [--seed 12] [--json PATH]
 
 Real artifacts of demo runs and a larger run — an events JSONL file per run (as the
-spine's event-file writer makes it), an audit log of every run, and the runs' spans
-as OTLP/JSON, Jaeger's JSON, OTLP protobuf, and as the backends hand them back
-(Phoenix's /spans and /spans/otlpv1 pages, MLflow's batchGet with its JSON-valid
-strings read as JSON, Jaeger's v3 result, Tempo's v2 trace with base64 ids) — are
-mutated one change at a time:
+spine's event-file writer makes it), an audit log of every run (also read as
+``replay``'s input: each run re-run from its logged candidates, budget and policy),
+and the runs' spans as OTLP/JSON, Jaeger's JSON, OTLP protobuf, and as the backends
+hand them back (Phoenix's /spans and /spans/otlpv1 pages, MLflow's batchGet with its
+JSON-valid strings read as JSON, Jaeger's v3 result, Tempo's v2 trace with base64
+ids) — are mutated one change at a time:
 
 - **value**: a leaf value swapped for another plausible one (a number nudged or
   taken from elsewhere, a string from another record, a case changed, a bool
@@ -39,6 +40,7 @@ wrong or crashed (0 silently wrong is the acceptance of issue 12).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import random
 import string
@@ -78,16 +80,23 @@ from cupellation import (
     UShapedPlacer,
     build_report,
 )
+from cupellation.analytics import replayable
 from cupellation.events import ContentCapture, RunLineEncoder, events_from_json_lines
-from cupellation.exceptions import CupelError
+from cupellation.exceptions import CupelError, RunNotReplayableError
 from cupellation.logs import AuditLog, read_runs
 from cupellation.otel import SpanCollector, read_trace
 from cupellation.slicing import CountQuotaEntry
 
 __all__ = ["FORMATS", "Artifact", "Campaign", "campaign", "main"]
 
-FORMATS = ("events JSONL", "audit log", "OTLP/JSON", "Jaeger JSON", "OTLP protobuf",
-           "Phoenix spans", "Phoenix otlpv1", "MLflow batchGet", "Jaeger v3", "Tempo v2")
+#: The span formats hold the runs in the columns layout (the default); "OTLP/JSON,
+#: events layout" holds them as one span event per item. The backends' answers are
+#: built from the columns-layout spans.
+FORMATS = ("events JSONL", "audit log", "replay input", "OTLP/JSON", "Jaeger JSON",
+           "OTLP protobuf", "OTLP/JSON, events layout", "Phoenix spans", "Phoenix otlpv1",
+           "MLflow batchGet", "Jaeger v3", "Tempo v2")
+#: Formats stored as lines of JSON (mutated line by line).
+_LINE_FORMATS = ("events JSONL", "audit log", "replay input")
 OUTCOMES = ("exact", "refused", "flagged", "SILENTLY WRONG", "CRASHED")
 #: Keys a value mutation picks more often: what a report is made of.
 _FAVOURED = ("score", "content", "kind", "tokens", "position", "reason", "candidate_index",
@@ -203,6 +212,11 @@ def artifacts(larger: int = 150) -> list[Artifact]:
     exporter = InMemorySpanExporter()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     spans = SpanCollector(tracer_provider=provider, tier="Full", content_capture="full")
+    events_provider = TracerProvider(span_limits=_UNLIMITED)
+    events_exporter = InMemorySpanExporter()
+    events_provider.add_span_processor(SimpleSpanProcessor(events_exporter))
+    event_spans = SpanCollector(tracer_provider=events_provider, tier="Full",
+                                content_capture="full", layout="events")
     event_files: list[tuple[str, bytes, Reports]] = []
     reports: Reports = {}
     with tempfile.TemporaryDirectory(prefix="campaign_") as tmp:
@@ -218,10 +232,18 @@ def artifacts(larger: int = 150) -> list[Artifact]:
                 lines = b"".join(writer.lines((event,)) for event in diagnostics.events)
                 event_files.append((f"events-{k}.jsonl", lines, {run_id: report}))
         audit_data = audit_path.read_bytes()
+    # The events layout from runs of its own (two SpanCollectors in one fan-out would
+    # detach their contexts out of order).
+    event_reports: Reports = {}
+    for pipeline, items, budget in _runs(larger):
+        diagnostics = DiagnosticTraceCollector(TraceDetailLevel.FULL)
+        pipeline.run(items, budget, FanOutCollector(diagnostics, event_spans))
+        event_reports[diagnostics.events[0].run_id] = diagnostics.build_report()
     finished = exporter.get_finished_spans()
     from cupellation_exporters import otlp_json_document  # noqa: PLC0415
 
     otlp = json.dumps(otlp_json_document(finished)).encode()
+    otlp_events = json.dumps(otlp_json_document(events_exporter.get_finished_spans())).encode()
     proto = encode_spans(finished).SerializeToString()
     jaeger = json.dumps(_jaeger_document(finished)).encode()
     document = otlp_json_document(finished)
@@ -236,9 +258,12 @@ def artifacts(larger: int = 150) -> list[Artifact]:
     return [*(Artifact(name, "events JSONL", data, original)
               for name, data, original in event_files),
             Artifact("audit.jsonl", "audit log", audit_data, reports),
+            Artifact("audit.jsonl", "replay input", audit_data, _replayed(audit_data)),
             Artifact("trace.json", "OTLP/JSON", otlp, reports),
             Artifact("jaeger.json", "Jaeger JSON", jaeger, reports),
             Artifact("trace.pb", "OTLP protobuf", proto, reports),
+            Artifact("trace-events.json", "OTLP/JSON, events layout", otlp_events,
+                     event_reports),
             *(Artifact(f"{fmt}.json", fmt, json.dumps(doc).encode(), reports)
               for fmt, doc in backends.items())]
 
@@ -369,10 +394,30 @@ def _mlflow_batch_get(document: dict[str, Any]) -> dict[str, Any]:
 # -- decoding ---------------------------------------------------------------------------------
 
 
+def _replayed(data: bytes) -> Reports:
+    """``replay``'s input (issue 17): each logged run re-run under its own logged policy
+    from its logged candidates, budget and clock, as the re-run's report (stage
+    timings left out); a run that cannot be re-run is a report saying why in
+    ``incomplete``."""
+    out: Reports = {}
+    for run in read_runs(_Bytes(data), keep_candidates=True):
+        key = run.run_id if run.run_id not in out else run.run_id + "\x00again"
+        try:
+            rerun = replayable(run)
+            report = rerun.logged_pipeline().dry_run(rerun.candidates, rerun.budget)
+            out[key] = dataclasses.replace(report, events=())
+        except RunNotReplayableError as exc:
+            out[key] = SelectionReport(events=(), included=(), excluded=(), total_candidates=0,
+                                       total_tokens_considered=0, incomplete=(str(exc),))
+    return out
+
+
 def decode(artifact: Artifact, data: bytes) -> Reports:
     """The reports the artifact's decoder rebuilds from ``data``, by run id (a run id
     seen twice keeps a marker that can equal no original report)."""
     out: Reports = {}
+    if artifact.format == "replay input":
+        return _replayed(data)
     if artifact.format == "events JSONL":
         events = list(events_from_json_lines(data))
         for run_id in {event.run_id for event in events}:
@@ -562,7 +607,7 @@ def _value(rng: random.Random, data: bytes, fmt: str, keys: bool = False
         except (json_format.ParseError, ValueError, TypeError):
             return None  # not a protobuf message any more: a byte mutation covers that
         return what, changed.SerializeToString()
-    if fmt in ("events JSONL", "audit log"):
+    if fmt in _LINE_FORMATS:
         lines = _lines(data)
         content = [k for k, line in enumerate(lines) if line.strip()]
         k = rng.choice(content)
@@ -583,7 +628,7 @@ def _key(rng: random.Random, data: bytes, fmt: str) -> tuple[str, bytes] | None:
 
 def _span_events(rng: random.Random, data: bytes, fmt: str) -> tuple[str, bytes] | None:
     """Delete, repeat or swap a span event (a Jaeger log), or a whole span."""
-    if fmt in ("events JSONL", "audit log"):
+    if fmt in _LINE_FORMATS:
         return _line(rng, data, fmt)
     proto = fmt == "OTLP protobuf"
     if proto:

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Creates .venv (if missing) and installs cupellation with its development tools,
+# Creates .venv (if missing) and installs cupellation with its development tools and
+# the documentation site's (mkdocs),
 # and cupellation-exporters (exporters/, OpenTelemetry export) beside it.
 # Sourced by demo.sh and test.sh; safe to run again.
 set -euo pipefail
@@ -15,6 +16,6 @@ pip_quietly() {
     2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
 }
 pip_quietly install --upgrade pip
-pip_quietly install -e "$root[dev,cli]"
+pip_quietly install -e "$root[dev,cli,docs]"
 # After the core: the exporters depend on the cupellation installed just above.
 pip_quietly install -e "$root/exporters[dev]"

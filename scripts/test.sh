@@ -6,8 +6,10 @@
 #    and Arize Phoenix and MLflow, each in its own venv (the OTLP backends of the
 #    integration tests).
 # 2. Sets up .venv (scripts/setup.sh).
-# 3. Runs ruff, mypy --strict and the whole test suite: the quick default run and the
-#    tests marked exhaustive. Extra arguments go to pytest.
+# 3. Runs ruff, mypy --strict, the documentation site's strict build (mkdocs: every
+#    warning, a broken internal link or anchor included, fails it; no network) and the
+#    whole test suite: the quick default run and the tests marked exhaustive. Extra
+#    arguments go to pytest.
 #
 # A component it cannot install (not root, no apt, apt or pip failing) stops it with
 # exit 1 and one line naming the component and the command to run. It never goes on
@@ -70,5 +72,7 @@ echo "== ruff"
 .venv/bin/ruff check .
 echo "== mypy --strict"
 .venv/bin/mypy --strict
+echo "== mkdocs build --strict (the documentation site, into out/site)"
+.venv/bin/mkdocs build --strict --quiet --site-dir out/site
 echo "== pytest (every test: the default run and the ones marked exhaustive)"
 .venv/bin/pytest -m "exhaustive or not exhaustive" "$@"

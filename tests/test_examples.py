@@ -140,3 +140,13 @@ def test_every_example_is_exercised(script: str) -> None:
               + (ROOT / "tests" / "integration" / "test_example_agent_phoenix.py").read_text(
                   encoding="utf-8"))
     assert f'"{script}"' in tested
+
+
+def test_testing_a_policy_runs_its_vocabulary_tests_with_the_plugin_fixtures() -> None:
+    """The testing example runs its three pytest tests (the plugin's fixtures, the
+    vocabulary's chain, and a failure in the specification's words), all passing."""
+    result = _run("testing_a_policy.py")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "3 passed" in result.stdout
+    assert "HaveNoExclusionsForKind(Message) failed: found " in result.stdout
+    assert "warning" not in result.stdout.lower()

@@ -234,10 +234,6 @@ class DiagnosticTraceCollector:
                 f"entries={len(self._entries)})")
 
 
-#: The events that close what an earlier event opened (a stage, the run).
-_CLOSING = (StageCompleted, RunCompleted, RunFailed)
-
-
 class FanOutCollector:
     """Feeds one run's events to several collectors (a report, spans and logs at once).
 
@@ -246,9 +242,7 @@ class FanOutCollector:
     sees the stream its own level would have produced: its ``run_started`` names
     its level, and its events are numbered ``seq`` 0, 1, 2, ... without the gaps
     left by the item events it does not get. A child that raises is logged once
-    and gets nothing more from that run; the others carry on. The end of a stage or
-    of the run reaches the children last to first (they nest like ``with`` blocks,
-    so contexts they attached are detached in order).
+    and gets nothing more from that run; the others carry on.
     """
 
     __slots__ = ("_active", "_children", "_level", "_skipped")
@@ -303,16 +297,13 @@ class FanOutCollector:
                 self._send(child, (msgspec.structs.replace(
                     first, detail_level=child.detail_level.tier),))
             return
-        positions = range(len(self._children))
-        if isinstance(first, _CLOSING):
-            # What ends a stage or the run reaches the children in the reverse order,
-            # as nested ``with`` blocks close: a child that attached an OpenTelemetry
-            # context when the stage or run began (SpanCollector) must detach it while
-            # it is still the current one, or the reset brings back the context of a
-            # child that had attached after it, and that span stays current for good.
-            positions = positions[::-1]
-        for position in positions:
-            child = self._children[position]
+        # What closes (a stage, the run) goes to the children in reverse order, so that
+        # contexts they attached when it opened are detached last-in first-out (two span
+        # collectors would otherwise leave one's span current after the run).
+        order = list(enumerate(self._children))
+        if isinstance(first, StageCompleted | RunCompleted | RunFailed):
+            order.reverse()
+        for position, child in order:
             if child not in self._active:
                 continue
             skipped = self._skipped[position]

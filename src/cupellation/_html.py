@@ -405,9 +405,11 @@ def _incomplete(notes: Sequence[str]) -> str:
         return ""
     items = "".join(f"<li>{_e(note)}</li>" for note in notes)
     return (f'<section id="incomplete" class="alert" role="alert" data-count="{len(notes)}">'
-            "<h2>This report is incomplete</h2><p>The events it was folded from do not "
-            "account for the whole run, so some decisions may be missing:</p>"
-            f"<ul>{items}</ul></section>")
+            "<h2>This report is incomplete</h2>"
+            f'<p class="cause"><strong>{_e(notes[0])}</strong></p>'
+            "<p>The events it was folded from do not account for the whole run, so some "
+            f"decisions may be missing ({len(notes)} problem{'s' if len(notes) > 1 else ''}, "
+            f"the cause first):</p><ul>{items}</ul></section>")
 
 
 def _shortfalls(report: Mapping[str, Any]) -> str:
@@ -582,9 +584,9 @@ def render_html(report: Mapping[str, Any] | SelectionReport, *,
         _stat("tokens-considered", considered, "tokens considered"),
     ))
     body = "".join((
+        _incomplete(notes),  # the loss first: a banner above everything else
         f'<header><h1>{_e(title)}</h1><p>{len(included)} of {total_candidates} candidates '
         f"selected, {_fmt_tokens(selected_tokens)} tokens.</p></header>",
-        _incomplete(notes),
         _token_estimates([*included, *excluded]),
         f'<section class="stats" id="summary">{stats}</section>',
         _budget_section(included, excluded, plan),

@@ -74,9 +74,10 @@ from .exceptions import (
 )
 from .placing import ChronologicalPlacer, Placer
 from .scoring import Clock, Scorer, score_array
-from .slicing import GreedySlice, Slicer, slice_with_details
+from .slicing import GreedySlice, SliceOutcome, Slicer, slice_with_details
+from .slicing._greedy import greedy_density_order, greedy_take
 
-__all__ = ["Pipeline"]
+__all__ = ["Pipeline", "PreparedCandidates"]
 
 _logger = logging.getLogger("cupellation")
 
@@ -283,6 +284,16 @@ class Pipeline:
         self.run(candidates, budget, collector, run_info=run_info)
         return collector.build_report()
 
+    def prepare(self, candidates: Iterable[ContextItem]) -> PreparedCandidates:
+        """Run Classify, Score, Deduplicate and Sort once over ``candidates``, untraced,
+        and keep their results, so that :meth:`PreparedCandidates.select` can slice
+        the same candidates at many budgets (budget simulation's dry runs: the
+        budget changes none of those four stages' results).
+
+        Raises what :meth:`run` raises for bad candidates or a failing scorer.
+        """
+        return PreparedCandidates(self, candidates)
+
     def run(
         self,
         candidates: Iterable[ContextItem],
@@ -342,6 +353,103 @@ class Pipeline:
                     error_type=type(exc).__name__, error_text=_error_text(exc),
                     duration_ms=_ms(start), exception=exc),))
             raise  # the run's own exception, whatever the collector did
+
+
+class PreparedCandidates:
+    """A pipeline's Classify, Score, Deduplicate and Sort results over fixed
+    candidates (:meth:`Pipeline.prepare`): the part of a run that no budget changes.
+
+    :meth:`select` then runs Slice and the Place stage's overflow handling at a
+    given budget, untraced: the items a run at that budget includes, exactly as
+    :meth:`Pipeline.run` would (the same stage code), before placement orders
+    them. :meth:`run` also places them. ``dry_runs`` counts the calls of either.
+    """
+
+    __slots__ = ("_greedy_order", "_pinned_idx", "_pinned_items", "_pinned_tokens", "_ranked",
+                 "candidates", "dry_runs", "pipeline")
+
+    def __init__(self, pipeline: Pipeline, candidates: Iterable[ContextItem]) -> None:
+        if isinstance(candidates, list | tuple):
+            items: Sequence[ContextItem] = candidates
+        elif candidates is None or isinstance(candidates, str | bytes | Mapping) or (
+                not isinstance(candidates, Iterable)):
+            raise InvalidTypeError("candidates", candidates, "an iterable of ContextItem")
+        else:
+            items = list(candidates)
+        self.pipeline = pipeline
+        self.candidates = items
+        self.dry_runs = 0
+        run = _Run(pipeline, items, ContextBudget(0, 0), NULL_COLLECTOR, "", None)
+        pinned_items, pinned_idx, scoreable, scoreable_idx = run._classify()
+        scores = run._score_stage(scoreable, scoreable_idx)
+        survivors = run._deduplicate_stage(scoreable, scoreable_idx, scores)
+        self._ranked = run._sort_stage(scoreable, scoreable_idx, scores, survivors)
+        self._pinned_items = pinned_items
+        self._pinned_idx = pinned_idx
+        self._pinned_tokens: int = sum(map(_TOKENS, pinned_items))
+        # GreedySlice's visiting order depends on the scores, not the budget: made
+        # once, each dry run is only its take loop (the same functions it runs).
+        self._greedy_order: list[int] | None = None
+        if type(pipeline.slicer) is GreedySlice and self._ranked.items:
+            self._greedy_order = greedy_density_order(self._ranked.tokens,
+                                                      self._ranked.scores)
+
+    @property
+    def ranked(self) -> list[ContextItem]:
+        """The scoreable candidates that survived deduplication, in score order."""
+        return list(self._ranked.items)
+
+    @property
+    def pinned(self) -> list[ContextItem]:
+        """The pinned candidates, in candidate order."""
+        return list(self._pinned_items)
+
+    def select(self, budget: ContextBudget) -> list[ContextItem]:
+        """The items a run at ``budget`` includes: pinned ones first, then the sliced
+        ones in score order (Place's input, after its overflow handling).
+
+        Raises :class:`~cupellation.exceptions.PinnedBudgetError` and
+        :class:`~cupellation.exceptions.BudgetOverflowError` as :meth:`Pipeline.run`
+        does at that budget.
+        """
+        return self._merged(budget).items
+
+    def run(self, budget: ContextBudget) -> list[ContextItem]:
+        """The window a run at ``budget`` returns: :meth:`select`'s items, placed."""
+        merged = self._merged(budget)
+        placer = self.pipeline.placer
+        placed = _placed(placer, placer.place(ScoredItems._trusted(merged.items,
+                                                                   merged.scores)))
+        if len(placed) != len(merged.items):
+            raise PipelineError(
+                f"placer {_name(placer)} returned {len(placed)} items "
+                f"for {len(merged.items)}: a placer must return a permutation of its input")
+        return placed
+
+    def _merged(self, budget: ContextBudget) -> Merged:
+        if not isinstance(budget, ContextBudget):
+            raise InvalidTypeError("budget", budget, "a ContextBudget")
+        self.dry_runs += 1
+        available = budget.max_tokens - budget.output_reserve
+        if self._pinned_tokens > available:
+            raise PinnedBudgetError(self._pinned_tokens, available)
+        run = _Run(self.pipeline, self.candidates, budget, NULL_COLLECTOR, "", None)
+        pinned = Pinned(self._pinned_items, self._pinned_idx, self._pinned_tokens, budget)
+        ranked = self._ranked
+        if self._greedy_order is None:
+            sliced = run._slice_stage(ranked, pinned)
+        else:
+            effective = budget.effective(pinned.tokens)
+            target = effective.target_tokens
+            chosen = greedy_take(self._greedy_order, ranked.tokens, target) if target > 0 else []
+            chosen.sort()
+            items, tokens = ranked.items, ranked.tokens
+            sliced = Sliced(SliceOutcome(tuple([items[k] for k in chosen])), chosen,
+                            sum([tokens[k] for k in chosen]), effective)
+        merged = run._merge(ranked, sliced, pinned)
+        if merged.tokens > budget.target_tokens:
+            merged = run._overflow(merged, pinned)
+        return merged
 
 
 class _Run:

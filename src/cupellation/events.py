@@ -61,7 +61,7 @@ from ._events.flat import (
 )
 from ._events.levels import ContentCapture, TraceDetailLevel
 from ._events.lines import RunLineEncoder
-from ._events.settings import CAPTURE_ENV_VAR, DIGEST_KEY_ENV_VAR
+from ._events.settings import CAPTURE_ENV_VAR, DIGEST_KEY_ENV_VAR, resolve_capture
 from ._events.types import (
     PIPELINE_KEYS,
     CountShortfall,
@@ -115,4 +115,5 @@ __all__ = [
     "event_to_json",
     "event_type_name",
     "events_from_json_lines",
+    "resolve_capture",
 ]

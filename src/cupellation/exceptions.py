@@ -8,9 +8,16 @@ The hierarchy::
     │   │   ``.value`` name the offending field and the value given
     │   ├── ConfigurationError                 a scorer, slicer, placer or
     │   │   │                                  pipeline was configured wrongly
-    │   │   └── CustomStrategyError            a recorded strategy table names a
-    │   │                                      custom strategy (known by its
-    │   │                                      repr only): it cannot be rebuilt
+    │   │   ├── CustomStrategyError            a recorded strategy table names a
+    │   │   │                                  custom strategy (known by its
+    │   │   │                                  repr only): it cannot be rebuilt
+    │   │   └── NonMonotonicSlicerError        budget simulation was asked of a
+    │   │                                      slicer whose inclusion is not
+    │   │                                      monotonic in the budget (QuotaSlice,
+    │   │                                      the count quota slicers)
+    │   ├── SpecArgumentError                  an analytics argument the
+    │   │                                      specification refuses, with its
+    │   │                                      exact message
     │   ├── CountRequirementError              a count quota's require_count
     │   │                                      cannot be met and its scarcity
     │   │                                      behaviour is Throw
@@ -24,6 +31,8 @@ The hierarchy::
     ├── InvalidTypeError(CupelError, TypeError)
     │       a value has the wrong type (``tokens=True``, ``tokens="3"``);
     │       ``.field`` and ``.value`` as above
+    ├── RunNotReplayableError                  a logged run cannot be run again: its
+    │                                          log lacks what a re-run needs
     ├── PipelineError                          a run could not complete (also:
     │   │                                      a slicer or placer returned what
     │   │                                      is not a selection of its input)
@@ -61,9 +70,12 @@ __all__ = [
     "InvalidTypeError",
     "InvalidValueError",
     "MetadataTooDeepError",
+    "NonMonotonicSlicerError",
     "PinnedBudgetError",
     "PipelineError",
+    "RunNotReplayableError",
     "ScorerError",
+    "SpecArgumentError",
     "TableTooLargeError",
 ]
 
@@ -126,6 +138,40 @@ class CustomStrategyError(ConfigurationError):
         super().__init__(field, value, "is a custom strategy, recorded by its repr only; it "
                                        "cannot be rebuilt from the record (only built-in "
                                        "strategies can)")
+
+
+class NonMonotonicSlicerError(ConfigurationError):
+    """Budget simulation (``analytics/budget-simulation.md``) was asked of a pipeline
+    whose slicer does not include items monotonically as the budget grows.
+
+    ``str(err)`` is exactly the specification's message (its
+    ``InvalidOperationException``); ``field`` is ``"slicer"`` and ``value`` the slicer.
+    """
+
+    def __init__(self, message: str, slicer: Any) -> None:
+        super().__init__("slicer", slicer, message)
+        self.args = (message,)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class SpecArgumentError(InvalidValueError):
+    """An argument the analytics chapters refuse (their ``ArgumentException``).
+
+    ``str(err)`` is exactly the specification's message (``"searchCeiling must be
+    >= targetItem.Tokens"``); ``field`` names the Python argument and ``value``
+    holds what was given.
+    """
+
+    def __init__(self, message: str, *, field: str, value: Any) -> None:
+        super().__init__(field, value, message)
+        self.args = (message,)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
 
 
 class CountRequirementError(InvalidValueError):
@@ -191,6 +237,19 @@ class InvalidTypeError(_FieldErrorMixin, CupelError, TypeError):
         problem = f"must be {expected}, not {type(value).__name__}"
         super().__init__(self._init_field(field, value, problem))
         self.problem = problem
+
+
+class RunNotReplayableError(CupelError):
+    """A logged run cannot be run again (``cupellation.analytics``): ``cause`` says
+    which of ``no_start``, ``not_full_detail``, ``content_dropped``,
+    ``metadata_dropped``, ``custom_strategy``, ``incomplete`` or ``missing_events``, ``run_id``
+    names the run, and ``str(err)`` says why in a sentence."""
+
+    def __init__(self, run_id: str, cause: str, explanation: str) -> None:
+        super().__init__(f"run {run_id} cannot be re-run: {explanation}")
+        self.run_id = run_id
+        self.cause = cause
+        self.explanation = explanation
 
 
 class PipelineError(CupelError):

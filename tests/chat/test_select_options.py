@@ -14,6 +14,7 @@ from cupellation import (
     DiagnosticTraceCollector,
     KindScorer,
     Pipeline,
+    RunInfo,
     TraceDetailLevel,
     UShapedPlacer,
     select_messages,
@@ -23,6 +24,7 @@ from cupellation.chat import (
     ordering_problems,
     select_messages_with_report,
 )
+from cupellation.events import RunStarted
 from cupellation.exceptions import ConfigurationError, DecodeError, InvalidValueError
 from cupellation.policy import get_preset
 
@@ -229,3 +231,25 @@ def test_a_list_that_diverges_is_read_from_where_it_differs() -> None:
     out = select_messages(edited, max_tokens=5000, now=NOW)
     assert out == edited
     assert out[3] is edited[3]
+
+
+def test_the_run_records_its_token_counter_and_the_applications_run_info() -> None:
+    """A traced select_messages run names its token counter in ``run_started`` (so logs
+    and spans say how tokens were counted, estimates included), and keeps the
+    session, user and conversation the application passes in ``run_info``."""
+    collector = DiagnosticTraceCollector(TraceDetailLevel.ITEM)
+    select_messages(_chat(3), max_tokens=10_000, collector=collector,
+                    token_counter="estimate", now=NOW,
+                    run_info=RunInfo(session_id="s-1", user_id="u-2"))
+    started = next(event for event in collector.events if isinstance(event, RunStarted))
+    assert (started.session_id, started.user_id) == ("s-1", "u-2")
+    assert started.token_counter is not None
+    assert started.token_counter.startswith("estimate")
+    assert started.token_estimates is True
+
+    exact = DiagnosticTraceCollector(TraceDetailLevel.ITEM)
+    selection = select_messages_with_report(_chat(3), max_tokens=10_000, collector=exact,
+                                            token_counter="o200k_base", now=NOW)
+    started = next(event for event in exact.events if isinstance(event, RunStarted))
+    assert started.token_counter == selection.token_counter
+    assert started.token_estimates is False

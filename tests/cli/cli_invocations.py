@@ -129,6 +129,8 @@ def build_workspace(root: Path) -> Iterator[Workspace]:
             "audit": root / "audit.jsonl",
             "trace": demo / "trace.jsonl",
             "candidates": demo / "candidates.json",
+            "report_a": demo / "report.json",
+            "report_b": root / "demo2" / "report.json",
             "demo_policy": demo / "policy.toml",
             "items": _write(root / "items.json", json.dumps(items)),
             "items_jsonl": _write(root / "items.jsonl",
@@ -573,8 +575,60 @@ def _why(draw: Draw) -> list[str]:
     if draw.bad(0.1):
         which = []  # neither: a usage error
     table = [*_log_options(draw), (0.2, lambda d: ["--since", d.moment()]),
-             (0.2, lambda d: ["--until", d.moment()])]
+             (0.2, lambda d: ["--until", d.moment()]),
+             (0.3, _against), (0.15, _against),
+             (0.2, lambda d: ["--budget-ceiling", d.integer()])]
     return ["why", *_log_inputs(draw), *which, *_options(draw, table)]
+
+
+def _against(draw: Draw) -> list[str]:
+    """``--against`` / ``--policy`` of why and replay: a preset or a policy file."""
+    named = ["chat", "Rag", "ToolUse", "debugging"]
+    files = ["policy_toml", "policy_json", "demo_policy"]
+    if draw.hostile:
+        named += ["nope", "", "-"]
+        files += ["policy_1e308", "policy_bad", "policy_negative", "missing", "folder",
+                  "binary", "empty", "null"]
+    return [draw.pick(["--against"]), draw.pick(named) if draw.chance(0.4)
+            else draw.space[draw.pick(files)]]
+
+
+def _replay(draw: Draw) -> list[str]:
+    policy = _against(draw)[1:]
+    if draw.bad(0.1):
+        policy = []  # no --policy: a usage error
+    table = [*_log_options(draw), (0.2, lambda d: ["--since", d.moment()]),
+             (0.2, lambda d: ["--until", d.moment()]),
+             (0.4, lambda d: ["--match", d.regex()])]
+    return ["replay", *_log_inputs(draw), *(["--policy", *policy] if policy else []),
+            *_options(draw, table)]
+
+
+def _run_ids(space: Workspace) -> list[str]:
+    """The run ids of the workspace's audit log, in order."""
+    ids: list[str] = []
+    for line in space.files["audit"].read_bytes().splitlines():
+        run_id = json.loads(line).get("run_id")
+        if run_id not in ids:
+            ids.append(run_id)
+    return ids
+
+
+def _diff(draw: Draw) -> list[str]:
+    table: list[tuple[float, Callable[[Draw], list[str]]]]
+    if draw.chance(0.4):
+        ids = _run_ids(draw.space)
+        pair = [draw.pick(ids) if not draw.bad(0.3) else draw.text() for _ in range(2)]
+        logs = [part for path in _log_inputs(draw) for part in ("--log", path)]
+        table = [(0.2, lambda d: ["--no-rotated"])]
+        argv = ["diff", *pair, *logs]
+    else:
+        reports = ["report_a", "report_b"]
+        pair = [draw.input_path(reports) for _ in range(2)]
+        table = []
+        argv = ["diff", *pair]
+    table.append((0.4, lambda d: ["--format", d.choose(["text", "json"], ["csv"])]))
+    return [*argv, *_options(draw, table)]
 
 
 def _export(draw: Draw) -> list[str]:
@@ -630,7 +684,9 @@ GENERATORS: dict[str, Callable[[Draw], list[str]]] = {
     "policy check": _policy_check,
     "policy show": _policy_show,
     "presets": _presets,
+    "replay": _replay,
     "report": _report,
+    "diff": _diff,
     "select": _select,
     "why": _why,
     "": _top_level,

@@ -129,19 +129,11 @@ def test_trace_file_uses_the_exporters_span_file_exporter_when_offered(
     assert read_trace_file(tmp_path / "trace.jsonl")[0].report.is_complete
 
 
-def test_trace_file_through_the_real_otlp_json_file_exporter(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """With cupellation_exporters' own OtlpJsonFileSpanExporter (where this checkout has
-    it), the demo's trace file still reads back to the demo's report."""
-    files = pytest.importorskip("cupellation_exporters._files")
-    exporter = getattr(files, "OtlpJsonFileSpanExporter", None)
-    if exporter is None:
-        pytest.skip("cupellation_exporters has no OtlpJsonFileSpanExporter here")
-    exporters = importlib.import_module("cupellation_exporters")
-    if "OtlpJsonFileSpanExporter" not in exporters.__all__:
-        monkeypatch.setattr(exporters, "__all__", [*exporters.__all__,
-                                                   "OtlpJsonFileSpanExporter"])
-        monkeypatch.setattr(exporters, "OtlpJsonFileSpanExporter", exporter, raising=False)
+def test_trace_file_through_the_real_otlp_json_file_exporter(tmp_path: Path) -> None:
+    """The demo writes its trace file with cupellation-exporters' own
+    OtlpJsonFileSpanExporter (found through the ``cupellation.exporters`` entry
+    point), and the file reads back to the demo's report."""
+    assert "OtlpJsonFileSpanExporter" in importlib.import_module("cupellation_exporters").__all__
     assert main(["demo", "--quiet", "--out", str(tmp_path)]) == 0
     written = SelectionReport.from_json((tmp_path / "report.json").read_text())
     assert read_trace_file(tmp_path / "trace.jsonl")[0].report == written

@@ -123,6 +123,22 @@ def test_replay_never_shows_more_than_was_recorded(selections: list[Selection]) 
         assert root.attributes["cupel.run.content_capture"] == "hash"
 
 
+def test_replay_reads_the_capture_variable_as_every_sink_does(
+        selections: list[Selection], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without content_capture=, replay takes CUPELLATION_CAPTURE_CONTENT as the sinks
+    do: ``hash`` hashes the contents; a bad value warns (once, naming it) and the
+    default, none, applies, instead of passing silently."""
+    selection = selections[0]
+    monkeypatch.setenv("CUPELLATION_CAPTURE_CONTENT", "hash")
+    [run] = runs_from_spans(spans_from_events(selection.events["Full"], tier="Full"))
+    assert run.report == _expected(selection, "Full", "hash")
+    monkeypatch.setenv("CUPELLATION_CAPTURE_CONTENT", "everything-please")
+    with pytest.warns(RuntimeWarning, match="everything-please"):
+        spans = spans_from_events(selection.events["Full"], tier="Full")
+    [run] = runs_from_spans(spans)
+    assert run.report == _expected(selection, "Full", "none")
+
+
 def test_replayed_spans_are_the_live_spans_but_for_times_and_ids(
         selections: list[Selection]) -> None:
     """Replaying a run gives the spans a live SpanCollector made of it: the same names,
@@ -305,7 +321,8 @@ def _spans_to_file(path: Path, count: int, limits: SpanLimits | None
     provider.add_span_processor(SimpleSpanProcessor(memory))
     exporter = OtlpJsonFileSpanExporter(path)
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    collector = SpanCollector(tracer_provider=provider, tier="Full", content_capture="full")
+    collector = SpanCollector(tracer_provider=provider, tier="Full", content_capture="full",
+                              layout="events")  # the events layout loses events past 128
     selections = run_selections(count, "trace-files", also=[collector])
     if limits is None:  # one run with more exclusions than the SDK's 128 events a span
         items = [ContextItem(f"candidate {k}", 20 + k % 7) for k in range(300)]

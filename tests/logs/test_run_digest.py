@@ -180,3 +180,20 @@ def test_the_digest_accumulates_chunks_as_one() -> None:
                           '"excluded_count":0,"digest":"sha256:00"}')
     assert isinstance(end, RunCompleted)
     assert end.digest == "sha256:00"
+
+
+@pytest.mark.parametrize("capture", ["hash", "none"])
+def test_the_digest_holds_for_what_was_recorded_under_every_capture(
+        tmp_path: Path, capture: str) -> None:
+    """Under content capture hash and none the lines hold the captured content; the
+    digest covers them as recorded, so every run reads back verified, and a changed
+    token count in such a log is still a mismatch."""
+    path, _reports = _log(tmp_path, content_capture=capture)
+    runs = list(read_runs(path))
+    assert [run.verification for run in runs] == [Verification.VERIFIED] * 3
+    lines = path.read_text().split("\n")[:-1]
+    k = next(k for k, line in enumerate(lines) if '"item.tokens":' in line)
+    lines[k] = re.sub(r'"item.tokens":(\d+)', lambda m: f'"item.tokens":{int(m[1]) + 1}',
+                      lines[k], count=1)
+    path.write_text("\n".join(lines) + "\n")
+    assert any(run.verification is Verification.MISMATCH for run in read_runs(path))

@@ -56,11 +56,11 @@ class Sdk:
         return tuple(self.exporter.get_finished_spans())
 
     def collector(self, tier: str = "Full", content_capture: str | None = "full",
-                  metrics: bool = True) -> SpanCollector:
+                  metrics: bool = True, layout: str = "columns") -> SpanCollector:
         """A SpanCollector on these providers."""
         return SpanCollector(tracer_provider=self.tracer_provider,
                              meter_provider=self.meter_provider if metrics else None,
-                             tier=tier, content_capture=content_capture)
+                             tier=tier, content_capture=content_capture, layout=layout)
 
     def by_name(self, name: str) -> list[ReadableSpan]:
         """The finished spans called ``name``."""

@@ -18,8 +18,9 @@ pytestmark = pytest.mark.exhaustive
 def test_bench_otel_quick_prints_every_mode_and_target(
         tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """--sizes 200 --repeats 2: a row per mode, the unconfigured pairs, the rebuild rate
-    and the four targets (n/a below 1,000 items), on stdout and in the JSON."""
+    """--sizes 200 --quick: a row per tier and for no provider, in loop and harness
+    modes with capture none and full, the rebuild rate, targets n/a below 1,000 items,
+    on stdout and in the JSON."""
     monkeypatch.syspath_prepend(str(BENCHMARKS_DIR))
     spec = importlib.util.spec_from_file_location("_smoke_bench_otel",
                                                   BENCHMARKS_DIR / "bench_otel.py")
@@ -29,18 +30,18 @@ def test_bench_otel_quick_prints_every_mode_and_target(
     monkeypatch.setitem(sys.modules, spec.name, module)
     spec.loader.exec_module(module)
     path = tmp_path / "otel.json"
-    assert module.main(["--sizes", "200", "--repeats", "2", "--json", str(path)]) == 0
+    assert module.main(["--sizes", "200", "--quick", "--json", str(path)]) == 0
     output = capsys.readouterr().out
     payload = json.loads(path.read_text(encoding="utf-8"))
     assert payload["benchmark"] == "otel"
+    assert payload["layout"] == "columns"
     assert [row["name"] for row in payload["results"]] == list(module.MODE_NAMES)
-    assert all(len(row["times_ms"]) == 2 for row in payload["results"])
-    (pairs,) = payload["unconfigured_overhead"]
-    assert pairs["paired_ratio_median"] > 0
+    for row in payload["results"]:
+        for key in ("loop_none", "loop_full", "harness_none", "harness_full"):
+            assert row[key] > 0
+        assert row["status"] == "n/a"
     (rebuild,) = payload["rebuild"]
-    assert rebuild["spans"] == 6
-    assert rebuild["span_events"] > 200
-    assert len(payload["targets"]) == 4  # judged at 1,000 items only: all n/a here
-    assert {t["status"] for t in payload["targets"]} == {"n/a"}
-    for name in module.MODE_NAMES:
+    assert rebuild["complete"]
+    assert rebuild["decisions"] == 200
+    for name in (*module.MODE_NAMES, "loop none", "harness full", "rebuild from spans"):
         assert name in output

@@ -36,9 +36,10 @@ ITEMS = [ContextItem("pinned", 5, pinned=True, tags=("sys",)),
 PIPELINE = Pipeline(scorer=RecencyScorer(), budget=BUDGET)
 
 
-def _two_runs(limits: Any = "unlimited") -> tuple[Any, list[SelectionReport]]:
+def _two_runs(limits: Any = "unlimited", layout: str = "columns"
+              ) -> tuple[Any, list[SelectionReport]]:
     sdk = make_sdk() if limits == "unlimited" else make_sdk(limits=limits)
-    collector = sdk.collector("Full")
+    collector = sdk.collector("Full", layout=layout)
     tracer = sdk.tracer_provider.get_tracer("app")
     reports = []
     with tracer.start_as_current_span("agent"):
@@ -115,7 +116,7 @@ def test_jaeger_download_json(tmp_path: Path) -> None:
 def test_jaeger_dropped_events_tag_makes_the_report_incomplete(tmp_path: Path) -> None:
     """A span that lost events says so in Jaeger as otel.dropped_events_count: the
     rebuilt report names the loss."""
-    sdk, _ = _two_runs(limits=SpanLimits(max_events=3))
+    sdk, _ = _two_runs(limits=SpanLimits(max_events=3), layout="events")
     path = tmp_path / "jaeger.json"
     path.write_text(json.dumps(jaeger_document(sdk.spans)), encoding="utf-8")
     first = read_trace_file(path)[0]

@@ -59,7 +59,8 @@ def test_the_sdk_drops_the_oldest_events_past_128_and_the_report_says_so() -> No
     and the missing seqs, and every decision it holds is right."""
     items = make_items(400, 7, pinned_index=3)
     sdk = make_sdk(limits=None)
-    traced = run_both(PIPELINE, items, _budget(items, 0.3), sdk.collector("StageAndExclusions"),
+    traced = run_both(PIPELINE, items, _budget(items, 0.3),
+                      sdk.collector("StageAndExclusions", layout="events"),
                       TraceDetailLevel.STAGE_AND_EXCLUSIONS)
     (slice_span,) = sdk.by_name("cupel.stage.slice")
     assert slice_span.dropped_events > 0
@@ -71,6 +72,8 @@ def test_the_sdk_drops_the_oldest_events_past_128_and_the_report_says_so() -> No
     assert not rebuilt.is_complete
     text = "\n".join(rebuilt.report.incomplete)
     assert f"lost {slice_span.dropped_events} events" in text
+    assert "OTEL_SPAN_EVENT_COUNT_LIMIT" in text
+    assert "columns layout" in text
     assert "cupel.stage.slice" in text
     assert "events missing from the sequence" in text
     _assert_holds_only_truth(rebuilt.report, traced.report)
@@ -78,12 +81,14 @@ def test_the_sdk_drops_the_oldest_events_past_128_and_the_report_says_so() -> No
 
 @pytest.mark.parametrize("tier", ["StageAndExclusions", "Full"])
 def test_a_thousand_item_run_under_default_limits_is_incomplete_not_wrong(tier: str) -> None:
-    """1,000 candidates traced under the SDK's default span limits: the report rebuilt
-    from the spans says it is incomplete, and holds nothing the run did not decide."""
+    """1,000 candidates traced in the events layout under the SDK's default span
+    limits: the report rebuilt from the spans says it is incomplete, and holds nothing
+    the run did not decide."""
     items = make_items(1_000, 11, pinned_index=500)
     sdk = make_sdk(limits=None)
     level = TraceDetailLevel.parse(tier)
-    traced = run_both(PIPELINE, items, _budget(items, 0.4), sdk.collector(tier), level)
+    traced = run_both(PIPELINE, items, _budget(items, 0.4),
+                      sdk.collector(tier, layout="events"), level)
     (rebuilt,) = runs_from_spans(sdk.spans)
     assert not rebuilt.report.is_complete
     assert any("lost" in p and "events" in p for p in rebuilt.report.incomplete)
@@ -108,7 +113,7 @@ def test_dropped_event_attributes_make_the_report_incomplete() -> None:
     says so, and events missing a required attribute are reported undecodable."""
     items = make_items(20, 3)
     sdk = make_sdk(limits=SpanLimits(max_events=1000, max_event_attributes=4))
-    run_both(PIPELINE, items, _budget(items, 0.5), sdk.collector("Full"))
+    run_both(PIPELINE, items, _budget(items, 0.5), sdk.collector("Full", layout="events"))
     (rebuilt,) = runs_from_spans(sdk.spans)
     text = "\n".join(rebuilt.report.incomplete)
     assert "lost attributes to an attribute limit" in text
@@ -116,10 +121,12 @@ def test_dropped_event_attributes_make_the_report_incomplete() -> None:
     assert len(rebuilt.report.included) + len(rebuilt.report.excluded) < len(items)
 
 
-def _spans(tier: str = "Full", capture: str = "full") -> tuple[list[SpanData], Any]:
+def _spans(tier: str = "Full", capture: str = "full", layout: str = "columns"
+           ) -> tuple[list[SpanData], Any]:
     items = make_items(30, 5, pinned_index=2)
     sdk = make_sdk()
-    traced = run_both(PIPELINE, items, _budget(items, 0.5), sdk.collector(tier, capture))
+    traced = run_both(PIPELINE, items, _budget(items, 0.5),
+                      sdk.collector(tier, capture, layout=layout))
     return [span_data(s) for s in sdk.spans], traced
 
 
@@ -163,7 +170,7 @@ def test_hashed_and_absent_content_are_flagged() -> None:
 def test_an_attribute_silently_lost_in_transport_is_noticed() -> None:
     """A backend that drops an attribute without saying so (no dropped count): the
     span's attribute-count check tells, and the report says so."""
-    spans, _ = _spans()
+    spans, _ = _spans(layout="events")
     damaged = []
     for span in spans:
         if span.name == "cupel.stage.slice":

@@ -147,7 +147,7 @@ def test_the_variable_sets_capture_and_the_parameter_wins(
     monkeypatch.setenv(CAPTURE_CONTENT_ENV, env)
     sdk = make_sdk()
     collector = SpanCollector(tracer_provider=sdk.tracer_provider, tier="Full",
-                              content_capture=parameter)
+                              content_capture=parameter, layout="events")
     assert collector.content_capture.value == expected
     run_both(PIPELINE, ITEMS, BUDGET, collector)
     contents = {attrs(e).get("cupel.item.content") for s in sdk.spans for e in s.events

@@ -44,7 +44,9 @@ from cupellation.otel import runs_from_spans
 from cupellation.otel._encode import (
     Encoded,
     exclusion_batch_attributes,
+    exclusion_batch_columns,
     included_batch_attributes,
+    included_batch_columns,
     reference_attributes,
     stage_event_attributes,
     text_totals,
@@ -220,6 +222,46 @@ def test_the_fast_item_encoder_agrees_with_the_flat_mapping(
     for event in collector.events:
         if isinstance(event, StageStarted | StageCompleted):
             assert stage_event_attributes(event) == stage_attributes(event_to_dict(event))
+
+
+@settings(max_examples=60, deadline=None)
+@given(pipelines, candidates, budgets, st.sampled_from(list(ContentCapture)))
+def test_the_column_encoder_agrees_with_the_flat_mapping(
+        pipeline: Any, items: list[ContextItem], budget: ContextBudget,
+        capture: ContentCapture) -> None:
+    """For every item batch of random runs and every capture policy, the columns the
+    columns layout writes hold, row by row, the attributes the definition gives
+    (None where it gives none), on the deciding stage's span and on the root; a batch
+    the column encoder declines is one the definition cannot project whole."""
+    collector = DiagnosticTraceCollector(TraceDetailLevel.FULL)
+    with contextlib.suppress(Exception):
+        pipeline.run(items, budget, collector)
+    batches = _batches(tuple(collector._entries))
+    batches.append(ItemEventBatch(
+        run_id=RUN, first_seq=50, stage=PipelineStage.PLACE, candidate_indices=range(8),
+        items=[ITEM] * 8, scores=[0.5] * 8, reasons=REASONS))
+    for batch in batches:
+        if batch.excluded:
+            stage = batch.stage.value  # type: ignore[union-attr]
+            for carrier in (stage, None):
+                _columns_agree(exclusion_batch_columns(batch, capture, carrier),
+                               [reference_attributes(e, capture, carrier) for e in batch])
+        else:
+            _columns_agree(included_batch_columns(batch, capture),
+                           [reference_attributes(e, capture, None) for e in batch])
+
+
+def _columns_agree(columns: Any, reference: list[dict[str, Any] | None]) -> None:
+    if columns is None:  # declined: the row-wise path (which the test above checks)
+        return
+    count, by_name = columns
+    assert count == len(reference)
+    assert all(len(column) == count for column in by_name.values())
+    rows = [{k: column[n] for k, column in by_name.items() if column[n] is not None}
+            for n in range(count)]
+    expected = [{k: list(v) if isinstance(v, tuple) else v for k, v in (a or {}).items()
+                 if v is not None} for a in reference]
+    assert rows == expected
 
 
 def _agree(encoded: Encoded, reference: list[dict[str, Any] | None]) -> None:

@@ -25,9 +25,10 @@ ITEMS = [ContextItem(f"item {k}", 10 + k, kind="Document" if k % 2 else "Message
 BUDGET = ContextBudget(60, 40)
 
 
-def _traced(capture: str = "hash", key: str | None = None) -> tuple[Any, Any]:
+def _traced(capture: str = "hash", key: str | None = None, layout: str = "columns"
+            ) -> tuple[Any, Any]:
     sdk = make_sdk()
-    collector = sdk.collector("Full", capture)
+    collector = sdk.collector("Full", capture, layout=layout)
     if key is not None:
         from cupellation.otel import SpanCollector  # noqa: PLC0415
 
@@ -62,7 +63,7 @@ def test_the_root_span_carries_the_digest_and_every_format_verifies_it() -> None
 def test_a_changed_attribute_value_is_a_digest_mismatch() -> None:
     """A score changed on one exclusion event: the rebuilt report looks whole to the
     fold, and the digest says the run was changed."""
-    sdk, _ = _traced()
+    sdk, _ = _traced(layout="events")
     spans = _data(sdk.spans)
     for k, span in enumerate(spans):
         events = list(span.events)
@@ -92,7 +93,7 @@ def test_a_keyed_span_digest_needs_the_key() -> None:
 def test_an_unknown_cupel_attribute_is_flagged() -> None:
     """cupel.item.tagz on an event, or cupel.run.weird on the root, is named in
     incomplete: an attribute the encoder never writes is not silently dropped."""
-    sdk, _ = _traced()
+    sdk, _ = _traced(layout="events")
     spans = _data(sdk.spans)
     root_at = next(k for k, s in enumerate(spans) if s.name == "cupel.pipeline")
     spans[root_at] = replace(spans[root_at], attributes={**spans[root_at].attributes,
@@ -113,7 +114,7 @@ def test_a_name_attribute_of_the_wrong_type_is_reported_not_raised() -> None:
     """A reason or an outcome that arrives as a list (a mangled document) makes no
     decoder raise: the run is rebuilt and says what it could not read (found by the
     mutation campaign)."""
-    sdk, _ = _traced()
+    sdk, _ = _traced(layout="events")
     spans = _data(sdk.spans)
     root_at = next(k for k, s in enumerate(spans) if s.name == "cupel.pipeline")
     root = spans[root_at]

@@ -42,7 +42,7 @@ def test_capture_spans_takes_a_tier_and_span_limits() -> None:
     """A lower tier and the SDK's own limits can be asked for: with max_events=2 the
     rebuilt report says events were lost."""
     with capture_spans("StageAndExclusions", content_capture="hash",
-                       span_limits=SpanLimits(max_events=2)) as captured:
+                       span_limits=SpanLimits(max_events=2), layout="events") as captured:
         PIPELINE.run(ITEMS, BUDGET, captured.collector)
         (report,) = captured.reports()
     assert captured.collector.tier == "StageAndExclusions"

@@ -32,7 +32,7 @@ from cupellation.placing import UShapedPlacer
 from cupellation.reasons import RESERVED_EXCLUSION_REASONS, Deduplicated, PinnedOverride
 from cupellation.scoring import FunctionScorer, PriorityScorer, RecencyScorer
 from cupellation.slicing import CountQuotaEntry, CountQuotaSlice, GreedySlice, KnapsackSlice
-from cupellation.testing import assert_excluded, assert_included, assert_report_consistent
+from cupellation.testing import assert_excluded, assert_report_consistent, expect
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
@@ -69,7 +69,11 @@ def test_output_is_placed_chronologically_and_report_explains_every_candidate() 
     report = collector.build_report()
     assert_report_consistent(report)
     assert report.is_complete
-    assert_excluded(report, "old", reason="BudgetExceeded", item_tokens=60, available_tokens=10)
+    (expect(report)
+        .include_exactly_n_items_with_kind("Message", 2)
+        .have_at_least_n_exclusions(1)
+        .excluded_items_are_sorted_by_score_descending()
+        .exclude_item_with_budget_details(lambda i: i.content == "old", 60, 10))
 
 
 def test_effective_budget_subtracts_reserve_and_pinned_exactly() -> None:
@@ -133,8 +137,8 @@ def test_truncate_budget_exceeded_when_it_would_not_fit_even_without_pins() -> N
     pipeline = Pipeline(scorer=RecencyScorer(), slicer=TakeAll(), overflow_strategy="truncate")
     items = [item("pin", 10, pinned=True), item("huge", 95, day=2)]
     _, collector = run_with_report(pipeline, items, ContextBudget(200, 90))
-    assert_excluded(collector.build_report(), "huge", reason="BudgetExceeded",
-                    item_tokens=95, available_tokens=80)
+    expect(collector.build_report()).exclude_item_with_budget_details(
+        lambda i: i.content == "huge", 95, 80)
 
 
 def test_proceed_keeps_everything_and_emits_one_overflow_event() -> None:
@@ -150,8 +154,11 @@ def test_proceed_keeps_everything_and_emits_one_overflow_event() -> None:
     report = collector.build_report()
     assert report.overflow is not None
     assert [i.content for i in report.overflow.overflowing_items] == ["pin", "w", "z"]
-    assert_included(report, "z", reason="ZeroToken")
-    assert assert_included(report, "pin", reason="Pinned").score == 1.0
+    (expect(report)
+        .include_item_matching(lambda e: e.item.content == "z" and e.reason.name == "ZeroToken")
+        .include_item_matching(lambda e: (e.item.content, e.reason.name, e.score)
+                               == ("pin", "Pinned", 1.0))
+        .have_budget_utilization_above(0.449, ContextBudget(200, 80)))
 
 
 def test_no_overflow_event_for_other_strategies() -> None:
@@ -240,6 +247,10 @@ def test_count_quota_cap_exclusions_and_shortfalls_reach_the_report() -> None:
     report = collector.build_report()
     assert sorted(i.content for i in out) == ["m1", "t2"]
     assert_excluded(report, "t1", reason="CountCapExceeded", kind="tool", cap=1)
+    (expect(report)
+        .include_exactly_n_items_with_kind("tool", 1)
+        .have_no_exclusions_for_kind("memory")
+        .have_kind_coverage_count(2))
     assert [(s.kind.value, s.required_count, s.satisfied_count)
             for s in report.count_requirement_shortfalls] == [("memory", 2, 1)]
 
@@ -305,7 +316,8 @@ def test_dry_run_returns_the_report() -> None:
     """dry_run gives the Item-level report of what run would select."""
     report = RECENCY.dry_run([item("a", 10, day=1), item("b", 100, day=2)], ContextBudget(200, 50))
     assert [i.item.content for i in report.included] == ["a"]
-    assert_excluded(report, "b", reason="BudgetExceeded")
+    expect(report).exclude_item_matching_with_reason(lambda i: i.content == "b",
+                                                     "BudgetExceeded")
 
 
 def test_misbehaving_slicer_is_caught() -> None:

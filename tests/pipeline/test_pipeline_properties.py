@@ -47,7 +47,7 @@ from cupellation.slicing import (
     QuotaSlice,
     Slicer,
 )
-from cupellation.testing import assert_report_consistent
+from cupellation.testing import assert_report_consistent, expect
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
@@ -137,6 +137,10 @@ def test_every_candidate_is_decided_exactly_once(
     assert report.total_tokens_considered == sum(i.tokens for i in items)
     assert [i.item for i in report.included] == out
     assert_report_consistent(report)
+    (expect(report)
+        .excluded_items_are_sorted_by_score_descending()
+        .have_at_least_n_exclusions(len(items) - len(out))
+        .have_kind_coverage_count(len({i.kind for i in out})))
 
 
 @PROPERTY

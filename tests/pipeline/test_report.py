@@ -43,6 +43,7 @@ from cupellation.reasons import (
     InclusionReason,
     NegativeTokens,
 )
+from cupellation.testing import expect
 
 
 def test_seed_complete_example_round_trips_exactly(seeds_dir: Path) -> None:
@@ -56,6 +57,10 @@ def test_seed_complete_example_round_trips_exactly(seeds_dir: Path) -> None:
     report = SelectionReport.from_dict(wire)
     assert report.total_candidates == 5
     assert [e.reason.name for e in report.excluded] == ["BudgetExceeded", "Deduplicated"]
+    (expect(report)
+        .exclude_item_with_reason("BudgetExceeded")
+        .exclude_item_with_reason("Deduplicated")
+        .excluded_items_are_sorted_by_score_descending())
     assert not report.is_complete
     assert [line.split(" is ")[0] for line in report.incomplete] == [
         "total_candidates", "total_tokens_considered"]
@@ -148,6 +153,10 @@ def test_excluded_sorted_by_score_descending_stable_on_ties() -> None:
         ("d", "NegativeTokens")]
     assert report.excluded[1].item is a_copy
     assert report.excluded[1].reason == Deduplicated(deduplicated_against="a")
+    (expect(report)
+        .excluded_items_are_sorted_by_score_descending()
+        .exclude_item_with_budget_details(lambda i: i.content == "c", 30, 5)
+        .exclude_item_matching_with_reason(lambda i: i is a_copy, Deduplicated))
     assert report.is_complete, report.incomplete
     assert report.total_candidates == 4
     assert report.total_tokens_considered == 45

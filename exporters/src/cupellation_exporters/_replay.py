@@ -81,11 +81,12 @@ from cupellation.events import (
     RunStarted,
     StageCompleted,
     StageStarted,
+    resolve_capture,
 )
 from cupellation.exceptions import DecodeError
 from cupellation.files import read_prefix
 from cupellation.logs import ReadStats, read_runs
-from cupellation.otel import CAPTURE_CONTENT_ENV, SpanCollector, SpanData, parse_trace
+from cupellation.otel import SpanCollector, SpanData, parse_trace
 
 from .conventions import PIPELINE_SPAN
 
@@ -234,8 +235,11 @@ class _RecordedSpan(trace.Span):
         }, timestamp)
 
     def end(self, end_time: int | None = None) -> None:
+        # The replay's timeline decides every time (whole microseconds, as recorded): a
+        # time the collector computes from a stage's duration is not used.
+        del end_time
         if self.end_time is None:
-            self.end_time = self._recorder.clock.now if end_time is None else end_time
+            self.end_time = self._recorder.clock.now
 
     def finish(self, when: int) -> None:
         """End the span if nothing did (a run whose end was never recorded)."""
@@ -449,8 +453,9 @@ def spans_from_events(events: Iterable[PipelineEvent], *,
         recorded_tier = TraceDetailLevel.parse(started.detail_level)
     except Exception:
         recorded_tier = TraceDetailLevel.FULL
-    wanted_capture = (ContentCapture.parse(content_capture) if content_capture is not None
-                      else _capture_from_environment())
+    # The parameter, else CUPELLATION_CAPTURE_CONTENT (a bad value warns once, as every
+    # sink does), else none.
+    wanted_capture = resolve_capture(content_capture, ContentCapture.NONE)
     run_id = started.run_id
     parent_trace, parent = _parent(started)
     start = _ns(started.started_at)
@@ -485,14 +490,6 @@ def spans_from_events(events: Iterable[PipelineEvent], *,
             kind=SpanKind.INTERNAL, status=span.status, start_time=span.start_time,
             end_time=span.end_time, instrumentation_scope=span.scope))
     return out
-
-
-def _capture_from_environment() -> ContentCapture:
-    text = os.environ.get(CAPTURE_CONTENT_ENV, "").strip()
-    try:
-        return ContentCapture.parse(text) if text else ContentCapture.NONE
-    except Exception:
-        return ContentCapture.NONE
 
 
 # -- trace files -> spans -----------------------------------------------------------------------
@@ -779,6 +776,13 @@ class ReplayResult:
     stats: ReadStats = field(default_factory=ReadStats)
 
 
+def _weight(span: ReadableSpan) -> int:
+    """A span's weight in a batch: its events, and its column chunks (each up to 2,048
+    bytes of item decisions, as an event of the events layout would carry one)."""
+    chunks = (span.attributes or {}).get("cupel.columns.chunk_count", 0)
+    return len(span.events) + (chunks if isinstance(chunks, int) else 0)
+
+
 def replay(sources: Sequence[ReplaySource], exporter: SpanExporter, *,
            tier: TraceDetailLevel | str = TraceDetailLevel.FULL,
            content_capture: ContentCapture | str | None = None,
@@ -845,10 +849,11 @@ def replay(sources: Sequence[ReplaySource], exporter: SpanExporter, *,
                 if len(result.incomplete) < _LISTED:
                     result.incomplete.append(run.run_id)
         result.spans += len(run.spans)
-        if pending and pending_events + sum(len(s.events) for s in run.spans) > batch_events:
+        weight = sum(_weight(s) for s in run.spans)
+        if pending and pending_events + weight > batch_events:
             send()  # this run's spans would make the batch too large: send what is there
         pending.extend(run.spans)
-        pending_events += sum(len(s.events) for s in run.spans)
+        pending_events += weight
         while len(pending) >= batch_size:
             rest = pending[batch_size:]
             del pending[batch_size:]

@@ -19,6 +19,7 @@ fields again.
 from __future__ import annotations
 
 import enum
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -50,6 +51,7 @@ __all__ = [
     "check_flat_keys",
     "flat_get",
     "flat_int",
+    "column_writer",
     "flat_writer",
     "flat_json_text",
     "flat_struct_fields",
@@ -299,6 +301,57 @@ def flat_writer(fields: Sequence[WireField], prefix: str, skip: Sequence[str] = 
         "thaw_json": thaw_json, "_slots_text": _slots_text, "_finite_value": _finite_value}
     exec("\n".join(lines), namespace)  # the source is built above from the fields
     write: Callable[[Any, dict[str, Any]], int] = namespace["write"]
+    return write
+
+
+#: The conversions of :data:`_CONVERSIONS` as expressions of ``v`` (for comprehensions).
+_EXPRESSIONS: Final[Mapping[WireKind, str]] = {
+    WireKind.NAME: "v.value",
+    WireKind.TAGS: "list(v)",
+    WireKind.TIMESTAMP: "cached_timestamp(v)",
+    WireKind.METADATA: "flat_json_text({key}, thaw_json(v))",
+    WireKind.SLOTS: "_slots_text({key}, v)",
+    WireKind.FLOAT: "_finite_value({key}, v)",
+    WireKind.HINT: "_finite_value({key}, v)",
+}
+
+#: Timestamp text by timestamp: the same items are traced run after run (an agent
+#: loop's history), and formatting costs more than the rest of an item's columns.
+_cached_timestamp = functools.lru_cache(maxsize=65_536)(format_timestamp)
+
+
+def column_writer(fields: Sequence[WireField], prefix: str, skip: Sequence[str] = ()
+                  ) -> Callable[[Sequence[Any], dict[str, list[Any]]], None]:
+    """The column-wise twin of :func:`flat_writer`: the function writing, for a
+    sequence of values, one list per field (less those in ``skip``) under
+    ``<prefix><name>``, holding what :func:`flat_writer` would write for each value
+    and None where it would write nothing (a default); a field that is default for
+    every value gets no list. Raises as :func:`flat_writer` does. Generated from the
+    declaration, one comprehension per field."""
+    lines = ["def write(values, out):"]
+    for field in fields:
+        if field.name in skip:
+            continue
+        key = repr(prefix + field.name)
+        expression = _EXPRESSIONS.get(field.kind, "v").format(key=key)
+        source = f"[x.{field.name} for x in values]"
+        if field.flat_always:
+            lines.append(f"    out[{key}] = [{expression} for v in {source}]")
+            continue
+        test = ("v" if field.kind in (WireKind.TAGS, WireKind.METADATA, WireKind.SLOTS)
+                else f"v.value != {field.default!r}" if field.kind is WireKind.NAME
+                else "v is not None" if field.default is None
+                else "v is not False" if field.default is False
+                else f"v != {field.default!r}")
+        lines.append(f"    column = [{expression} if {test} else None for v in {source}]")
+        lines.append("    if column.count(None) != len(column):")
+        lines.append(f"        out[{key}] = column")
+    namespace: dict[str, Any] = {
+        "format_timestamp": format_timestamp, "flat_json_text": flat_json_text,
+        "thaw_json": thaw_json, "_slots_text": _slots_text, "_finite_value": _finite_value,
+        "cached_timestamp": _cached_timestamp}
+    exec("\n".join(lines), namespace)  # the source is built above from the fields
+    write: Callable[[Sequence[Any], dict[str, list[Any]]], None] = namespace["write"]
     return write
 
 

@@ -258,6 +258,18 @@ class ReportBuilder:
         state.items_in_events += 1  # (any number: only whether there were any matters)
         state.in_tokens += sum(map(TOKENS, state.in_items[at:]))
 
+    def candidates(self) -> list[tuple[int, ContextItem, str]]:
+        """Every decided candidate as ``(candidate_index, item, outcome)``, inclusions
+        first, in the order added: ``outcome`` is ``"Included"`` or the exclusion
+        reason's name. What a re-run of a logged run needs (with ``run_started``)."""
+        state = self._state
+        out = [(index, _item_of(item), "Included")
+               for index, item in zip(state.in_indices, state.in_items, strict=True)]
+        out.extend((index, _item_of(item), _reason_name(reason))
+                   for index, item, reason in zip(state.ex_indices, state.ex_items,
+                                                  state.ex_reasons, strict=True))
+        return out
+
     # -- the result ---------------------------------------------------------------
 
     def result(self) -> SelectionReport:
@@ -348,6 +360,13 @@ class ReportBuilder:
         if len(overflowing) != len(overflow.item_indices):
             problems.append("some overflowing items have no item event")
         return OverflowReport(overflow.tokens_over_budget, overflowing, overflow.budget)
+
+
+def _reason_name(reason: Any) -> str:
+    """The name of an exclusion column's entry (a reason, or the record standing for it,
+    whose ``reason`` is the name)."""
+    name = getattr(reason, "reason", None)
+    return name if isinstance(name, str) else str(reason.name)
 
 
 def _item_of(value: Any) -> ContextItem:

@@ -30,7 +30,9 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
+
+import msgspec
 
 from .._collectors import (
     DiagnosticTraceCollector,
@@ -41,6 +43,7 @@ from .._collectors import (
 from .._model import ContextBudget, ContextItem, ContextKind, ContextSource
 from .._pipeline import Pipeline
 from .._report import SelectionReport
+from ..events import RunInfo
 from ..exceptions import (
     ConfigurationError,
     DecodeError,
@@ -312,7 +315,7 @@ def _extend(request: _Request, known: _Conversation | None, common: int) -> _Con
                  ) or counter.estimate or any(m.estimated_parts for m in new)
     last_stamp = units[-1].stamp if units else (
         known.system.stamp if known.system is not None else None)
-    added = _new_units(messages, fmt, restart, counter, request, pin_at, last_stamp,
+    added = _new_units(messages, _Reading(fmt, counter, restart, pin_at, last_stamp), request,
                        reusable)
     system_offset = 1 if known.system is not None else 0
     candidates = known.candidates[:kept + system_offset]
@@ -347,8 +350,9 @@ def _fresh(request: _Request) -> _Conversation:
         system = _unit(Span(-1, 0), [system_message], fmt, counter, request.limits, stamp,
                        pinned=True)
     pin_at = _pin_at(messages, fmt, 0)
-    units = _new_units(messages, fmt, 0, counter, request, pin_at,
-                       system.stamp if system is not None else None, {})
+    units = _new_units(messages, _Reading(fmt, counter, 0, pin_at,
+                                          system.stamp if system is not None else None),
+                       request, {})
     everything = units if system is None else [system, *units]
     return _Conversation(
         options=request.options, fmt=fmt, counter=counter, objects=list(given),
@@ -370,11 +374,22 @@ def _pin_at(messages: list[Message], fmt: str, start: int) -> int | None:
     return None
 
 
-def _new_units(messages: list[Message], fmt: str, restart: int, counter: TextCounter,
-               request: _Request, pin_at: int | None, last_stamp: int | None,
+class _Reading(NamedTuple):
+    """Where new units start: the conversation's format and counter, the first
+    message to group (``restart``), the pinned message and the last stamp given."""
+
+    fmt: str
+    counter: TextCounter
+    restart: int
+    pin_at: int | None
+    last_stamp: int | None
+
+
+def _new_units(messages: list[Message], reading: _Reading, request: _Request,
                reusable: Mapping[tuple[int, int], _Unit]) -> list[_Unit]:
-    """The units of ``messages[restart:]``: a ``reusable`` unit of the same span and
-    pin as it was, the others made and stamped after ``last_stamp``."""
+    """The units of ``messages[reading.restart:]``: a ``reusable`` unit of the same span
+    and pin as it was, the others made and stamped after ``reading.last_stamp``."""
+    fmt, counter, restart, pin_at, last_stamp = reading
     spans = group(messages, fmt, restart, name=request.name)
     if fmt == "anthropic":
         spans = _anchor_turn(messages, spans)
@@ -548,12 +563,26 @@ class _Outcome:
     stripped: tuple[int, ...]
 
 
-def _run(messages: Any, *, system: Any, max_tokens: int | None, target_tokens: int | None,
-         budget: ContextBudget | None, policy: Policy | Pipeline | str | None,
-         collector: TraceCollector | None, token_counter: CounterSpec | TextCounter,
-         trim: Mapping[Any, int] | None, format: str | None,
-         anthropic_thinking: ThinkingMode, now: datetime | None, want_report: bool
-         ) -> _Outcome:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Call:
+    """The options of one select_messages call, as given (see its docstring)."""
+
+    system: Any
+    max_tokens: int | None
+    target_tokens: int | None
+    budget: ContextBudget | None
+    policy: Policy | Pipeline | str | None
+    collector: TraceCollector | None
+    token_counter: CounterSpec | TextCounter
+    trim: Mapping[Any, int] | None
+    format: str | None
+    anthropic_thinking: ThinkingMode
+    now: datetime | None
+    run_info: RunInfo | None
+
+
+def _run(messages: Any, call: _Call, *, want_report: bool) -> _Outcome:
+    format, anthropic_thinking, now = call.format, call.anthropic_thinking, call.now
     if format is not None and format not in FORMATS:
         raise InvalidValueError("format", format, f"must be one of {', '.join(FORMATS)} or None")
     if anthropic_thinking not in ("keep", "strip_after_change"):
@@ -561,19 +590,22 @@ def _run(messages: Any, *, system: Any, max_tokens: int | None, target_tokens: i
                                 "must be 'keep' or 'strip_after_change'")
     if now is not None and (not isinstance(now, datetime) or now.utcoffset() is None):
         raise InvalidValueError("now", now, "must be a timezone-aware datetime or None")
-    pipeline, policy_budget = _pipeline(policy)
-    resolved = _budget(max_tokens, target_tokens, budget, policy_budget)
-    given, system_value, has_system, key = _unpack(messages, system)
+    pipeline, policy_budget = _pipeline(call.policy)
+    resolved = _budget(call.max_tokens, call.target_tokens, call.budget, policy_budget)
+    given, system_value, has_system, key = _unpack(messages, call.system)
     request = _Request(given=given, system=system_value, has_system=has_system, fmt=format,
-                       counter_spec=token_counter, limits=check_limits(trim), now=now,
+                       counter_spec=call.token_counter, limits=check_limits(call.trim), now=now,
                        name=key or "messages")
     conversation = _read(request)
     diagnostics: DiagnosticTraceCollector | None = None
-    sink = collector
+    sink = call.collector
     if want_report:
         diagnostics = DiagnosticTraceCollector(TraceDetailLevel.FULL)
-        sink = diagnostics if collector is None else FanOutCollector(diagnostics, collector)
-    placed = pipeline.run(conversation.candidates, resolved, sink)
+        sink = (diagnostics if call.collector is None
+                else FanOutCollector(diagnostics, call.collector))
+    placed = pipeline.run(conversation.candidates, resolved, sink,
+                          run_info=None if sink is None else _with_counter(call.run_info,
+                                                                             conversation))
     if len(placed) == len(conversation.candidates):  # everything fits: all, in order
         kept = list(conversation.objects_sent())
     else:
@@ -584,6 +616,17 @@ def _run(messages: Any, *, system: Any, max_tokens: int | None, target_tokens: i
         kept, stripped = _strip_thinking(conversation, placed)
     report = diagnostics.build_report() if diagnostics is not None else None
     return _Outcome(_shaped(messages, key, kept), conversation, placed, report, stripped)
+
+
+def _with_counter(run_info: RunInfo | None, conversation: _Conversation) -> RunInfo:
+    """``run_info`` with the conversation's token counter, so logs and spans say how
+    the run's tokens were counted (the application's own fields are kept)."""
+    counter = conversation.counter.name
+    if run_info is None:
+        return RunInfo(token_counter=counter, token_estimates=conversation.estimates)
+    return msgspec.structs.replace(run_info, token_counter=run_info.token_counter or counter,
+                                   token_estimates=run_info.token_estimates
+                                   or conversation.estimates)
 
 
 def _kept_indices(conversation: _Conversation, placed: list[ContextItem]) -> list[int]:
@@ -627,6 +670,7 @@ def select_messages(
     format: MessageFormat | None = None,
     anthropic_thinking: ThinkingMode = "keep",
     now: datetime | None = None,
+    run_info: RunInfo | None = None,
 ) -> Any:
     """The messages that fit the budget, in conversation order and in the shape given.
 
@@ -672,14 +716,18 @@ def select_messages(
       models whose thinking blocks are bound to everything before them (preserved
       thinking); the default ``"keep"`` sends them unchanged.
     - ``now``: the time stamped on new messages (default: the current time).
+    - ``run_info``: the session, user and conversation the run belongs to
+      (:class:`~cupellation.RunInfo`), recorded in its ``run_started`` event with the
+      token counter used and whether any count is an estimate.
 
     Raises :class:`~cupellation.exceptions.PinnedBudgetError` when the pinned units
     alone exceed the budget, and what :meth:`~cupellation.Pipeline.run` raises.
     """
-    return _run(messages, system=system, max_tokens=max_tokens, target_tokens=target_tokens,
-                budget=budget, policy=policy, collector=collector, token_counter=token_counter,
-                trim=trim, format=format, anthropic_thinking=anthropic_thinking, now=now,
-                want_report=False).messages
+    call = _Call(system=system, max_tokens=max_tokens, target_tokens=target_tokens,
+                 budget=budget, policy=policy, collector=collector,
+                 token_counter=token_counter, trim=trim, format=format,
+                 anthropic_thinking=anthropic_thinking, now=now, run_info=run_info)
+    return _run(messages, call, want_report=False).messages
 
 
 def select_messages_with_report(
@@ -696,13 +744,15 @@ def select_messages_with_report(
     format: MessageFormat | None = None,
     anthropic_thinking: ThinkingMode = "keep",
     now: datetime | None = None,
+    run_info: RunInfo | None = None,
 ) -> MessageSelection:
     """:func:`select_messages`, with its report and what it did to each message (a
     :class:`MessageSelection`). The arguments are the same."""
-    outcome = _run(messages, system=system, max_tokens=max_tokens, target_tokens=target_tokens,
-                   budget=budget, policy=policy, collector=collector,
-                   token_counter=token_counter, trim=trim, format=format,
-                   anthropic_thinking=anthropic_thinking, now=now, want_report=True)
+    call = _Call(system=system, max_tokens=max_tokens, target_tokens=target_tokens,
+                 budget=budget, policy=policy, collector=collector,
+                 token_counter=token_counter, trim=trim, format=format,
+                 anthropic_thinking=anthropic_thinking, now=now, run_info=run_info)
+    outcome = _run(messages, call, want_report=True)
     conversation = outcome.conversation
     assert outcome.report is not None
     kept = _kept_indices(conversation, outcome.placed)

@@ -14,7 +14,7 @@ from typing import Any, NoReturn, Protocol, cast
 
 from .. import __version__
 from ..exceptions import CupelError, PipelineError
-from . import _conformance, _demo, _export, _logcmds, _policycmds, _select
+from . import _analytics, _conformance, _demo, _export, _logcmds, _policycmds, _select
 from ._common import (
     EXIT_STATUS_LINE,
     FAILED,
@@ -63,6 +63,9 @@ SUBCOMMANDS: dict[str, Subcommand] = {
     "report": _logcmds.REPORT,
     "select": _select,
     "why": _logcmds.WHY,
+    # issue 17: the auditor's next questions (cli/_analytics.py)
+    "replay": _analytics.REPLAY,
+    "diff": _analytics.DIFF,
 }
 
 _DESCRIPTION = """\

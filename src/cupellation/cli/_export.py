@@ -1,8 +1,9 @@
 """``cupellation export``: recorded runs sent to a trace backend (or a file) as traces.
 
-The work is done by ``cupellation_exporters`` (the ``cupellation-exporters``
-distribution, which brings the OpenTelemetry SDK and the OTLP exporters); this
-module only parses the command line, so importing it needs neither.
+The work is done by the telemetry backend the ``cupellation.exporters`` entry point
+names: the ``cupellation-exporters`` distribution, which brings the OpenTelemetry SDK
+and the OTLP exporters. This module only parses the command line and reports, so
+importing it needs neither.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from ._logread import (
     stats_lines,
     unreadable_sources,
 )
-from ._telemetry import current_warnings
+from ._telemetry import current_warnings, load_exporters
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace.export import SpanExporter
@@ -215,27 +216,17 @@ def _export(args: argparse.Namespace) -> int:
         headers = _headers(args.header)
     except UsageError as exc:
         return _fail(str(exc))
-    try:
-        import cupellation_exporters as exporters  # noqa: PLC0415 - a separate distribution
-    except ImportError:
+    exporters = load_exporters()
+    if exporters is None:
         return _fail(_EXPORTERS_MISSING)
-
     stdout = _Stdout()
     try:
         resource = exporters.otlp_resource(args.service_name)
-        exporter: SpanExporter
-        if args.to == "file":
-            exporter = exporters.OtlpJsonFileSpanExporter(
-                cast("IO[str]", stdout) if args.out == "-" else args.out)
-        else:
-            exporter = exporters.DropCountingSpanExporter(exporters.otlp_span_exporter(
-                protocol=args.protocol, endpoint=args.endpoint, headers=headers or None,
-                timeout=args.timeout))
+        exporter = _span_exporter(exporters, args, headers, stdout)
     except OSError as exc:
         return _fail(f"cannot write {exc.filename or args.out}: {exc.strerror or exc}")
     except ValueError as exc:
         return _fail(str(exc))
-
     read_spans = [0]
 
     def count(run: Any) -> None:
@@ -268,9 +259,25 @@ def _export(args: argparse.Namespace) -> int:
     finally:
         if not timed_out:
             exporter.shutdown()
-
     if stdout.closed_early:
         raise BrokenPipeError("standard output was closed")  # exit 141, from main
+    return _outcome(args, result)
+
+
+def _span_exporter(exporters: Any, args: argparse.Namespace, headers: dict[str, str],
+                   stdout: _Stdout) -> SpanExporter:
+    """The exporter ``--to`` names: the OTLP/JSON file (or standard output), or OTLP
+    with what it dropped counted."""
+    if args.to == "file":
+        return cast("SpanExporter", exporters.OtlpJsonFileSpanExporter(
+            cast("IO[str]", stdout) if args.out == "-" else args.out))
+    return cast("SpanExporter", exporters.DropCountingSpanExporter(exporters.otlp_span_exporter(
+        protocol=args.protocol, endpoint=args.endpoint, headers=headers or None,
+        timeout=args.timeout)))
+
+
+def _outcome(args: argparse.Namespace, result: Any) -> int:
+    """Print what the export did (unless --quiet and all was taken); its exit status."""
     broken = unreadable_sources(result.stats)
     if broken is not None:
         return _fail(f"{broken} ({result.delivered} span(s) of the runs read before it "

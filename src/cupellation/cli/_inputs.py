@@ -138,6 +138,29 @@ def _chat(data: Any, source: str, lines: Sequence[int] | None,
     return Loaded(items, "chat", fmt)
 
 
+def _json_lines(text: str, source: str) -> tuple[list[Any], list[int]]:
+    """The records of JSON Lines ``text`` and their line numbers (blank lines skipped)."""
+    rows: list[Any] = []
+    lines: list[int] = []
+    # Records end at \n only: a raw U+2028, U+2029 or U+0085 is valid inside a
+    # JSON string, and str.splitlines() would cut the record there.
+    for number, raw in enumerate(text.split("\n"), start=1):
+        if not raw.strip(_JSON_WHITESPACE):
+            continue
+        try:
+            row = _loads(raw)
+        except json.JSONDecodeError as exc:
+            raise _json_error(source, raw, exc, number) from None
+        except RecursionError:
+            raise _too_deep(source, number) from None
+        except ValueError as exc:
+            raise _json_error(source, raw, exc, number) from None
+        _check_surrogates(raw, row, source, "", number)
+        rows.append(row)
+        lines.append(number)
+    return rows, lines
+
+
 def parse_candidates(text: str, source: str, *, mode: Literal["auto", "items", "chat"] = "auto",
                      chat_options: Mapping[str, Any] | None = None) -> Loaded:
     """The candidates in ``text`` (read from ``source``).
@@ -189,23 +212,7 @@ def parse_candidates(text: str, source: str, *, mode: Literal["auto", "items", "
         lines: list[int] = [text[: len(text) - len(stripped)].count("\n") + 1]
         _check_surrogates(text, document, source, "", lines[0])
     else:
-        rows, lines = [], []
-        # Records end at \n only: a raw U+2028, U+2029 or U+0085 is valid inside a
-        # JSON string, and str.splitlines() would cut the record there.
-        for number, raw in enumerate(text.split("\n"), start=1):
-            if not raw.strip(_JSON_WHITESPACE):
-                continue
-            try:
-                row = _loads(raw)
-            except json.JSONDecodeError as exc:
-                raise _json_error(source, raw, exc, number) from None
-            except RecursionError:
-                raise _too_deep(source, number) from None
-            except ValueError as exc:
-                raise _json_error(source, raw, exc, number) from None
-            _check_surrogates(raw, row, source, "", number)
-            rows.append(row)
-            lines.append(number)
+        rows, lines = _json_lines(text, source)
     if mode == "chat" or (mode == "auto" and _looks_like_chat(rows)):
         return _chat(rows, source, lines, options)
     return Loaded(_items(rows, source, lines), "items")

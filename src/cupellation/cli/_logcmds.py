@@ -25,6 +25,7 @@ from ..reasons import (
     PinnedOverride,
     reason_to_dict,
 )
+from ._analytics import NextQuestions, add_why_options, next_lines
 from ._common import (
     NOT_WHOLE,
     CliError,
@@ -52,6 +53,7 @@ from ._logread import (
 )
 from ._remote import add_remote_arguments, check_remote_arguments, fetch_runs
 from ._sources import InputSource, close_sources, open_sources, read_whole
+from ._summary import incomplete_headline
 
 __all__ = ["AUDIT", "REPORT", "WHY"]
 
@@ -79,13 +81,13 @@ def _reason_text(wire: Mapping[str, Any]) -> str:
 
 
 def _read(command: str, args: argparse.Namespace,
-          consume: Callable[[LoggedRun], object]) -> ReadStats | int:
+          consume: Callable[[LoggedRun], object], **options: Any) -> ReadStats | int:
     """Feed every run in ``args.logs`` (within --since/--until) to ``consume``; the
     read's stats, or exit status 2 (one line said) when a source could not be read
     whole: a missing file, a corrupt or truncated gzip stream, a closed stdin."""
     reader: LogReader | None = None
     try:
-        with open_reader(args, since=args.since, until=args.until) as reader:
+        with open_reader(args, since=args.since, until=args.until, **options) as reader:
             for run in reader:
                 consume(run)
             stats = reader.stats
@@ -481,6 +483,9 @@ def _print_report(run_id: str, report: SelectionReport, run: LoggedRun | None,
     from rich.table import Table  # noqa: PLC0415 - rich is the cli extra's
 
     console = _console()
+    headline = incomplete_headline(report)  # the loss first, with its cause and fix
+    if headline is not None:
+        console.print(headline)
     head = f"Run {safe(run_id)}"
     if run is not None and run.started is not None:
         budget = run.started.budget
@@ -496,7 +501,7 @@ def _print_report(run_id: str, report: SelectionReport, run: LoggedRun | None,
     used = sum(entry.item.tokens for entry in report.included)
     console.print(f"Selected {len(report.included)} of {report.total_candidates} candidates: "
                   f"{used} of {report.total_tokens_considered} tokens considered")
-    counter = estimated_counter(report)
+    counter = estimated_counter(report, None if run is None else run.started)
     if counter is not None:
         console.print(f"Token counts are estimates ({safe(counter)}), not exact counts")
     included = Table(title="Included, in placed order")
@@ -613,7 +618,11 @@ class _Why:
                         "trimmed before selection ('trimmed from 1,450 to 800 tokens'). "
                         "--content matches the whole content (also its sha256 digest in "
                         "runs logged with hash capture, and the original of a trimmed "
-                        "item); --match searches it with a regular expression.",
+                        "item); --match searches it with a regular expression. For an "
+                        "excluded item of a run logged at Full detail, it also says at what "
+                        "larger budget it would have been included and, per --against, "
+                        "whether another policy would have (or why the run cannot be "
+                        "re-run).",
             epilog=EXIT_CODES_HELP)
         add_log_arguments(parser)
         group = parser.add_mutually_exclusive_group(required=True)
@@ -622,9 +631,14 @@ class _Why:
         parser.add_argument("--since", metavar="TIME", help="only runs started at or after TIME")
         parser.add_argument("--until", metavar="TIME", help="only runs started at or before TIME")
         parser.add_argument("--format", choices=["text", "json"], default="text")
+        add_why_options(parser)
         return parser
 
     def run(self, args: argparse.Namespace, /) -> int:
+        try:
+            questions = NextQuestions(args)
+        except UsageError as exc:
+            return _fail("why", str(exc))
         pattern = None
         if args.match is not None:
             try:
@@ -635,9 +649,12 @@ class _Why:
 
         def consider(run: LoggedRun) -> None:
             for entry in _matches(run, args.content, pattern):
-                answers.append(_answer(run, entry))
+                answer = _answer(run, entry)
+                if isinstance(entry, ExcludedItem):
+                    answer["next"] = questions.answer(run, entry)
+                answers.append(answer)
 
-        stats = _read("why", args, consider)
+        stats = _read("why", args, consider, keep_candidates=True)
         if isinstance(stats, int):
             return stats
         if args.format == "json":
@@ -662,7 +679,7 @@ def _answer(run: LoggedRun, entry: IncludedItem | ExcludedItem) -> dict[str, Any
     }
     if entry.item.original_tokens is not None:
         answer["original_tokens"] = entry.item.original_tokens
-    counter = estimated_counter(run.report)
+    counter = estimated_counter(run.report, run.started)
     if counter is not None:
         answer["token_estimates"] = counter
     if isinstance(entry, IncludedItem):
@@ -679,9 +696,14 @@ def trimmed_note(tokens: int, original: int | None) -> str:
     return f"trimmed from {original:,} to {tokens:,} tokens"
 
 
-def estimated_counter(report: SelectionReport) -> str | None:
-    """The estimating counter a run's items name (metadata ``chat.tokens``, such as
-    ``estimate:chars/4``), or None when its counts are not known to be estimates."""
+def estimated_counter(report: SelectionReport, started: RunStarted | None = None
+                      ) -> str | None:
+    """The estimating counter of a run, or None when its counts are not known to be
+    estimates: what its ``run_started`` records (``token_counter`` with
+    ``token_estimates``), else what its items name (metadata ``chat.tokens``, such as
+    ``estimate:chars/4``, for runs logged before ``run_started`` carried it)."""
+    if started is not None and started.token_estimates:
+        return started.token_counter or "estimate"
     items = [entry.item for entry in report.included] + [entry.item for entry in report.excluded]
     for item in items:
         counter = item.metadata.get("chat.tokens")
@@ -714,6 +736,8 @@ def _print_why(answers: list[dict[str, Any]], stats: ReadStats) -> None:
             for other in beaten["items"]:
                 console.print(f"      score {other['score']:.4f}  {other['tokens']:>6} tok  "
                               f"{safe(str(other['content']), 70)}")
+        for line in next_lines(answer["next"]):
+            console.print(f"    {line}")
         if not answer["run_complete"]:
             console.print("    (this run's record is incomplete: see 'cupellation report')")
         if answer.get("token_estimates"):

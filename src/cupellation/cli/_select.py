@@ -5,7 +5,6 @@ report, the event stream, the HTML page and spans."""
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 import warnings
 from collections.abc import Sequence
@@ -18,7 +17,7 @@ from .._collectors import DiagnosticTraceCollector, FanOutCollector, TraceDetail
 from .._model import ContextBudget, ContextItem
 from .._report import SelectionReport
 from ..chat import TokenEstimateWarning
-from ..events import PipelineEvent, StageCompleted, event_to_json
+from ..events import ContentCapture, PipelineEvent, RunLineEncoder, StageCompleted
 from ..exceptions import BudgetOverflowError, CupelError, TableTooLargeError
 from ..html import render_html
 from ..logs import AuditLog
@@ -50,7 +49,7 @@ from ._config import (
 )
 from ._inputs import parse_candidates
 from ._summary import print_selection
-from ._telemetry import OTLP_INSTALL_HINT, Otlp, TraceFile, add_otlp_options
+from ._telemetry import OTLP_INSTALL_HINT, Otlp, TraceFile, add_otlp_options, load_exporters
 
 __all__ = ["add_demo_parser", "add_parser", "load_candidates", "run", "run_demo"]
 
@@ -224,10 +223,8 @@ class Outcome:
 def _check_otlp_installed(args: argparse.Namespace) -> None:
     if not args.otlp:
         return
-    try:
-        importlib.import_module("cupellation_exporters")
-    except ImportError:
-        raise CliError(OTLP_INSTALL_HINT) from None
+    if load_exporters() is None:
+        raise CliError(OTLP_INSTALL_HINT)
 
 
 def _execute(policy: Policy, budget: ContextBudget, items: list[ContextItem],
@@ -400,33 +397,7 @@ def run(args: argparse.Namespace, /) -> int:
     outcome = _execute(policy, budget, loaded.items, args, None)
     report = outcome.report
 
-    def html() -> str:
-        return render_html(report, budget=budget, title=f"cupellation select {source}")
-
-    outputs: list[Output] = []
-    folders: list[Path] = []
-    if args.report not in (None, "-"):
-        outputs.append(Output(Path(args.report), report.to_json(indent=2) + "\n", "report"))
-    if args.events not in (None, "-"):
-        outputs.append(Output(Path(args.events), _events_text(outcome.events), "events"))
-    if args.html not in (None, "-"):
-        outputs.append(Output(Path(args.html), html(), "html"))
-    if args.output not in (None, "-") and outcome.placed is not None:
-        outputs.append(Output(Path(args.output), dumps_items(outcome.placed), "items"))
-    if args.out is not None:
-        folders.append(args.out)
-        outputs += [Output(args.out / "report.json", report.to_json(indent=2) + "\n", "report"),
-                    Output(args.out / "events.jsonl", _events_text(outcome.events), "events"),
-                    Output(args.out / "report.html", html(), "html")]
-    stdout_text = ""
-    if target == "report":
-        stdout_text = report.to_json(indent=2) + "\n"
-    elif target == "events":
-        stdout_text = _events_text(outcome.events)
-    elif target == "html":
-        stdout_text = html()
-    elif target == "items" and outcome.placed is not None:
-        stdout_text = dumps_items(outcome.placed)
+    outputs, folders, stdout_text = _select_outputs(args, target, outcome, budget, source)
     write_outputs(outputs, folders)
     if target == "text" and outcome.failure is None:
         print_selection(console(), report, budget, title=f"{source} with {_policy_name(policy)}",
@@ -442,8 +413,45 @@ def run(args: argparse.Namespace, /) -> int:
     return OK
 
 
+def _select_outputs(args: argparse.Namespace, target: str, outcome: Outcome,
+                    budget: ContextBudget, source: str
+                    ) -> tuple[list[Output], list[Path], str]:
+    """The files ``select`` writes, the folders it makes, and what goes to standard
+    output (each text made once, only when asked for)."""
+    report = outcome.report
+    texts: dict[str, str] = {}
+
+    def text(kind: str) -> str:
+        if kind not in texts:
+            texts[kind] = (report.to_json(indent=2) + "\n" if kind == "report"
+                           else _events_text(outcome.events) if kind == "events"
+                           else render_html(report, budget=budget,
+                                            title=f"cupellation select {source}"))
+        return texts[kind]
+
+    outputs: list[Output] = []
+    folders: list[Path] = []
+    for kind, path in (("report", args.report), ("events", args.events), ("html", args.html)):
+        if path not in (None, "-"):
+            outputs.append(Output(Path(path), text(kind), kind))
+    if args.output not in (None, "-") and outcome.placed is not None:
+        outputs.append(Output(Path(args.output), dumps_items(outcome.placed), "items"))
+    if args.out is not None:
+        folders.append(args.out)
+        outputs += [Output(args.out / name, text(kind), kind) for name, kind in (
+            ("report.json", "report"), ("events.jsonl", "events"), ("report.html", "html"))]
+    stdout_text = ""
+    if target in ("report", "events", "html"):
+        stdout_text = text(target)
+    elif target == "items" and outcome.placed is not None:
+        stdout_text = dumps_items(outcome.placed)
+    return outputs, folders, stdout_text
+
+
 def _events_text(events: Sequence[PipelineEvent]) -> str:
-    return "".join(event_to_json(event) + "\n" for event in events)
+    # The sinks' own line form: the run's end line carries its digest, so `report` and
+    # `audit` can tell a file edited afterwards from the run that wrote it.
+    return RunLineEncoder(ContentCapture.FULL).lines(events).decode("utf-8")
 
 
 def _policy_name(policy: Policy) -> str:

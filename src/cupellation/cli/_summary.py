@@ -12,7 +12,18 @@ from ..events import StageCompleted
 from ..reasons import reason_to_dict
 from ._common import safe
 
-__all__ = ["print_selection"]
+__all__ = ["incomplete_headline", "print_selection"]
+
+
+def incomplete_headline(report: SelectionReport) -> str | None:
+    """The first line of an incomplete report's text: that it is incomplete, how many
+    problems, and the first (what was lost, its cause and the fix); None when whole."""
+    if report.is_complete:
+        return None
+    count = len(report.incomplete)
+    more = f" (and {count - 1} more problem{'s' if count > 2 else ''}, listed at the end)"
+    return (f"INCOMPLETE: this report does not hold the whole run: "
+            f"{safe(report.incomplete[0], 400)}{more if count > 1 else ''}")
 
 
 def _reason_text(wire: dict[str, Any]) -> str:
@@ -39,6 +50,9 @@ def print_selection(console: Any, report: SelectionReport, budget: ContextBudget
     give the stage line its items in and out."""
     from rich.table import Table  # noqa: PLC0415 - rich is the cli extra's
 
+    headline = incomplete_headline(report)
+    if headline is not None:
+        console.print(headline)
     used = sum(entry.item.tokens for entry in report.included)
     console.print(f"{safe(title)}: selected {len(report.included)} of "
                   f"{report.total_candidates} candidates, {used} tokens (target "

@@ -16,6 +16,7 @@ import sys
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from importlib.metadata import entry_points
 from typing import Any
 
 from ..otel import SpanCollector
@@ -91,15 +92,31 @@ class _Gather(logging.Handler):
         return True
 
 
+#: The entry-point group a telemetry backend registers in (cupellation-exporters
+#: registers ``otlp``): the CLI's ``export``, ``--otlp`` and trace files use it.
+EXPORTERS_GROUP = "cupellation.exporters"
+
+
+def load_exporters() -> Any:
+    """The telemetry backend the ``cupellation.exporters`` entry point names (the
+    cupellation-exporters distribution), or None when none is installed. The CLI
+    never imports that distribution by name: it depends on this one, not the reverse."""
+    for entry in entry_points(group=EXPORTERS_GROUP, name="otlp"):
+        try:
+            return entry.load()
+        except ImportError:
+            return None
+    return None
+
+
 class Otlp:
     """The ``--otlp`` providers and their SpanCollector; ``close()`` shuts them down
     (bounded by the export timeout) and sums up a failed export in one line."""
 
     def __init__(self, tier: str, content: str | None) -> None:
-        try:
-            exporters = importlib.import_module("cupellation_exporters")
-        except ImportError:
-            raise CliError(OTLP_INSTALL_HINT) from None
+        exporters = load_exporters()
+        if exporters is None:
+            raise CliError(OTLP_INSTALL_HINT)
         folder = os.path.dirname(getattr(exporters, "__file__", "") or "")
         self._gather = _Gather(folder + os.sep if folder else "")
         logging.getLogger("opentelemetry").addHandler(self._gather)
@@ -236,9 +253,8 @@ class TraceFile:
 
 def _file_exporter_class() -> Any:
     """``cupellation_exporters``' OTLP/JSON span file exporter, if it offers one."""
-    try:
-        exporters = importlib.import_module("cupellation_exporters")
-    except ImportError:
+    exporters = load_exporters()
+    if exporters is None:
         return None
     for name in getattr(exporters, "__all__", ()):
         if "span" in name.lower() and "file" in name.lower() and "exporter" in name.lower():

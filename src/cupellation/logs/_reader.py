@@ -196,9 +196,11 @@ class LogReader(Iterator[LoggedRun]):
                  since: datetime | str | None = None, until: datetime | str | None = None,
                  rotated: bool = True, max_open_runs: int = 100_000,
                  progress: Callable[[ReadStats], object] | None = None,
-                 keep_events: bool = False, digest_key: bytes | str | None = None) -> None:
+                 keep_events: bool = False, digest_key: bytes | str | None = None,
+                 keep_candidates: bool = False) -> None:
         self.stats = ReadStats()
         self._keep_events = bool(keep_events)
+        self._keep_candidates = bool(keep_candidates)
         if run_id is not None:
             if not isinstance(run_id, str):
                 raise InvalidTypeError("run_id", run_id, "a string or None")
@@ -478,7 +480,9 @@ class LogReader(Iterator[LoggedRun]):
                          completed=run.completed, failed=run.failed, source=run.source,
                          line=run.line, event_count=run.count,
                          events=() if run.events is None else tuple(run.events),
-                         verification=check.status, digest=run.digest)
+                         verification=check.status, digest=run.digest,
+                         candidates=tuple(run.builder.candidates())
+                         if self._keep_candidates else ())
 
 
 def _short(value: Any) -> str:
@@ -490,7 +494,8 @@ def read_runs(*sources: Source, run_id: str | None = None,
               since: datetime | str | None = None, until: datetime | str | None = None,
               rotated: bool = True, max_open_runs: int = 100_000,
               progress: Callable[[ReadStats], object] | None = None,
-              keep_events: bool = False, digest_key: bytes | str | None = None) -> LogReader:
+              keep_events: bool = False, digest_key: bytes | str | None = None,
+              keep_candidates: bool = False) -> LogReader:
     """Stream the runs recorded in log files, one :class:`LoggedRun` per run.
 
     ``sources`` are paths, ``"-"`` for standard input, or open file objects
@@ -529,8 +534,11 @@ def read_runs(*sources: Source, run_id: str | None = None,
     ``keep_events=True`` also keeps each run's events (``LoggedRun.events``, in
     the order read), for a consumer that needs the stream itself (replaying a run
     as spans); memory then follows the size of the runs open at once.
+    ``keep_candidates=True`` keeps, more cheaply, each run's decided candidates
+    (``LoggedRun.candidates``: index, item, outcome), what a re-run needs.
     """
     return LogReader(sources, run_id=run_id, since=since, until=until, rotated=rotated,
                      max_open_runs=max_open_runs, progress=progress, keep_events=keep_events,
+                     keep_candidates=keep_candidates,
                      digest_key=digest_key)
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from .._model import ContextBudget
+from .._model import ContextBudget, ContextItem
 from .._report import SelectionReport
 from ..events import PipelineEvent, RunCompleted, RunFailed, RunStarted, Verification
 
@@ -100,6 +100,9 @@ class LoggedRun:
     events: tuple[PipelineEvent, ...] = ()
     verification: Verification = Verification.UNVERIFIED
     digest: str | None = None
+    #: With ``keep_candidates=True``: every decided candidate as ``(candidate_index,
+    #: item, outcome)`` (``"Included"`` or the exclusion reason's name).
+    candidates: tuple[tuple[int, ContextItem, str], ...] = ()
 
     @property
     def started_at(self) -> datetime | None:

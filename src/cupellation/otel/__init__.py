@@ -53,6 +53,18 @@ include the sink's own work) and backends round them (Jaeger and Phoenix keep
 microseconds). A stage name lowercasing would not give back (one this version
 does not know) is also kept as ``cupel.stage.exact_name``.
 
+**Layouts.** Per-item decisions travel in one of two layouts, named on the root
+as ``cupel.layout`` (``SpanCollector(layout=...)``, :class:`SpanLayout`).
+``columns`` (the default): each span's item events are one compact JSON object of
+columns (the events' attribute names, one entry per item, ``null`` for absent), cut
+into ``cupel.columns.<k>`` string attributes of at most 2,048 bytes, with
+``cupel.columns.{chunk_count,part_count,byte_count}``; chunks past 64 go on child
+spans ``<span name>.part`` (``cupel.columns.part``). This survives the SDK's default
+limits and Tempo's 2,048-byte truncation at any size. ``events``: the chapter's one
+span event per item, below. The root also carries ``input.value`` /
+``output.value`` (``application/json``, at most ``value_cap`` bytes) and the
+application's ``session.id``, ``user.id``, ``gen_ai.conversation.id``.
+
 **Span events.** ``cupel.exclusion`` (StageAndExclusions and Full) on the stage
 span that made the decision: ``cupel.exclusion.reason``,
 ``cupel.exclusion.item_kind``, ``cupel.exclusion.item_tokens`` (the chapter),
@@ -113,6 +125,7 @@ from __future__ import annotations
 
 from ._backends import spans_from_mlflow_json, spans_from_mlflow_traces, spans_from_phoenix_json
 from ._collector import CAPTURE_CONTENT_ENV, SpanCollector
+from ._columns import SpanLayout
 from ._decode import (
     RebuiltRun,
     events_from_spans,
@@ -136,6 +149,7 @@ __all__ = [
     "SpanCollector",
     "SpanData",
     "SpanEventData",
+    "SpanLayout",
     "events_from_spans",
     "fetch_spans",
     "parse_trace",

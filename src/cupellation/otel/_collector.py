@@ -37,11 +37,29 @@ from ..events import (
     apply_content_capture,
     event_to_dict,
 )
+from ..exceptions import InvalidValueError
+from ._columns import (
+    BYTE_COUNT,
+    CHUNK_COUNT,
+    CHUNK_PREFIX,
+    CHUNKS_ON_CARRIER,
+    CHUNKS_PER_PART,
+    LAYOUT,
+    PART_COUNT,
+    PART_INDEX,
+    PART_SUFFIX,
+    ColumnSet,
+    SpanLayout,
+    chunk_text,
+    columns_text,
+)
 from ._encode import (
     Encoded,
     exclusion_batch_attributes,
+    exclusion_batch_columns,
     flat_stage,
     included_batch_attributes,
+    included_batch_columns,
     stage_event_attributes,
 )
 from ._metrics import Instruments
@@ -55,6 +73,7 @@ from ._names import (
     ROOT_SPAN,
     RUN_ID,
     SPAN_STAGES,
+    STAGE_DURATION,
     STAGE_NAME,
     UTILIZATION,
     check_totals,
@@ -65,6 +84,17 @@ from ._names import (
     stage_span_name,
 )
 from ._providers import Providers
+from ._values import (
+    DEFAULT_VALUE_CAP,
+    INPUT_MIME,
+    INPUT_VALUE,
+    JSON_MIME,
+    OUTPUT_MIME,
+    OUTPUT_VALUE,
+    identity_attributes,
+    input_value,
+    output_value,
+)
 
 __all__ = ["CAPTURE_CONTENT_ENV", "SpanCollector"]
 
@@ -77,13 +107,20 @@ CAPTURE_CONTENT_ENV: Final = CAPTURE_ENV_VAR
 _SPAN_STAGES = frozenset(SPAN_STAGES)
 
 
+def _warn_unprojectable(count: int) -> None:
+    if count > 0:
+        _logger.warning("cupellation: %d item events held values no span can carry "
+                        "(a non-finite number) and were left out", count)
+
+
 class _Run:
     """One run's open spans, attached contexts and running totals."""
 
-    __slots__ = ("included", "instruments", "internal", "recording", "root", "root_attributes",
-                 "root_context", "root_token", "root_totals", "run_id", "stage", "stage_attributes",
-                 "stage_exclusions", "stage_span", "stage_token", "stage_totals", "target_tokens",
-                 "tracer")
+    __slots__ = ("dropped", "included", "instruments", "internal", "kept", "recording", "root",
+                 "root_attributes",
+                 "root_columns", "root_context", "root_token", "root_totals", "run_id", "stage",
+                 "stage_attributes", "stage_columns", "stage_exclusions", "stage_span",
+                 "stage_start_ns", "stage_token", "stage_totals", "target_tokens", "tracer")
 
     def __init__(self, run_id: str, tracer: Tracer | None, instruments: Instruments | None,
                  target_tokens: int) -> None:
@@ -103,10 +140,18 @@ class _Run:
         self.stage_attributes: dict[str, Any] = {}
         self.stage_totals = [0, 0]
         self.stage_exclusions = 0
+        self.stage_start_ns: int | None = None
+        # The columns layout: the item-event rows gathered for the open stage span and
+        # for the root.
+        self.stage_columns = ColumnSet()
+        self.root_columns = ColumnSet()
         # A spanless stage (Sort) between its start and completion: its start attributes.
         self.internal: dict[str, Any] | None = None
         # Inclusion batches held until the Place span has ended.
         self.included: list[ItemEventBatch] = []
+        # Every batch of kept and dropped items, for output.value.
+        self.kept: list[ItemEventBatch] = []
+        self.dropped: list[ItemEventBatch] = []
 
     @property
     def spans_on(self) -> bool:
@@ -144,14 +189,22 @@ class SpanCollector:
     every context it attached is detached, and the run itself goes on untouched.
     """
 
-    __slots__ = ("_capture", "_closed", "_level", "_lines", "_lock", "_providers", "_runs")
+    __slots__ = ("_capture", "_closed", "_layout", "_level", "_lines", "_lock", "_providers",
+                 "_runs", "_value_cap")
 
     def __init__(self, *, tracer_provider: trace.TracerProvider | None = None,
                  meter_provider: metrics.MeterProvider | None = None,
                  tier: TraceDetailLevel | str = TraceDetailLevel.STAGE_ONLY,
                  content_capture: ContentCapture | str | None = None,
-                 digest_key: bytes | str | None = None) -> None:
+                 digest_key: bytes | str | None = None,
+                 layout: SpanLayout | str = SpanLayout.COLUMNS,
+                 value_cap: int = DEFAULT_VALUE_CAP) -> None:
         self._level = TraceDetailLevel.parse(tier)
+        self._layout = SpanLayout.parse(layout)
+        if type(value_cap) is not int or value_cap < 256:
+            raise InvalidValueError("value_cap", value_cap,
+                                    "must be an int of at least 256 (bytes)")
+        self._value_cap = value_cap
         self._capture = resolve_capture(content_capture, ContentCapture.NONE)
         self._providers = Providers(tracer_provider, meter_provider)
         self._lock = threading.Lock()
@@ -182,6 +235,12 @@ class SpanCollector:
     def content_capture(self) -> ContentCapture:
         """How item content appears in the spans."""
         return self._capture
+
+    @property
+    def layout(self) -> SpanLayout:
+        """How per-item decisions travel: as columns on each span (the default) or as
+        one span event per item."""
+        return self._layout
 
     def record(self, events: Sequence[PipelineEvent], /) -> None:
         """Project one delivery of the run's events onto its spans and metrics."""
@@ -230,7 +289,7 @@ class SpanCollector:
 
     def __repr__(self) -> str:
         return (f"SpanCollector(tier={self._level.tier!r}, "
-                f"content_capture={self._capture.value!r})")
+                f"content_capture={self._capture.value!r}, layout={self._layout.value!r})")
 
     # -- per-run state -------------------------------------------------------------------
 
@@ -307,6 +366,10 @@ class SpanCollector:
             return
         captured = apply_content_capture(event, self._capture)
         attributes = run_attributes(event_to_dict(captured))
+        attributes[LAYOUT] = self._layout.value
+        attributes[INPUT_VALUE] = input_value(event)
+        attributes[INPUT_MIME] = JSON_MIME
+        attributes.update(identity_attributes(event))
         attributes.update(BACKEND_ATTRIBUTES)
         root = tracer.start_span(ROOT_SPAN, attributes=attributes)
         run.root = root
@@ -330,7 +393,12 @@ class SpanCollector:
             assert run.tracer is not None
             span = run.tracer.start_span(stage_span_name(event.stage),
                                          context=run.root_context, attributes=attributes)
+            # The span's own start (an SDK span has it as an int; a tracer whose spans do
+            # not say leaves the end to the span).
+            start = getattr(span, "start_time", None)
+            run.stage_start_ns = start if type(start) is int else None
             run.stage_span = span
+            run.stage_columns = ColumnSet()
             run.stage_attributes = attributes
             run.stage_totals = [0, 0]
             run.stage_exclusions = 0
@@ -373,12 +441,24 @@ class SpanCollector:
         span, run.stage_span = run.stage_span, None
         token, run.stage_token = run.stage_token, None
         assert span is not None
+        end_ns: int | None = None
+        if completion is not None:
+            # The stage's own clock: the span lasts exactly the stage's measured duration,
+            # whatever the sinks and the exporter's thread took around it.
+            duration = completion.get(STAGE_DURATION)
+            if isinstance(duration, float) and run.stage_start_ns is not None:
+                end_ns = run.stage_start_ns + (round(duration * 1_000_000)
+                                               if duration > 0 else 0)
         try:
             try:
                 written = run.stage_attributes
                 new = {k: v for k, v in (completion or {}).items() if k not in written}
                 if self._level is not TraceDetailLevel.STAGE_ONLY:
                     new[EXCLUSION_COUNT] = run.stage_exclusions
+                if run.stage_columns:
+                    name = stage_span_name(str(written.get(STAGE_NAME, "")))
+                    new.update(self._write_columns(run, span, name, run.stage_columns,
+                                                   end_ns))
                 count, length = check_totals({**written, **new})
                 new[CHECK_COUNT] = count + run.stage_totals[0]
                 new[CHECK_TEXT] = length + run.stage_totals[1]
@@ -386,7 +466,7 @@ class SpanCollector:
                 if error is not None:
                     span.set_status(Status(StatusCode.ERROR, error))
             finally:
-                span.end()
+                span.end(end_time=end_ns)
         finally:
             if token is not None:
                 otel_context.detach(token)
@@ -402,6 +482,8 @@ class SpanCollector:
         run = self._get(batch.run_id)
         if run is None or not batch:
             return
+        if run.spans_on:
+            (run.dropped if batch.excluded else run.kept).append(batch)
         if batch.excluded:
             instruments = run.instruments
             if instruments is not None:
@@ -412,19 +494,36 @@ class SpanCollector:
             if not run.spans_on:
                 return
             on_stage = run.stage_span is not None and run.stage == batch.stage
-            carrier = run.stage_span if on_stage else run.root
-            totals = run.stage_totals if on_stage else run.root_totals
-            assert carrier is not None
             stage = flat_stage(run.stage) if on_stage else None
-            added = self._add_events(carrier, EXCLUSION_EVENT,
-                                     exclusion_batch_attributes(batch, self._capture, stage),
-                                     totals)
+            if self._layout is SpanLayout.COLUMNS:
+                target = run.stage_columns if on_stage else run.root_columns
+                columns = exclusion_batch_columns(batch, self._capture, stage)
+                if columns is not None:
+                    target.add_columns(EXCLUSION_EVENT, *columns)
+                    added = columns[0]
+                else:
+                    rows = exclusion_batch_attributes(batch, self._capture, stage)[0]
+                    added = target.add(EXCLUSION_EVENT, rows)
+                    _warn_unprojectable(len(rows) - added)
+            else:
+                carrier = run.stage_span if on_stage else run.root
+                totals = run.stage_totals if on_stage else run.root_totals
+                added = self._add_events(
+                    carrier, EXCLUSION_EVENT,
+                    exclusion_batch_attributes(batch, self._capture, stage), totals)
             if on_stage:
                 run.stage_exclusions += added
             return
         if not run.spans_on:
             return
-        if run.stage is PipelineStage.PLACE and run.stage_span is not None:
+        if self._layout is SpanLayout.COLUMNS:
+            columns = included_batch_columns(batch, self._capture)
+            if columns is not None:
+                run.root_columns.add_columns(INCLUDED_EVENT, *columns)
+            else:
+                rows = included_batch_attributes(batch, self._capture)[0]
+                _warn_unprojectable(len(rows) - run.root_columns.add(INCLUDED_EVENT, rows))
+        elif run.stage is PipelineStage.PLACE and run.stage_span is not None:
             run.included.append(batch)  # the chapter: recorded after Place completes
         else:
             self._add_events(run.root, INCLUDED_EVENT,
@@ -443,11 +542,42 @@ class SpanCollector:
                 added += 1
         totals[0] += count
         totals[1] += length
-        if added < len(attribute_list):
-            _logger.warning("cupellation: %d item events held values no span can carry "
-                            "(a non-finite number) and were left out",
-                            len(attribute_list) - added)
+        _warn_unprojectable(len(attribute_list) - added)
         return added
+
+    def _write_columns(self, run: _Run, span: Span, name: str, columns: ColumnSet,
+                       end_ns: int | None) -> dict[str, Any]:
+        """The column attributes for the span ``span`` (called ``name``) that carries
+        ``columns``; chunks past :data:`CHUNKS_ON_CARRIER` go on part spans, started and
+        ended here as ``span``'s children at ``end_ns``."""
+        data = columns_text(columns)
+        columns.blocks = {}
+        chunks = chunk_text(data)
+        own = chunks[:CHUNKS_ON_CARRIER]
+        rest = chunks[CHUNKS_ON_CARRIER:]
+        parts = (len(rest) + CHUNKS_PER_PART - 1) // CHUNKS_PER_PART
+        out: dict[str, Any] = {CHUNK_COUNT: len(chunks), PART_COUNT: parts,
+                               BYTE_COUNT: len(data)}
+        for k, chunk in enumerate(own):
+            out[f"{CHUNK_PREFIX}{k}"] = chunk
+        if parts:
+            assert run.tracer is not None
+            context = trace.set_span_in_context(span)
+            at = end_ns  # None: the tracer's clock
+            for part in range(parts):
+                first = CHUNKS_ON_CARRIER + part * CHUNKS_PER_PART
+                attributes: dict[str, Any] = {RUN_ID: run.run_id, PART_INDEX: part}
+                for k, chunk in enumerate(rest[part * CHUNKS_PER_PART:
+                                               (part + 1) * CHUNKS_PER_PART]):
+                    attributes[f"{CHUNK_PREFIX}{first + k}"] = chunk
+                count, length = check_totals(attributes)
+                attributes[CHECK_COUNT] = count
+                attributes[CHECK_TEXT] = length
+                attributes.update(BACKEND_ATTRIBUTES)
+                child = run.tracer.start_span(name + PART_SUFFIX, context=context,
+                                              attributes=attributes, start_time=at)
+                child.end(end_time=at)
+        return out
 
     def _flush_included(self, run: _Run) -> None:
         batches, run.included = run.included, []
@@ -530,6 +660,16 @@ class SpanCollector:
         self._flush_included(run)
         written = run.root_attributes
         new = {k: v for k, v in end.items() if k not in written}
+        if run.root_columns:
+            new.update(self._write_columns(run, root, ROOT_SPAN, run.root_columns, None))
+        new[OUTPUT_VALUE] = output_value(
+            outcome=str(end.get("cupel.run.outcome", "failed")),
+            included_count=end.get("cupel.run.included_count"),
+            included_tokens=end.get("cupel.run.included_tokens"),
+            excluded_count=end.get("cupel.run.excluded_count"),
+            kept=run.kept, dropped=run.dropped, capture=self._capture, cap=self._value_cap)
+        new[OUTPUT_MIME] = JSON_MIME
+        run.kept = run.dropped = []
         count, length = check_totals({**written, **new})
         new[CHECK_COUNT] = count + run.root_totals[0]
         new[CHECK_TEXT] = length + run.root_totals[1]

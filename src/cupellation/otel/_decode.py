@@ -35,6 +35,17 @@ from ..events import (
 from ..exceptions import DecodeError
 from ..reasons import KNOWN_EXCLUSION_REASONS
 from ._backends import backend_of, documents_in, merged_spans, spans_from_backend_document
+from ._columns import (
+    BYTE_COUNT,
+    CHUNK_COUNT,
+    COLUMN_ATTRIBUTES,
+    LAYOUT,
+    PART_COUNT,
+    PART_INDEX,
+    PART_SUFFIX,
+    is_chunk_attribute,
+    rows_from_document,
+)
 from ._jaeger import is_jaeger_document, spans_from_jaeger_json
 from ._names import (
     ALL_STAGES,
@@ -69,6 +80,7 @@ from ._spans import (
     SpanData,
     SpanEventData,
     is_otlp_document,
+    shown,
     span_data,
     spans_from_otlp_json,
     spans_from_otlp_proto,
@@ -83,6 +95,9 @@ __all__ = [
     "reports_from_spans",
     "runs_from_spans",
 ]
+
+_ROOT_KNOWN: frozenset[str] = ROOT_ATTRIBUTES | COLUMN_ATTRIBUTES | {LAYOUT}
+_STAGE_KNOWN: frozenset[str] = STAGE_ATTRIBUTES | COLUMN_ATTRIBUTES
 
 #: How many undecodable events a report names one by one before it only counts them.
 _NAMED_FAILURES = 5
@@ -164,11 +179,14 @@ def _check_losses(run: _Run, span: SpanData) -> None:
         lost = True
         run.problems.append(
             f"{label} lost {span.dropped_events} events to a span event limit (the "
-            f"OpenTelemetry SDK keeps the newest 128 by default): their decisions are missing")
+            "OpenTelemetry SDK keeps the newest 128 by default): their decisions are "
+            "missing. Fix: raise OTEL_SPAN_EVENT_COUNT_LIMIT (or the SpanLimits' "
+            "max_events), or use the columns layout (SpanCollector(layout='columns'))")
     if span.dropped_attributes:
         lost = True
         run.problems.append(f"{label} lost {span.dropped_attributes} attributes to an "
-                            "attribute limit")
+                            "attribute limit. Fix: raise OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT "
+                            "(the SDK keeps 128 by default)")
     events_lost = [e for e in span.events if e.dropped_attributes]
     if events_lost:
         lost = True
@@ -203,7 +221,8 @@ def _unknown_attributes(run: _Run, where: str, attributes: Mapping[str, Any],
     """Flag the ``cupel.*`` attributes the encoder never writes on this carrier (an
     ``open_prefix`` holds the fields of a reason or event this version does not know)."""
     unknown = [name for name in attributes if name.startswith("cupel.") and name not in known
-               and not (open_prefix is not None and name.startswith(open_prefix))]
+               and not (open_prefix is not None and name.startswith(open_prefix))
+               and is_chunk_attribute(name) is None]
     if unknown:
         run.problems.append(f"{where} carries cupel.* attributes this version does not "
                             f"write, which were ignored: {', '.join(sorted(unknown))}")
@@ -240,6 +259,122 @@ def _decode_span_events(run: _Run, span: SpanData, carrier_stage: str | None) ->
         _decode_span_event(run, span, event, carrier_stage)
 
 
+#: The parts of a carrier span's columns: (carrier name, carrier span id) -> part spans.
+_Parts = dict[tuple[str, str | None], list[SpanData]]
+_PART_KNOWN: frozenset[str] = frozenset({RUN_ID, PART_INDEX, CHECK_COUNT, CHECK_TEXT})
+_EXPORT_FIX = ("spans were lost between the process and the backend (an exporter queue or "
+               "batch limit, a receiver's size limit, or a backend dropping spans)")
+
+
+def _ranges(numbers: list[int]) -> str:
+    """``[1, 2, 3, 7]`` as ``"1-3, 7"`` (at most 10 ranges shown)."""
+    spans: list[str] = []
+    start = prev = numbers[0]
+    for number in [*numbers[1:], None]:
+        if number is not None and number == prev + 1:
+            prev = number
+            continue
+        spans.append(str(start) if start == prev else f"{start}-{prev}")
+        if number is not None:
+            start = prev = number
+    return ", ".join(spans[:10]) + (", ..." if len(spans) > 10 else "")
+
+
+def _columns_rows(run: _Run, span: SpanData, parts: _Parts
+                  ) -> dict[str, list[dict[str, Any]]] | None:
+    """The item-event rows a span's columns hold (with its part spans), or None when
+    it has no columns or they cannot be read whole (which is noted)."""
+    total = span.attributes.get(CHUNK_COUNT)
+    if total is None:
+        return None
+    label = _span_label(span)
+    part_count = span.attributes.get(PART_COUNT, 0)
+    byte_count = span.attributes.get(BYTE_COUNT)
+    if not isinstance(total, int) or not isinstance(part_count, int) or total < 0:
+        run.problems.append(f"{label}: its column counts are damaged ({CHUNK_COUNT}="
+                            f"{shown(total)}, {PART_COUNT}={shown(part_count)}): the "
+                            "decisions it carried are missing")
+        return None
+    chunks: dict[int, str] = {}
+    mine = parts.get((span.name, span.span_id), [])
+    found_parts = set()
+    for holder in [span, *mine]:
+        if holder is not span:
+            index = holder.attributes.get(PART_INDEX)
+            if isinstance(index, int):
+                found_parts.add(index)
+        for name, value in holder.attributes.items():
+            k = is_chunk_attribute(name)
+            if k is None:
+                continue
+            if not isinstance(value, str):
+                run.problems.append(f"{label}: its column chunk {k} is not text")
+                continue
+            if k in chunks and chunks[k] != value:
+                run.problems.append(f"{label}: its column chunk {k} arrived twice, "
+                                    "with different text")
+                return None
+            chunks[k] = value
+    missing = [k for k in range(total) if k not in chunks]
+    extra = sorted(k for k in chunks if k >= total)
+    if missing or extra:
+        lost_parts = sorted(set(range(part_count)) - found_parts)
+        what = (f"part spans {_ranges(lost_parts)} of {part_count} ({span.name}{PART_SUFFIX})"
+                f" and " if lost_parts else "")
+        if missing:
+            run.problems.append(
+                f"{label} lost {what}{len(missing)} of its {total} column chunks "
+                f"({_ranges(missing)}): the decisions it carried are missing. Cause: "
+                f"{_EXPORT_FIX}")
+        else:
+            run.problems.append(f"{label} holds column chunks past its {CHUNK_COUNT} "
+                                f"{total} ({_ranges(extra)}): the decisions it carried are "
+                                "not trusted")
+        return None
+    text = "".join(chunks[k] for k in range(total))
+    size = len(text.encode("utf-8"))
+    if isinstance(byte_count, int) and size != byte_count:
+        run.problems.append(
+            f"{label}: its column chunks hold {size} of the {byte_count} bytes written: "
+            "some were truncated (an attribute value length limit under 2,048 bytes, "
+            "such as OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT); the decisions it carried are "
+            "missing")
+        return None
+    try:
+        return rows_from_document(json.loads(text))
+    except (ValueError, RecursionError) as exc:
+        run.problems.append(f"{label}: its columns are not readable JSON ({exc}): the "
+                            "decisions it carried are missing")
+        return None
+
+
+def _decode_columns(run: _Run, span: SpanData, parts: _Parts,
+                    carrier_stage: str | None) -> None:
+    rows = _columns_rows(run, span, parts)
+    if rows is None:
+        return
+    for name, found in rows.items():
+        if name not in (EXCLUSION_EVENT, INCLUDED_EVENT):
+            run.problems.append(f"{_span_label(span)}: its columns hold {len(found)} "
+                                f"{name!r} rows this version does not write; ignored")
+            continue
+        for row in found:
+            _decode_span_event(run, span, SpanEventData(name=name, attributes=row),
+                               carrier_stage)
+
+
+def _check_parts(run: _Run, parts: _Parts, carriers: list[SpanData]) -> None:
+    """Losses on part spans, and part spans whose carrier is missing."""
+    known = {(s.name, s.span_id) for s in carriers}
+    for (name, parent), found in parts.items():
+        for part in found:
+            _check_losses(run, part)
+            _unknown_attributes(run, f"the {part.name} span", part.attributes, _PART_KNOWN)
+        if (name, parent) not in known:
+            run.problems.append(f"{len(found)} {name}{PART_SUFFIX} spans have no {name} "
+                                "span: the decisions they carry cannot be read")
+
+
 def _expected_stages(root: SpanData) -> list[str]:
     """The chapter stages whose spans a run with this root must have."""
     outcome = root.attributes.get(OUTCOME)
@@ -257,7 +392,7 @@ def _expected_stages(root: SpanData) -> list[str]:
     return []
 
 
-def _decode_roots(run: _Run, roots: list[SpanData]) -> None:
+def _decode_roots(run: _Run, roots: list[SpanData], parts: _Parts) -> None:
     if not roots:
         run.problems.append(f"the root span {ROOT_SPAN} is missing: the run's start, end "
                             "and included items are unknown")
@@ -271,14 +406,16 @@ def _decode_roots(run: _Run, roots: list[SpanData]) -> None:
         run.capture = "full"  # a root without the member: nothing says content was dropped
     for root in roots:
         _check_losses(run, root)
-        _unknown_attributes(run, f"the {ROOT_SPAN} span", root.attributes, ROOT_ATTRIBUTES)
+        _unknown_attributes(run, f"the {ROOT_SPAN} span", root.attributes, _ROOT_KNOWN)
         for flat in run_flat(root.attributes):
             flat.setdefault("run_id", run.run_id)
             run.decode(flat, f"the {ROOT_SPAN} span")
         _decode_span_events(run, root, None)
+        _decode_columns(run, root, parts, None)
 
 
-def _decode_stages(run: _Run, roots: list[SpanData], stages: list[SpanData]) -> None:
+def _decode_stages(run: _Run, roots: list[SpanData], stages: list[SpanData],
+                   parts: _Parts) -> None:
     root_ids = {r.span_id for r in roots if r.span_id is not None}
     seen: set[str] = set()
     for span in stages:
@@ -290,10 +427,11 @@ def _decode_stages(run: _Run, roots: list[SpanData], stages: list[SpanData]) -> 
         if root_ids and span.parent_span_id not in root_ids:
             run.problems.append(f"{_span_label(span)} is not a child of the run's "
                                 f"{ROOT_SPAN} span")
-        _unknown_attributes(run, f"the {span.name} span", span.attributes, STAGE_ATTRIBUTES)
+        _unknown_attributes(run, f"the {span.name} span", span.attributes, _STAGE_KNOWN)
         for flat in stage_flat(span.attributes, run.run_id):
             run.decode(flat, f"the {span.name} span")
         _decode_span_events(run, span, stage_from_label(label))
+        _decode_columns(run, span, parts, stage_from_label(label))
     if len(roots) == 1:
         for stage in _expected_stages(roots[0]):
             if stage not in seen:
@@ -303,8 +441,15 @@ def _decode_stages(run: _Run, roots: list[SpanData], stages: list[SpanData]) -> 
 def _rebuild(run_id: str, spans: list[SpanData], digest_key: bytes | None) -> RebuiltRun:
     run = _Run(run_id, spans)
     roots = [s for s in spans if s.name == ROOT_SPAN]
-    _decode_roots(run, roots)
-    _decode_stages(run, roots, [s for s in spans if s.name != ROOT_SPAN])
+    parts: _Parts = {}
+    for span in spans:
+        if span.name.endswith(PART_SUFFIX):
+            parts.setdefault((span.name[:-len(PART_SUFFIX)], span.parent_span_id),
+                             []).append(span)
+    stages = [s for s in spans if s.name != ROOT_SPAN and not s.name.endswith(PART_SUFFIX)]
+    _decode_roots(run, roots, parts)
+    _decode_stages(run, roots, stages, parts)
+    _check_parts(run, parts, roots + stages)
     failed = sum(run.failures.values())
     if failed:
         run.problems.append(f"{failed} events could not be decoded and are missing: "
@@ -322,7 +467,10 @@ def _rebuild(run_id: str, spans: list[SpanData], digest_key: bytes | None) -> Re
     report = builder.result()
     problems = tuple(dict.fromkeys(run.problems))
     if problems:
-        report = replace(report, incomplete=report.incomplete + problems)
+        # The loss first: what the spans lost on the way (with its cause and fix) comes
+        # before what the fold finds missing as a consequence.
+        report = replace(report, incomplete=problems + tuple(
+            note for note in report.incomplete if note not in problems))
     trace_id = next((r.trace_id for r in roots if r.trace_id), None) or next(
         (s.trace_id for s in spans if s.trace_id), None)
     return RebuiltRun(run_id=run_id, report=report, events=tuple(run.events),
@@ -333,7 +481,7 @@ def _rebuild(run_id: str, spans: list[SpanData], digest_key: bytes | None) -> Re
 def _is_ours(span: SpanData) -> bool:
     run_id = span.attributes.get(RUN_ID)
     return isinstance(run_id, str) and bool(run_id) and (
-        span.name == ROOT_SPAN or span.name.startswith(STAGE_PREFIX))
+        span.name in (ROOT_SPAN, ROOT_SPAN + PART_SUFFIX) or span.name.startswith(STAGE_PREFIX))
 
 
 def runs_from_spans(spans: Iterable[Any], *, digest_key: bytes | str | None = None

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from operator import attrgetter
 from typing import Any
 
-from .._datamodel.wire import ITEM_FIELDS, flat_writer
+from .._datamodel.wire import ITEM_FIELDS, column_writer, flat_writer
 from .._model import ContextItem
 from ..events import (
     ContentCapture,
@@ -32,7 +33,13 @@ from ..events import (
     event_to_dict,
 )
 from ..exceptions import InvalidTypeError, InvalidValueError
-from ..reasons import ExclusionReason, InclusionReason, UnknownExclusionReason, reason_fields
+from ..reasons import (
+    KNOWN_EXCLUSION_REASONS,
+    ExclusionReason,
+    InclusionReason,
+    UnknownExclusionReason,
+    reason_fields,
+)
 from ._names import (
     RUN_ID,
     STAGE_DURATION,
@@ -51,7 +58,10 @@ from ._names import (
 )
 
 __all__ = [
+    "Columns",
     "Encoded",
+    "exclusion_batch_columns",
+    "included_batch_columns",
     "exclusion_batch_attributes",
     "flat_stage",
     "included_batch_attributes",
@@ -264,3 +274,134 @@ def text_totals(attributes: Mapping[str, Any]) -> tuple[int, int]:
         elif kind is list:
             length += sum(len(v) for v in value if type(v) is str)
     return len(attributes), length
+
+
+# -- the columns layout: a batch straight into columns, no per-item objects ------------------
+
+#: The item's ``cupel.item.*`` columns other than content, kind and tokens (metadata
+#: included: under ``full`` capture it is written as the flat mapping writes it).
+_write_item_columns = column_writer(ITEM_FIELDS, "cupel.item.",
+                                    skip=("content", "kind", "tokens", "metadata"))
+_write_metadata_column = column_writer(
+    [f for f in ITEM_FIELDS if f.name == "metadata"], "cupel.item.")
+
+#: (item count, columns) of a batch, or None when it needs the row-wise path.
+Columns = tuple[int, dict[str, list[Any]]] | None
+
+
+def _item_columns(items: tuple[ContextItem, ...], capture: ContentCapture,
+                  out: dict[str, list[Any]]) -> None:
+    if capture is ContentCapture.FULL:
+        out["cupel.item.content"] = [item.content for item in items]
+        _write_metadata_column(items, out)
+    elif capture is ContentCapture.HASH:
+        out["cupel.item.content"] = [content_digest(item.content) for item in items]
+    _write_item_columns(items, out)
+
+
+#: The known exclusion reason variants (each named by its class, fields declared).
+_KNOWN_REASON_CLASSES: frozenset[type] = frozenset(KNOWN_EXCLUSION_REASONS.values())
+
+
+def _all_finite(column: list[Any]) -> bool:
+    """True when no value of ``column`` is a non-finite float (one C-level sum for a
+    column of numbers; value by value otherwise)."""
+    try:
+        if math.isfinite(math.fsum(column)):
+            return True
+    except (TypeError, OverflowError):
+        pass
+    return not any(type(v) is float and not math.isfinite(v) for v in column)
+
+
+def _reason_columns(reasons: tuple[ExclusionReason, ...], tokens: list[int],
+                    out: dict[str, list[Any]]) -> bool:
+    """The reasons' name column and field columns, class by class (each known variant
+    declares its fields); False when a reason needs the row-wise path (an unknown
+    variant, a non-finite number)."""
+    kinds = [type(reason) for reason in reasons]
+    classes = set(kinds)
+    if not classes <= _KNOWN_REASON_CLASSES:
+        return False
+    out["cupel.exclusion.reason"] = [kind.__name__ for kind in kinds]
+    fields_by_attribute: dict[str, dict[type, str]] = {}
+    shared: set[str] = set()
+    for kind in classes:
+        for field in kind.__struct_fields__:
+            attribute = reason_field_attribute(field)
+            fields_by_attribute.setdefault(attribute, {})[kind] = field
+            if shares_item_field(kind.__name__, field):
+                shared.add(attribute)
+    for attribute, fields in fields_by_attribute.items():
+        if len(fields) == len(classes) and len(set(fields.values())) == 1:
+            (field,) = set(fields.values())
+            column = list(map(attrgetter(field), reasons))
+        else:
+            column = [getattr(reason, fields[kind]) if kind in fields else None
+                      for reason, kind in zip(reasons, kinds, strict=True)]
+        if not _all_finite(column):
+            return False
+        if attribute in shared:  # written once, as the item's, when they agree
+            column = [None if v == t and t is not None else v
+                      for v, t in zip(column, tokens, strict=True)]
+            if column.count(None) == len(column):
+                continue
+        out[attribute] = column
+    return True
+
+
+def exclusion_batch_columns(batch: ItemEventBatch, capture: ContentCapture,
+                            carrier_stage: str | None) -> Columns:
+    """The ``cupel.exclusion`` columns of an exclusion batch: for each item, what
+    :func:`exclusion_batch_attributes` gives (None where it gives nothing); None when
+    the batch needs that row-wise path (a non-finite number, an unknown reason)."""
+    scores = batch.scores
+    if not all(map(math.isfinite, scores)):
+        return None
+    items: tuple[ContextItem, ...] = batch.items
+    reasons: tuple[ExclusionReason, ...] = batch.reasons  # type: ignore[assignment]
+    tokens = [item.tokens for item in items]
+    out: dict[str, list[Any]] = {}
+    if not _reason_columns(reasons, tokens, out):
+        return None
+    out["cupel.exclusion.item_kind"] = [item.kind.value for item in items]
+    out["cupel.exclusion.item_tokens"] = tokens
+    out["cupel.exclusion.candidate_index"] = list(batch.candidate_indices)
+    out["cupel.exclusion.score"] = list(scores)
+    first = batch.first_seq
+    out["cupel.exclusion.seq"] = list(range(first, first + len(items)))
+    stage = flat_stage(batch.stage)
+    if stage != carrier_stage:
+        out["cupel.exclusion.stage"] = [stage] * len(items)
+    try:
+        _item_columns(items, capture, out)
+    except (InvalidValueError, InvalidTypeError):
+        return None
+    return len(items), out
+
+
+def included_batch_columns(batch: ItemEventBatch, capture: ContentCapture) -> Columns:
+    """The ``cupel.item.included`` columns of an inclusion batch (see
+    :func:`exclusion_batch_columns`); None when it needs the row-wise path."""
+    scores = batch.scores
+    reasons: tuple[InclusionReason, ...] = batch.reasons  # type: ignore[assignment]
+    positions = batch.positions
+    assert positions is not None
+    if not all(map(math.isfinite, scores)) or any(reason.fields for reason in reasons):
+        return None
+    items: tuple[ContextItem, ...] = batch.items
+    out: dict[str, list[Any]] = {
+        "cupel.item.reason": [reason.name for reason in reasons],
+        "cupel.item.kind": [item.kind.value for item in items],
+        "cupel.item.tokens": [item.tokens for item in items],
+        "cupel.item.candidate_index": list(batch.candidate_indices),
+        "cupel.item.position": list(positions),
+        "cupel.item.score": list(scores),
+    }
+    first = batch.first_seq
+    out["cupel.item.seq"] = list(range(first, first + len(items)))
+    try:
+        _item_columns(items, capture, out)
+    except (InvalidValueError, InvalidTypeError):
+        return None
+    return len(items), out

@@ -17,8 +17,10 @@ Carriers:
 - a stage span ``cupel.stage.<stage>`` holds its ``stage_started`` and
   ``stage_completed`` under ``cupel.stage.*``; a stage without a span (Sort)
   is one root span event named ``cupel.stage.<stage>`` with the same attributes;
-- item decisions are span events: ``cupel.exclusion`` on the span of the stage
-  that made the decision, ``cupel.item.included`` on the root after Place;
+- item decisions are span events (the events layout): ``cupel.exclusion`` on the
+  span of the stage that made the decision, ``cupel.item.included`` on the root
+  after Place; the columns layout (:mod:`._columns`) writes the same attributes as
+  columns on the same spans;
 - ``overflow`` and ``count_shortfall`` are span events ``cupel.overflow`` and
   ``cupel.count_shortfall`` (``cupel.event`` for a type this version does not
   know) on the span of the stage they happened in.

@@ -14,7 +14,7 @@ from ..exceptions import InvalidValueError
 from ._common import check_budget, unpack
 from ._protocol import SLICERS
 
-__all__ = ["GreedySlice"]
+__all__ = ["GreedySlice", "greedy_density_order", "greedy_take"]
 
 _MAX_FLOAT = sys.float_info.max
 _INT64_MIN = -(2**63)
@@ -73,6 +73,13 @@ def greedy_order_select(tokens: list[int], scores: list[float], target: int) -> 
 
     ``target`` must be positive.
     """
+    return greedy_take(greedy_density_order(tokens, scores), tokens, target)
+
+
+def greedy_density_order(tokens: list[int], scores: list[float]) -> list[int]:
+    """GREEDY-SLICE's visiting order: density (score per token) descending, ties by
+    index ascending, zero-token items first. It does not depend on the budget, so
+    budget simulation computes it once for many :func:`greedy_take` calls."""
     token_array = np.array(tokens, dtype=np.float64)
     score_array = np.array(scores, dtype=np.float64)
     zero = token_array == 0.0
@@ -84,6 +91,12 @@ def greedy_order_select(tokens: list[int], scores: list[float], target: int) -> 
     # A stable sort of the negated density is "density descending, then index
     # ascending": the spec's tie-break contract (-0.0 and 0.0 compare equal).
     order: list[int] = np.argsort(-density, kind="stable").tolist()
+    return order
+
+
+def greedy_take(order: list[int], tokens: list[int], target: int) -> list[int]:
+    """The indices GREEDY-SLICE selects within ``target`` (positive), visiting
+    ``order`` (:func:`greedy_density_order`)."""
     remaining = target
     selected: list[int] = []
     take = selected.append

@@ -1,12 +1,22 @@
-"""Helpers for testing code that uses cupellation: capture a run's events and
-assert on its SelectionReport.
+"""Helpers for testing code that uses cupellation: capture a run's events or
+spans, and assert on its SelectionReport with the Cupel.Testing vocabulary.
 
-    from cupellation.testing import capture_events, assert_excluded
+    from cupellation.testing import capture_events, expect
 
     events = capture_events()
     pipeline.run(candidates, budget, events)
     report = events.build_report()
-    assert_excluded(report, "old tool output", reason="BudgetExceeded")
+    (expect(report)
+        .include_item_with_kind("SystemPrompt")
+        .exclude_item_matching_with_reason(lambda item: item.content == "old tool output",
+                                           "BudgetExceeded"))
+
+:func:`expect` gives the vocabulary's 13 assertions (``spec/src/testing/vocabulary.md``)
+with the specification's failure messages; :func:`assert_included` and
+:func:`assert_excluded` are shorthands by content. The pytest plugin
+(``cupellation_pytest_plugin``, registered by entry point) hands a test a fresh
+collector (``cupellation_collector``) and in-memory span providers
+(``cupellation_spans``).
 """
 
 from __future__ import annotations
@@ -17,15 +27,27 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ._collectors import DiagnosticTraceCollector, TraceDetailLevel
-from ._report import ExcludedItem, IncludedItem, SelectionReport
-from .reasons import reason_to_dict
+from .._collectors import DiagnosticTraceCollector, TraceDetailLevel
+from .._report import ExcludedItem, IncludedItem, SelectionReport
+from ..reasons import reason_to_dict
+from ._vocabulary import (
+    ReasonLike,
+    SelectionReportAssertionChain,
+    SelectionReportAssertionError,
+    expect,
+    should,
+)
 
 __all__ = [
+    "ReasonLike",
+    "SelectionReportAssertionChain",
+    "SelectionReportAssertionError",
     "assert_excluded",
     "assert_included",
     "assert_report_consistent",
     "capture_events",
+    "expect",
+    "should",
 ]
 
 
@@ -131,7 +153,7 @@ class CapturedSpans:
 
     def runs(self) -> list[Any]:
         """The runs rebuilt from :attr:`spans` (``cupellation.otel.RebuiltRun``)."""
-        from .otel import runs_from_spans  # noqa: PLC0415 - keeps this module light
+        from ..otel import runs_from_spans  # noqa: PLC0415 - keeps this module light
 
         return runs_from_spans(self.spans)
 
@@ -161,7 +183,7 @@ class CapturedSpans:
 @contextmanager
 def capture_spans(tier: TraceDetailLevel | str = TraceDetailLevel.FULL, *,
                   content_capture: str = "full", span_limits: Any = None,
-                  ) -> Iterator[CapturedSpans]:
+                  layout: str = "columns") -> Iterator[CapturedSpans]:
     """Record runs as OpenTelemetry spans and metrics in memory, like the SDK's
     ``InMemorySpanExporter``, for tests::
 
@@ -172,6 +194,8 @@ def capture_spans(tier: TraceDetailLevel | str = TraceDetailLevel.FULL, *,
     The Full tier and ``full`` content capture by default, so a rebuilt report
     equals the in-process one; span limits are lifted (no event or attribute
     count limit) unless ``span_limits`` (an SDK ``SpanLimits``) says otherwise.
+    ``layout`` is the collector's :class:`~cupellation.otel.SpanLayout`
+    (``"columns"``, the default, or ``"events"``).
     Needs the ``opentelemetry-sdk`` package. Nothing global is touched: the
     providers are private to the block and shut down at its end.
     """
@@ -183,7 +207,7 @@ def capture_spans(tier: TraceDetailLevel | str = TraceDetailLevel.FULL, *,
         InMemorySpanExporter,
     )
 
-    from .otel import SpanCollector  # noqa: PLC0415
+    from ..otel import SpanCollector  # noqa: PLC0415
 
     if span_limits is None:
         unset = SpanLimits.UNSET
@@ -196,7 +220,7 @@ def capture_spans(tier: TraceDetailLevel | str = TraceDetailLevel.FULL, *,
     reader = InMemoryMetricReader()
     meter_provider = MeterProvider(metric_readers=[reader])
     collector = SpanCollector(tracer_provider=tracer_provider, meter_provider=meter_provider,
-                              tier=tier, content_capture=content_capture)
+                              tier=tier, content_capture=content_capture, layout=layout)
     try:
         yield CapturedSpans(collector, tracer_provider, meter_provider, exporter, reader)
     finally:

@@ -1,0 +1,137 @@
+"""mkdocs hooks (``hooks:`` in mkdocs.yml): the pages that are generated, so they never
+drift from their source.
+
+- An API page per public module (``cupellation``, each ``cupellation.<name>`` whose
+  name has no leading underscore, ``cupellation_exporters``), rendered by mkdocstrings
+  from the docstrings, and listed under "API reference" in the navigation. A module
+  added to the package gets its page without an edit here.
+- ``<!-- readme: HEADING -->`` in a page becomes that ``## HEADING`` section of
+  README.md (its body, up to the next ``## ``): the README stays the one source of the
+  telemetry reference, the concepts and the command summary.
+- ``<!-- cli-help -->`` becomes the ``--help`` of ``cupellation`` and of every
+  subcommand, from the parser itself (``cupellation.cli.build_parser``).
+- ``<!-- examples -->`` becomes every script of examples/: its docstring, then its code.
+- The docstrings' Sphinx roles (``:class:`~cupellation.X` ``) show as code, without the
+  role (and, after ``~``, with the last name only).
+
+A placeholder whose source is missing (a README heading renamed, an empty examples/)
+stops the build with an error naming it. Nothing here reaches the network.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import os
+import pkgutil
+import re
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+#: Where the package's modules are found (the source tree, not what is installed).
+_PACKAGE = ROOT / "src" / "cupellation"
+_README_SECTION = re.compile(r"<!-- readme: (.+?) -->")
+#: A Sphinx role the docstrings use (``:class:`~cupellation.X` ``), as Markdown renders it.
+_ROLE = re.compile(r":(?:func|class|meth|attr|mod|exc|data|obj):<code>(~?)([^<]*)</code>")
+
+
+def api_modules() -> list[str]:
+    """The modules that get an API page, in navigation order."""
+    names = ["cupellation"]
+    names += sorted(f"cupellation.{info.name}" for info in pkgutil.iter_modules([str(_PACKAGE)])
+                    if not info.name.startswith("_"))
+    names.append("cupellation_exporters")
+    return names
+
+
+def _api_page(module: str) -> str:
+    return f"# `{module}`\n\n::: {module}\n"
+
+
+def on_config(config: Any) -> Any:
+    """Add the API pages to the navigation, after the hand-written pages."""
+    nav = config["nav"]
+    nav.append({"API reference": [{module: f"api/{module}.md"} for module in api_modules()]})
+    return config
+
+
+def on_files(files: Any, config: Any) -> Any:
+    """Add a generated API page per public module."""
+    from mkdocs.structure.files import File  # noqa: PLC0415 - mkdocs is the caller
+
+    for module in api_modules():
+        files.append(File.generated(config, f"api/{module}.md", content=_api_page(module)))
+    return files
+
+
+def readme_section(heading: str) -> str:
+    """The body of README.md's ``## heading`` section (without the heading line)."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    match = re.search(rf"^## {re.escape(heading)}\n(.*?)(?=^## |\Z)", text, re.M | re.S)
+    if match is None:
+        raise ValueError(f"docs: README.md has no '## {heading}' section")
+    return match.group(1).strip() + "\n"
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:  # argparse keeps the subparsers only here
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def cli_help() -> str:
+    """The ``--help`` of the command and of every subcommand, nested ones included."""
+    from cupellation.cli import build_parser  # noqa: PLC0415 - only when the page asks
+
+    previous = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = "100"  # argparse wraps to the terminal: make it one width
+    try:
+        parts: list[str] = []
+
+        def add(path: str, parser: argparse.ArgumentParser) -> None:
+            parts.append(f"### `{path}`\n\n```text\n{parser.format_help().rstrip()}\n```\n")
+            for name, child in _subcommands(parser).items():
+                add(f"{path} {name}", child)
+
+        add("cupellation", build_parser())
+    finally:
+        if previous is None:
+            os.environ.pop("COLUMNS", None)
+        else:
+            os.environ["COLUMNS"] = previous
+    return "\n".join(parts)
+
+
+def examples() -> str:
+    """Every script of examples/ with its docstring, then its code."""
+    parts: list[str] = []
+    for path in sorted((ROOT / "examples").glob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        doc = ast.get_docstring(ast.parse(source)) or ""
+        parts.append(f"## `{path.name}`\n\n```text\n{doc}\n```\n\n"
+                     f"```python\n{source.rstrip()}\n```\n")
+    if not parts:
+        raise ValueError("docs: examples/ holds no script")
+    return "\n".join(parts)
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
+    """Fill the placeholders of a page."""
+    markdown = _README_SECTION.sub(lambda m: readme_section(m.group(1)), markdown)
+    if "<!-- cli-help -->" in markdown:
+        markdown = markdown.replace("<!-- cli-help -->", cli_help())
+    if "<!-- examples -->" in markdown:
+        markdown = markdown.replace("<!-- examples -->", examples())
+    return markdown
+
+
+def _role(match: re.Match[str]) -> str:
+    name = match.group(2)
+    return f"<code>{name.rsplit('.', 1)[-1] if match.group(1) else name}</code>"
+
+
+def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
+    """Show the docstrings' Sphinx roles as plain code."""
+    return _ROLE.sub(_role, html)

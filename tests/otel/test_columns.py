@@ -1,0 +1,274 @@
+"""The columns layout: every decision of a large run survives the SDK's DEFAULT span
+limits and Tempo's 2,048-byte value truncation; a lost part or chunk is named in
+``incomplete``; the layout is named on the root span."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cupellation import (
+    ContextBudget,
+    ContextItem,
+    DiagnosticTraceCollector,
+    FanOutCollector,
+    GreedySlice,
+    Pipeline,
+    TraceDetailLevel,
+)
+from cupellation.events import Verification
+from cupellation.exceptions import InvalidValueError
+from cupellation.otel import (
+    SpanCollector,
+    SpanData,
+    SpanLayout,
+    runs_from_spans,
+    spans_from_jaeger_json,
+    spans_from_otlp_json,
+    spans_from_otlp_proto,
+)
+from cupellation.otel._columns import MAX_CHUNK_BYTES, chunk_text
+from cupellation.otel._spans import span_data
+from cupellation.scoring import CompositeScorer, PriorityScorer, RecencyScorer
+
+from ._support import (
+    jaeger_document,
+    make_sdk,
+    no_context_leak,
+    otlp_document,
+    otlp_proto_bytes,
+    run_both,
+)
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from _harness import make_items
+
+PIPELINE = Pipeline(CompositeScorer([(RecencyScorer(), 2.0), (PriorityScorer(), 1.0)]),
+                    GreedySlice())
+#: The SDK's documented default limits (OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT and
+#: OTEL_SPAN_EVENT_COUNT_LIMIT).
+SDK_DEFAULT_LIMIT = 128
+
+
+def _budget(items: list[ContextItem], fraction: float) -> ContextBudget:
+    target = int(sum(item.tokens for item in items) * fraction)
+    return ContextBudget(max_tokens=2 * target, target_tokens=target)
+
+
+def _with_wide_text(items: list[ContextItem]) -> list[ContextItem]:
+    """Some contents with multi-byte characters, so chunks must cut between them."""
+    return [replace(item, content=item.content + " — ünïcødé ✓ 漢字 🙂") if k % 7 == 0
+            else item for k, item in enumerate(items)]
+
+
+def _tempo_cut(value: Any) -> Any:
+    if isinstance(value, str):
+        raw = value.encode("utf-8")
+        if len(raw) > MAX_CHUNK_BYTES:
+            return raw[:MAX_CHUNK_BYTES].decode("utf-8", errors="ignore")
+    return value
+
+
+def tempo_truncated(spans: list[SpanData]) -> list[SpanData]:
+    """What Tempo's distributor keeps with max_attribute_bytes = 2,048: any attribute
+    key or string value longer than that is cut (arrays are not cut element-wise)."""
+    out = []
+    for span in spans:
+        attributes = {_tempo_cut(k): _tempo_cut(v) for k, v in span.attributes.items()}
+        events = tuple(replace(e, attributes={_tempo_cut(k): _tempo_cut(v)
+                                              for k, v in e.attributes.items()})
+                       for e in span.events)
+        out.append(replace(span, attributes=attributes, events=events))
+    return out
+
+
+@pytest.mark.parametrize(("size", "tier", "capture"), [
+    (5_000, "Full", "full"),
+    (5_000, "StageAndExclusions", "none"),
+    (50_000, "Full", "full"),
+])
+def test_a_large_run_survives_default_limits_and_tempo_truncation(
+        size: int, tier: str, capture: str) -> None:
+    """5,000 and 50,000 candidates through an SDK TracerProvider with its DEFAULT limits
+    (128 attributes, 128 events per span) and Tempo's truncation of every string over
+    2,048 bytes: no span loses anything or holds more than 128 attributes, and the
+    report rebuilt from the spans equals the in-process one, its digest verified."""
+    items = _with_wide_text(make_items(size, 13, pinned_index=7))
+    sdk = make_sdk(limits=None)  # the SDK's defaults
+    collector = sdk.collector(tier, capture)
+    assert collector.layout is SpanLayout.COLUMNS
+    traced = run_both(PIPELINE, items, _budget(items, 0.4), collector,
+                      TraceDetailLevel.parse(tier))
+    assert traced.error is None
+    for span in sdk.spans:
+        assert span.dropped_attributes == 0
+        assert span.dropped_events == 0
+        assert len(span.attributes or {}) <= SDK_DEFAULT_LIMIT
+        assert len(span.events) <= SDK_DEFAULT_LIMIT
+        for value in (span.attributes or {}).values():
+            if isinstance(value, str):
+                assert len(value.encode("utf-8")) <= MAX_CHUNK_BYTES
+    parts = [s for s in sdk.spans if s.name.endswith(".part")]
+    if size == 50_000:
+        assert parts, "a 50,000-item run needs part spans"
+    spans = tempo_truncated([span_data(s) for s in sdk.spans])
+    (rebuilt,) = runs_from_spans(spans)
+    expected = traced.report
+    if capture != "full":
+        assert set(rebuilt.report.incomplete) == {
+            *expected.incomplete,
+            "item content was captured as 'none': contents and metadata are not the "
+            "originals"}
+        rebuilt_report = rebuilt.report
+        assert [e.item.tokens for e in rebuilt_report.excluded] == [
+            e.item.tokens for e in expected.excluded]
+        assert [(e.score, e.reason) for e in rebuilt_report.excluded] == [
+            (e.score, e.reason) for e in expected.excluded]
+        assert len(rebuilt_report.included) == len(expected.included)
+    else:
+        assert rebuilt.report == expected
+    assert rebuilt.verification is Verification.VERIFIED
+
+
+def test_the_root_span_names_the_layout() -> None:
+    """cupel.layout on the root span is 'columns' by default and 'events' when asked
+    for; both rebuild the same whole report from a small run."""
+    items = make_items(40, 3)
+    reports = []
+    for layout in ("columns", "events"):
+        sdk = make_sdk()
+        traced = run_both(PIPELINE, items, _budget(items, 0.5), sdk.collector(layout=layout))
+        (root,) = sdk.by_name("cupel.pipeline")
+        assert (root.attributes or {})["cupel.layout"] == layout
+        (rebuilt,) = runs_from_spans(sdk.spans)
+        assert rebuilt.report == traced.report
+        reports.append(rebuilt.report)
+        events = [e for s in sdk.spans for e in s.events
+                  if e.name in ("cupel.exclusion", "cupel.item.included")]
+        assert bool(events) == (layout == "events")
+    assert reports[0].included == reports[1].included
+    assert reports[0].excluded == reports[1].excluded
+
+
+def test_a_bad_layout_is_refused_naming_the_value() -> None:
+    """An unknown layout name raises InvalidValueError naming the field and value."""
+    with pytest.raises(InvalidValueError, match=r"layout.*'columns' or 'events'.*rows"):
+        SpanCollector(layout="rows")
+    assert SpanLayout.parse("EVENTS") is SpanLayout.EVENTS
+
+
+def test_chunks_cut_between_characters_and_stay_under_the_limit() -> None:
+    """chunk_text never splits a multi-byte character and never exceeds the limit; the
+    chunks join back to the text."""
+    text = ("aé漢🙂" * 3000).encode("utf-8")
+    chunks = chunk_text(text, 100)
+    assert "".join(chunks).encode("utf-8") == text
+    assert all(0 < len(c.encode("utf-8")) <= 100 for c in chunks)
+
+
+def _large_spans() -> tuple[list[SpanData], Any]:
+    items = make_items(20_000, 5, pinned_index=1)
+    sdk = make_sdk(limits=None)
+    traced = run_both(PIPELINE, items, _budget(items, 0.3), sdk.collector("Full", "full"))
+    return [span_data(s) for s in sdk.spans], traced
+
+
+def test_a_lost_part_span_is_named_in_incomplete() -> None:
+    """Without one cupel.stage.slice.part span, the report says which part and which
+    chunks of the slice span's columns are missing, and never holds a wrong decision."""
+    spans, traced = _large_spans()
+    parts = [s for s in spans if s.name == "cupel.stage.slice.part"]
+    assert len(parts) >= 2
+    lost = parts[1]
+    (rebuilt,) = runs_from_spans([s for s in spans if s is not lost])
+    assert not rebuilt.is_complete
+    first = rebuilt.report.incomplete[0]
+    assert "cupel.stage.slice" in first
+    assert f"part spans {lost.attributes['cupel.columns.part']} of {len(parts)}" in first
+    assert "column chunks" in first
+    truth = {(e.item, e.score, e.reason) for e in traced.report.excluded}
+    assert all((e.item, e.score, e.reason) in truth for e in rebuilt.report.excluded)
+
+
+def test_a_lost_or_truncated_chunk_is_named_in_incomplete() -> None:
+    """A chunk attribute dropped from a span, or one cut short (a length limit under
+    2,048 bytes), is named: the stage's decisions are reported missing, not guessed."""
+    spans, _ = _large_spans()
+    at = next(k for k, s in enumerate(spans) if s.name == "cupel.stage.slice")
+    dropped = dict(spans[at].attributes)
+    del dropped["cupel.columns.3"]
+    damaged = [*spans[:at], replace(spans[at], attributes=dropped), *spans[at + 1:]]
+    (rebuilt,) = runs_from_spans(damaged)
+    assert "cupel.stage.slice" in rebuilt.report.incomplete[0]
+    text = "\n".join(rebuilt.report.incomplete)
+    assert "lost 1 of its" in text
+    assert "column chunks (3)" in text
+    cut = dict(spans[at].attributes)
+    cut["cupel.columns.3"] = cut["cupel.columns.3"][:1000]
+    damaged = [*spans[:at], replace(spans[at], attributes=cut), *spans[at + 1:]]
+    (rebuilt,) = runs_from_spans(damaged)
+    text = "\n".join(rebuilt.report.incomplete)
+    assert "truncated" in text
+    assert not rebuilt.is_complete
+
+
+def test_a_changed_value_in_the_columns_is_a_digest_mismatch() -> None:
+    """One score changed inside the columns' JSON text (same length, still valid): the
+    fold sees a whole run, and the run digest says it was changed."""
+    items = make_items(60, 2)
+    sdk = make_sdk()
+    run_both(PIPELINE, items, _budget(items, 0.4), sdk.collector("Full", "full"))
+    spans = [span_data(s) for s in sdk.spans]
+    at = next(k for k, s in enumerate(spans) if s.name == "cupel.stage.slice")
+    count = spans[at].attributes["cupel.columns.chunk_count"]
+    chunks = [spans[at].attributes[f"cupel.columns.{k}"] for k in range(count)]
+    text = "".join(chunks)
+    marker = '"cupel.exclusion.item_tokens":['
+    start = text.index(marker) + len(marker)
+    digit = text[start]
+    text = text[:start] + ("2" if digit != "2" else "3") + text[start + 1:]
+    attributes = dict(spans[at].attributes)
+    offset = 0
+    for k, chunk in enumerate(chunks):  # the same cuts, one digit changed
+        attributes[f"cupel.columns.{k}"] = text[offset:offset + len(chunk)]
+        offset += len(chunk)
+    (rebuilt,) = runs_from_spans([*spans[:at], replace(spans[at], attributes=attributes),
+                                  *spans[at + 1:]])
+    assert rebuilt.verification is Verification.MISMATCH
+    assert not rebuilt.is_complete
+
+
+def test_part_spans_rebuild_from_every_file_format() -> None:
+    """A run large enough for part spans, saved as OTLP/JSON (hex and base64 ids),
+    Jaeger JSON and OTLP protobuf, rebuilds exactly from each."""
+    items = make_items(20_000, 8, pinned_index=3)
+    sdk = make_sdk(limits=None)
+    traced = run_both(PIPELINE, items, _budget(items, 0.3), sdk.collector("Full", "full"))
+    assert any(s.name.endswith(".part") for s in sdk.spans)
+    for spans in (spans_from_otlp_json(json.dumps(otlp_document(sdk.spans))),
+                  spans_from_otlp_json(json.dumps(otlp_document(sdk.spans, ids="base64"))),
+                  spans_from_jaeger_json(json.dumps(jaeger_document(sdk.spans))),
+                  spans_from_otlp_proto(otlp_proto_bytes(sdk.spans))):
+        (rebuilt,) = runs_from_spans(spans)
+        assert rebuilt.report == traced.report
+        assert rebuilt.verification is Verification.VERIFIED
+
+
+def test_two_span_collectors_in_one_fan_out_leave_no_span_current() -> None:
+    """A columns and an events SpanCollector side by side in one FanOutCollector: the
+    fan-out closes stages and runs in reverse order, so no context stays attached, and
+    each collector's spans rebuild the in-process report."""
+    items = make_items(300, 6, pinned_index=0)
+    columns_sdk, events_sdk = make_sdk(), make_sdk()
+    diagnostics = DiagnosticTraceCollector(TraceDetailLevel.FULL)
+    with no_context_leak():
+        PIPELINE.run(items, _budget(items, 0.4), FanOutCollector(
+            diagnostics, columns_sdk.collector(), events_sdk.collector(layout="events")))
+    for sdk in (columns_sdk, events_sdk):
+        (rebuilt,) = runs_from_spans(sdk.spans)
+        assert rebuilt.report == diagnostics.build_report()
