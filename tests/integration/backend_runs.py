@@ -26,7 +26,7 @@ from cupellation import (
 from cupellation.otel import SpanCollector
 
 #: The span layouts SpanCollector writes (add "columns" here once it takes ``layout=``).
-LAYOUTS = ["events"]
+LAYOUTS = ["columns", "events"]
 _TAKES_LAYOUT = "layout" in inspect.signature(SpanCollector).parameters
 
 

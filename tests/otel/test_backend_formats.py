@@ -220,6 +220,8 @@ def _mlflow_stored(value: Any) -> Any:
 
 
 def _mlflow_any(value: Any) -> dict[str, Any]:
+    if value is None:  # MLflow leaves the AnyValue empty
+        return {}
     if isinstance(value, bool):
         return {"bool_value": value}
     if isinstance(value, int):

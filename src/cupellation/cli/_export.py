@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 import io
 import logging
 import math
@@ -189,9 +188,9 @@ def _check(args: argparse.Namespace) -> None:
 def _destination(args: argparse.Namespace) -> str:
     if args.to == "file":
         return "standard output" if args.out == "-" else str(args.out)
-    exporters = importlib.import_module("cupellation_exporters")  # the OTLP variables,
-    protocol, endpoint = exporters.otlp_target(  # read in one place
-        protocol=args.protocol, endpoint=args.endpoint)
+    exporters = load_exporters()  # the OTLP variables, read in one place
+    protocol, endpoint = exporters.otlp_target(protocol=args.protocol,
+                                               endpoint=args.endpoint)
     return f"{endpoint} ({protocol})"
 
 

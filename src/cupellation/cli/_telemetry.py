@@ -62,8 +62,7 @@ def add_otlp_options(parser: Any, *, default_capture: str | None) -> None:
 def _endpoint(protocol: str) -> str:
     """Where the spans go (the exporters' otlp_target: the OTLP variables are read in
     one place)."""
-    exporters = importlib.import_module("cupellation_exporters")
-    return str(exporters.otlp_target(protocol=protocol or None)[1])
+    return str(load_exporters().otlp_target(protocol=protocol or None)[1])
 
 
 class _Gather(logging.Handler):
