@@ -51,6 +51,7 @@ from ._logread import (
     stats_lines,
     unreadable_sources,
 )
+from ._remote import add_remote_arguments, check_remote_arguments, fetch_runs
 from ._sources import InputSource, close_sources, open_sources, read_whole
 from ._summary import incomplete_headline
 
@@ -323,6 +324,7 @@ class _Report:
         parser.add_argument("--allow-incomplete", action="store_true",
                             help="exit 0 for a rebuilt report that is incomplete (default: "
                                  "exit 3, with one line on standard error)")
+        add_remote_arguments(parser)
         return parser
 
     def run(self, args: argparse.Namespace, /) -> int:
@@ -331,28 +333,33 @@ class _Report:
         sources: list[InputSource] = []
         stats: ReadStats | None = None
         reader: LogReader | None = None
+        remote: str | None = None
         try:
             if args.html not in (None, "-"):
                 _check_html_destination(args.html)
-            check_sources(args.logs)
-            sources = open_sources(args.logs)
-            kinds = {source.kind for source in sources}
-            if kinds == {"log", "trace"}:
-                traces = ", ".join(s.name for s in sources if s.kind == "trace")
-                raise UsageError(f"give log files or trace files, not both ({traces} "
-                                 "holds traces)")
-            if kinds == {"trace"}:
-                found, count = _from_traces(sources, args.run)
+            check_remote_arguments(args)
+            if args.from_backend is not None:
+                found, count, remote = _from_backend(args)
             else:
-                options = {} if args.run is None else {"run_id": args.run}
-                with open_reader(args, [source.source for source in sources],
-                                 **options) as reader:
-                    for run in reader:
-                        found, count = _Found(run.run_id, run.report, run.budget, run), \
-                            count + 1
-                        if args.run is not None:
-                            break
-                    stats = reader.stats
+                check_sources(args.logs)
+                sources = open_sources(args.logs)
+                kinds = {source.kind for source in sources}
+                if kinds == {"log", "trace"}:
+                    traces = ", ".join(s.name for s in sources if s.kind == "trace")
+                    raise UsageError(f"give log files or trace files, not both ({traces} "
+                                     "holds traces)")
+                if kinds == {"trace"}:
+                    found, count = _from_traces(sources, args.run)
+                else:
+                    options = {} if args.run is None else {"run_id": args.run}
+                    with open_reader(args, [source.source for source in sources],
+                                     **options) as reader:
+                        for run in reader:
+                            found, count = _Found(run.run_id, run.report, run.budget,
+                                                  run), count + 1
+                            if args.run is not None:
+                                break
+                        stats = reader.stats
         except UsageError as exc:
             return _fail("report", str(exc))
         except CupelError as exc:
@@ -368,7 +375,7 @@ class _Report:
         if found is None:
             what = "no run" if args.run is None else f"run {safe(args.run)} not"
             where = (f"in {stats.lines} line(s)" if stats is not None else
-                     "in the trace file(s)")
+                     remote if remote is not None else "in the trace file(s)")
             print(f"cupellation report: {what} found {where}", file=sys.stderr)
             if stats is not None:
                 for line in stats_lines(stats):
@@ -410,6 +417,17 @@ class _Report:
               f"problem(s): {safe(report.incomplete[0], 200)}{'; ...' if problems > 1 else ''}"
               "); --allow-incomplete exits 0 for it", file=sys.stderr)
         return NOT_WHOLE
+
+
+def _from_backend(args: argparse.Namespace) -> tuple[_Found | None, int, str]:
+    """The run ``--run`` names (without it: the last) among those fetched with --from,
+    how many runs were fetched, and where they were looked for."""
+    runs, where = fetch_runs(args)
+    if args.run is not None:
+        runs = [run for run in runs if run[0] == args.run]
+    if not runs:
+        return None, 0, where
+    return _Found(*runs[-1]), len(runs), where
 
 
 @dataclass(frozen=True, slots=True)
