@@ -328,46 +328,10 @@ class _Report:
         return parser
 
     def run(self, args: argparse.Namespace, /) -> int:
-        found: _Found | None = None
-        count = 0
-        sources: list[InputSource] = []
-        stats: ReadStats | None = None
-        reader: LogReader | None = None
-        remote: str | None = None
-        try:
-            if args.html not in (None, "-"):
-                _check_html_destination(args.html)
-            check_remote_arguments(args)
-            if args.from_backend is not None:
-                found, count, remote = _from_backend(args)
-            else:
-                check_sources(args.logs)
-                sources = open_sources(args.logs)
-                kinds = {source.kind for source in sources}
-                if kinds == {"log", "trace"}:
-                    traces = ", ".join(s.name for s in sources if s.kind == "trace")
-                    raise UsageError(f"give log files or trace files, not both ({traces} "
-                                     "holds traces)")
-                if kinds == {"trace"}:
-                    found, count = _from_traces(sources, args.run)
-                else:
-                    options = {} if args.run is None else {"run_id": args.run}
-                    with open_reader(args, [source.source for source in sources],
-                                     **options) as reader:
-                        for run in reader:
-                            found, count = _Found(run.run_id, run.report, run.budget,
-                                                  run), count + 1
-                            if args.run is not None:
-                                break
-                        stats = reader.stats
-        except UsageError as exc:
-            return _fail("report", str(exc))
-        except CupelError as exc:
-            return _fail("report", describe(exc))
-        except READ_ERRORS as exc:
-            return _fail("report", read_failure(exc, reader.stats if reader else None))
-        finally:
-            close_sources(sources)
+        searched = self._search(args)
+        if isinstance(searched, int):
+            return searched
+        found, count, stats, remote = searched
         if stats is not None:
             broken = unreadable_sources(stats)
             if broken is not None:
@@ -381,6 +345,57 @@ class _Report:
                 for line in stats_lines(stats):
                     print(line, file=sys.stderr)
             return NOTHING_FOUND
+        return self._show(args, found, count)
+
+    @staticmethod
+    def _search(args: argparse.Namespace
+                ) -> int | tuple[_Found | None, int, ReadStats | None, str | None]:
+        """The run to show (the last read, or ``--run``), how many runs were read, the
+        log reader's statistics and the backend asked; or the exit status of a failure
+        (its one line printed)."""
+        found: _Found | None = None
+        count = 0
+        sources: list[InputSource] = []
+        stats: ReadStats | None = None
+        reader: LogReader | None = None
+        remote: str | None = None
+        try:
+            if args.html not in (None, "-"):
+                _check_html_destination(args.html)
+            check_remote_arguments(args)
+            if args.from_backend is not None:
+                found, count, remote = _from_backend(args)
+                return found, count, None, remote
+            check_sources(args.logs)
+            sources = open_sources(args.logs)
+            kinds = {source.kind for source in sources}
+            if kinds == {"log", "trace"}:
+                traces = ", ".join(s.name for s in sources if s.kind == "trace")
+                raise UsageError(f"give log files or trace files, not both ({traces} "
+                                 "holds traces)")
+            if kinds == {"trace"}:
+                found, count = _from_traces(sources, args.run)
+                return found, count, None, None
+            options = {} if args.run is None else {"run_id": args.run}
+            with open_reader(args, [source.source for source in sources],
+                             **options) as reader:
+                for run in reader:
+                    found, count = _Found(run.run_id, run.report, run.budget, run), count + 1
+                    if args.run is not None:
+                        break
+                stats = reader.stats
+            return found, count, stats, None
+        except UsageError as exc:
+            return _fail("report", str(exc))
+        except CupelError as exc:
+            return _fail("report", describe(exc))
+        except READ_ERRORS as exc:
+            return _fail("report", read_failure(exc, reader.stats if reader else None))
+        finally:
+            close_sources(sources)
+
+    def _show(self, args: argparse.Namespace, found: _Found, count: int) -> int:
+        """Print the report (text, JSON or HTML as asked); the command's exit status."""
         run_id, report, budget = found.run_id, found.report, found.budget
         if args.html is not None:
             from ..html import render_html  # noqa: PLC0415
