@@ -52,6 +52,7 @@ __all__ = [
     "PART_SUFFIX",
     "ColumnSet",
     "SpanLayout",
+    "chunk_ends",
     "chunk_text",
     "columns_text",
     "is_chunk_attribute",
@@ -169,19 +170,27 @@ def columns_text(columns: ColumnSet) -> bytes:
     return _encoder.encode({name: _merged(blocks) for name, blocks in columns.blocks.items()})
 
 
-def chunk_text(data: bytes, limit: int = MAX_CHUNK_BYTES) -> list[str]:
-    """``data`` (UTF-8) cut into strings of at most ``limit`` bytes each, on character
-    boundaries."""
-    chunks: list[str] = []
+def chunk_ends(data: bytes, limit: int = MAX_CHUNK_BYTES) -> list[int]:
+    """Where each chunk of ``data`` (UTF-8) ends: pieces of at most ``limit`` bytes,
+    cut on character boundaries."""
+    ends: list[int] = []
     start, size = 0, len(data)
     while start < size:
         end = min(start + limit, size)
         if end < size:
             while data[end] & 0xC0 == 0x80:  # never cut inside a character
                 end -= 1
-        chunks.append(data[start:end].decode("utf-8"))
+        ends.append(end)
         start = end
-    return chunks
+    return ends
+
+
+def chunk_text(data: bytes, limit: int = MAX_CHUNK_BYTES) -> list[str]:
+    """``data`` (UTF-8) cut into strings of at most ``limit`` bytes each, on character
+    boundaries."""
+    ends = chunk_ends(data, limit)
+    return [data[start:end].decode("utf-8") for start, end in zip([0, *ends], ends,
+                                                                  strict=False)]
 
 
 def rows_from_document(document: Any) -> dict[str, list[dict[str, Any]]]:

@@ -11,6 +11,7 @@ stage span that is not the root's child) is added to the report's
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -19,8 +20,16 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from .._events.digest import DigestCheck, Verification
-from .._events.lines import verify_events
+from msgspec.structs import replace as replace_struct
+
+from .._events.digest import (
+    COLUMNS_HMAC_PREFIX,
+    COLUMNS_SHA256_PREFIX,
+    DigestCheck,
+    Verification,
+    check_digest,
+)
+from .._events.lines import LineEncoder, verify_events
 from .._events.records import INCLUSIONS
 from .._events.settings import resolve_digest_key
 from .._report import ReportBuilder, SelectionReport
@@ -29,6 +38,8 @@ from ..events import (
     ItemExcluded,
     ItemIncluded,
     PipelineEvent,
+    RunCompleted,
+    RunFailed,
     apply_content_capture,
     event_from_dict,
 )
@@ -45,6 +56,7 @@ from ._columns import (
     is_chunk_attribute,
     rows_from_document,
 )
+from ._digest import block_digest, columns_digest
 from ._jaeger import is_jaeger_document, spans_from_jaeger_json
 from ._names import (
     ALL_STAGES,
@@ -143,6 +155,10 @@ class _Run:
         self.failures: Counter[str] = Counter()
         self.failure_notes: list[str] = []
         self.capture: str | None = None
+        # The columns digest's inputs: the events decoded from column rows (by id),
+        # and each carrier's block digest over the chunks received.
+        self.column_events: set[int] = set()
+        self.blocks: list[bytes] = []
 
     def decode(self, flat: dict[str, Any], where: str) -> None:
         """Decode one flat event, or note why it could not be."""
@@ -314,6 +330,9 @@ def _columns_rows(run: _Run, span: SpanData, parts: _Parts
                                     "with different text")
                 return None
             chunks[k] = value
+    # The carrier's block digest, over the chunks as received (see ._digest).
+    pieces = [chunks[k].encode("utf-8", "surrogatepass") for k in sorted(chunks)]
+    run.blocks.append(block_digest(span.name, b"".join(pieces), list(map(len, pieces))))
     missing = [k for k in range(total) if k not in chunks]
     extra = sorted(k for k in chunks if k >= total)
     if missing or extra:
@@ -330,8 +349,8 @@ def _columns_rows(run: _Run, span: SpanData, parts: _Parts
                                 f"{total} ({_ranges(extra)}): the decisions it carried are "
                                 "not trusted")
         return None
-    text = "".join(chunks[k] for k in range(total))
-    size = len(text.encode("utf-8"))
+    data = b"".join(pieces)
+    size = len(data)
     if isinstance(byte_count, int) and size != byte_count:
         run.problems.append(
             f"{label}: its column chunks hold {size} of the {byte_count} bytes written: "
@@ -340,7 +359,7 @@ def _columns_rows(run: _Run, span: SpanData, parts: _Parts
             "missing")
         return None
     try:
-        return rows_from_document(json.loads(text))
+        return rows_from_document(json.loads(data))
     except (ValueError, RecursionError) as exc:
         run.problems.append(f"{label}: its columns are not readable JSON ({exc}): the "
                             "decisions it carried are missing")
@@ -352,6 +371,7 @@ def _decode_columns(run: _Run, span: SpanData, parts: _Parts,
     rows = _columns_rows(run, span, parts)
     if rows is None:
         return
+    first = len(run.events)
     for name, found in rows.items():
         if name not in (EXCLUSION_EVENT, INCLUDED_EVENT):
             run.problems.append(f"{_span_label(span)}: its columns hold {len(found)} "
@@ -360,6 +380,7 @@ def _decode_columns(run: _Run, span: SpanData, parts: _Parts,
         for row in found:
             _decode_span_event(run, span, SpanEventData(name=name, attributes=row),
                                carrier_stage)
+    run.column_events.update(map(id, run.events[first:]))
 
 
 def _check_parts(run: _Run, parts: _Parts, carriers: list[SpanData]) -> None:
@@ -460,8 +481,12 @@ def _rebuild(run_id: str, spans: list[SpanData], digest_key: bytes | None) -> Re
         builder.add(event)
     end = builder.end_event
     recorded = None if end is None else end.digest
-    check = (verify_events(run.events, digest_key) if recorded is not None
-             else DigestCheck(Verification.UNVERIFIED))
+    if recorded is None:
+        check = DigestCheck(Verification.UNVERIFIED)
+    elif recorded.startswith((COLUMNS_SHA256_PREFIX, COLUMNS_HMAC_PREFIX)):
+        check = _check_columns(run, recorded, digest_key)
+    else:
+        check = verify_events(run.events, digest_key)
     builder.set_digest_check(check)
     report = builder.result()
     problems = tuple(dict.fromkeys(run.problems))
@@ -475,6 +500,22 @@ def _rebuild(run_id: str, spans: list[SpanData], digest_key: bytes | None) -> Re
     return RebuiltRun(run_id=run_id, report=report, events=tuple(run.events),
                       trace_id=trace_id, problems=problems, verification=check.status,
                       digest=recorded)
+
+
+def _check_columns(run: _Run, recorded: str, digest_key: bytes | None) -> DigestCheck:
+    """Check a columns-form digest (see ._digest): the lines of the events that are not
+    column rows, in seq order, and the block digests of the chunks received."""
+    encoder = LineEncoder(ContentCapture.FULL)
+    lines = hashlib.sha256()
+    for event in run.events:
+        if id(event) in run.column_events:
+            continue
+        if isinstance(event, RunCompleted | RunFailed):
+            event = replace_struct(event, digest=None)  # noqa: PLW2901
+        lines.update(encoder.event_line(event))
+    hashed = lines.digest()
+    return check_digest(recorded, columns_digest(hashed, run.blocks),
+                        columns_digest(hashed, run.blocks, digest_key) if digest_key else None)
 
 
 def _is_ours(span: SpanData) -> bool:
