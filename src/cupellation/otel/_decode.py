@@ -20,6 +20,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from msgspec.structs import replace as replace_struct
 
 from .._events.digest import (
@@ -44,6 +45,7 @@ from ..events import (
     event_from_dict,
 )
 from ..exceptions import DecodeError
+from ..logs._decode import fast_record
 from ..reasons import KNOWN_EXCLUSION_REASONS
 from ._columns import (
     BYTE_COUNT,
@@ -110,6 +112,7 @@ __all__ = [
 _ROOT_KNOWN: frozenset[str] = ROOT_ATTRIBUTES | COLUMN_ATTRIBUTES | {LAYOUT}
 _STAGE_KNOWN: frozenset[str] = STAGE_ATTRIBUTES | COLUMN_ATTRIBUTES
 
+_encode_json = msgspec.json.encode
 #: How many undecodable events a report names one by one before it only counts them.
 _NAMED_FAILURES = 5
 #: A placeholder content for an item decoded without one; replaced by the spine's
@@ -160,14 +163,18 @@ class _Run:
         self.column_events: set[int] = set()
         self.blocks: list[bytes] = []
 
-    def decode(self, flat: dict[str, Any], where: str) -> None:
-        """Decode one flat event, or note why it could not be."""
+    def decode(self, flat: dict[str, Any], where: str, json_native: bool = False) -> None:
+        """Decode one flat event, or note why it could not be. ``json_native``: every
+        value is what ``json.loads`` makes (a column row), so the event may come
+        through the log reader's typed record of its JSON line, which checks it as the
+        spine does (anything that record does not decide takes the spine's path)."""
         fill = (flat.get("type") in ("item_excluded", "item_included")
                 and "item.content" not in flat and self.capture in ("none", None))
         if fill:
             flat["item.content"] = _NO_CONTENT
         try:
-            event = event_from_dict(flat)
+            record = fast_record(_encode_json(flat)) if json_native else None
+            event = record.event() if record is not None else event_from_dict(flat)
         except DecodeError as exc:
             self.failures[where] += 1
             if len(self.failure_notes) < _NAMED_FAILURES:
@@ -244,7 +251,7 @@ def _unknown_attributes(run: _Run, where: str, attributes: Mapping[str, Any],
 
 
 def _decode_span_event(run: _Run, span: SpanData, event: SpanEventData,
-                       carrier_stage: str | None) -> None:
+                       carrier_stage: str | None, json_native: bool = False) -> None:
     name, attributes = event.name, event.attributes
     where = f"a {name} event on {span.name}"
     if name == EXCLUSION_EVENT:
@@ -252,13 +259,13 @@ def _decode_span_event(run: _Run, span: SpanData, event: SpanEventData,
         known = isinstance(reason, str) and reason in KNOWN_EXCLUSION_REASONS
         _unknown_attributes(run, where, attributes, EXCLUSION_ATTRIBUTES,
                             None if known else "cupel.exclusion.")
-        run.decode(exclusion_flat(attributes, run.run_id, carrier_stage), where)
+        run.decode(exclusion_flat(attributes, run.run_id, carrier_stage), where, json_native)
     elif name == INCLUDED_EVENT:
         reason = attributes.get("cupel.item.reason")
         known = isinstance(reason, str) and reason in INCLUSIONS
         _unknown_attributes(run, where, attributes, INCLUDED_ATTRIBUTES,
                             None if known else "cupel.item.reason.")
-        run.decode(included_flat(attributes, run.run_id), where)
+        run.decode(included_flat(attributes, run.run_id), where, json_native)
     elif name in EVENT_TYPES or name == OTHER_EVENT:
         _unknown_attributes(run, where, attributes, OTHER_ATTRIBUTES.get(name, frozenset()),
                             OTHER_EVENT + "." if name == OTHER_EVENT else None)
@@ -379,7 +386,7 @@ def _decode_columns(run: _Run, span: SpanData, parts: _Parts,
             continue
         for row in found:
             _decode_span_event(run, span, SpanEventData(name=name, attributes=row),
-                               carrier_stage)
+                               carrier_stage, json_native=True)
     run.column_events.update(map(id, run.events[first:]))
 
 
