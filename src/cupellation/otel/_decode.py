@@ -55,8 +55,10 @@ from ._columns import (
     PART_COUNT,
     PART_INDEX,
     PART_SUFFIX,
+    Columns,
+    column_rows,
+    columns_from_document,
     is_chunk_attribute,
-    rows_from_document,
 )
 from ._digest import block_digest, columns_digest
 from ._jaeger import is_jaeger_document, spans_from_jaeger_json
@@ -81,9 +83,14 @@ from ._names import (
     STAGE_PREFIX,
     check_totals,
     exclusion_flat,
+    exclusion_head,
+    exclusion_key,
     included_flat,
+    included_head,
+    included_key,
     other_flat,
     run_flat,
+    share_item_fields,
     stage_flat,
     stage_from_label,
     stage_span_name,
@@ -101,6 +108,7 @@ from ._spans import (
 
 __all__ = [
     "RebuiltRun",
+    "column_flats",
     "events_from_spans",
     "parse_trace",
     "read_trace",
@@ -302,10 +310,9 @@ def _ranges(numbers: list[int]) -> str:
     return ", ".join(spans[:10]) + (", ..." if len(spans) > 10 else "")
 
 
-def _columns_rows(run: _Run, span: SpanData, parts: _Parts
-                  ) -> dict[str, list[dict[str, Any]]] | None:
-    """The item-event rows a span's columns hold (with its part spans), or None when
-    it has no columns or they cannot be read whole (which is noted)."""
+def _columns_of(run: _Run, span: SpanData, parts: _Parts) -> dict[str, Columns] | None:
+    """The item-event columns a span holds (with its part spans), or None when it has
+    no columns or they cannot be read whole (which is noted)."""
     total = span.attributes.get(CHUNK_COUNT)
     if total is None:
         return None
@@ -366,27 +373,58 @@ def _columns_rows(run: _Run, span: SpanData, parts: _Parts
             "missing")
         return None
     try:
-        return rows_from_document(json.loads(data))
+        return columns_from_document(json.loads(data))
     except (ValueError, RecursionError) as exc:
         run.problems.append(f"{label}: its columns are not readable JSON ({exc}): the "
                             "decisions it carried are missing")
         return None
 
 
+def column_flats(name: str, columns: Columns, run_id: str, carrier_stage: str | None
+                 ) -> list[dict[str, Any]]:
+    """The flat events of one event name's columns, column by column: each attribute
+    name is mapped once, and each row's flat is exactly what ``exclusion_flat`` or
+    ``included_flat`` makes of that row's attributes (a null is no attribute)."""
+    names, values, count = columns
+    excluded = name == EXCLUSION_EVENT
+    keys = map(exclusion_key if excluded else included_key, names)
+    pairs = [(key, column) for key, column in zip(keys, values, strict=True)
+             if key is not None]
+    head = exclusion_head(run_id, carrier_stage) if excluded else included_head(run_id)
+    flats: list[dict[str, Any]] = []
+    for k in range(count):
+        flat = head.copy()
+        for key, column in pairs:
+            value = column[k]
+            if value is not None:
+                flat[key] = value
+        flats.append(share_item_fields(flat) if excluded else flat)
+    return flats
+
+
 def _decode_columns(run: _Run, span: SpanData, parts: _Parts,
                     carrier_stage: str | None) -> None:
-    rows = _columns_rows(run, span, parts)
-    if rows is None:
+    document = _columns_of(run, span, parts)
+    if document is None:
         return
     first = len(run.events)
-    for name, found in rows.items():
+    for name, columns in document.items():
         if name not in (EXCLUSION_EVENT, INCLUDED_EVENT):
-            run.problems.append(f"{_span_label(span)}: its columns hold {len(found)} "
+            run.problems.append(f"{_span_label(span)}: its columns hold {columns[2]} "
                                 f"{name!r} rows this version does not write; ignored")
             continue
-        for row in found:
-            _decode_span_event(run, span, SpanEventData(name=name, attributes=row),
-                               carrier_stage, json_native=True)
+        known = EXCLUSION_ATTRIBUTES if name == EXCLUSION_EVENT else INCLUDED_ATTRIBUTES
+        if any(n.startswith("cupel.") and n not in known and is_chunk_attribute(n) is None
+               for n in columns[0]):
+            # An attribute this version does not write: row by row, as span events are,
+            # so each row says which of its attributes were ignored.
+            for row in column_rows(columns):
+                _decode_span_event(run, span, SpanEventData(name=name, attributes=row),
+                                   carrier_stage, json_native=True)
+            continue
+        where = f"a {name} event on {span.name}"
+        for flat in column_flats(name, columns, run.run_id, carrier_stage):
+            run.decode(flat, where, json_native=True)
     run.column_events.update(map(id, run.events[first:]))
 
 
