@@ -124,15 +124,15 @@ def test_pipeline_runs_come_back_from_phoenix(protocol: OtlpProtocol, tier: str,
 
 
 def test_a_loss_on_the_way_is_still_reported_after_phoenix(phoenix: Phoenix) -> None:
-    """A run in the events layout with more exclusions than the SDK's 128 events a span
-    (setup_otlp keeps the default limits) loses events before Phoenix; the report rebuilt from
+    """A run with more exclusions than the SDK's 128 events a span (setup_otlp keeps
+    the default limits) loses events before Phoenix; the report rebuilt from
     Phoenix's copy says so, as the one rebuilt from the spans as sent does."""
     project = _project("lossy")
     otlp = _providers("http/protobuf", phoenix, project)
     memory = InMemorySpanExporter()
     otlp.tracer_provider.add_span_processor(SimpleSpanProcessor(memory))
-    collector = SpanCollector(tracer_provider=otlp.tracer_provider, tier="Full",
-                              content_capture="full", layout="events")
+    collector = SpanCollector(tracer_provider=otlp.tracer_provider,
+                              tier="Full", content_capture="full")
     items = [ContextItem(f"candidate {k}", 20 + k % 7) for k in range(400)]
     Pipeline(RecencyScorer(), GreedySlice()).run(
         items, ContextBudget(max_tokens=2_000, target_tokens=1_000), collector)
