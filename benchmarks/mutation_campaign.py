@@ -5,8 +5,10 @@
 Real artifacts of demo runs and a larger run — an events JSONL file per run (as the
 spine's event-file writer makes it), an audit log of every run (also read as
 ``replay``'s input: each run re-run from its logged candidates, budget and policy),
-and the runs' spans as OTLP/JSON, Jaeger's JSON and OTLP protobuf — are mutated one
-change at a time:
+and the runs' spans as OTLP/JSON, Jaeger's JSON, OTLP protobuf, and as the backends
+hand them back (Phoenix's /spans and /spans/otlpv1 pages, MLflow's batchGet with its
+JSON-valid strings read as JSON, Jaeger's v3 result, Tempo's v2 trace with base64
+ids) — are mutated one change at a time:
 
 - **value**: a leaf value swapped for another plausible one (a number nudged or
   taken from elsewhere, a string from another record, a case changed, a bool
@@ -88,9 +90,11 @@ from cupellation.slicing import CountQuotaEntry
 __all__ = ["FORMATS", "Artifact", "Campaign", "campaign", "main"]
 
 #: The span formats hold the runs in the columns layout (the default); "OTLP/JSON,
-#: events layout" holds them as one span event per item.
+#: events layout" holds them as one span event per item. The backends' answers are
+#: built from the columns-layout spans.
 FORMATS = ("events JSONL", "audit log", "replay input", "OTLP/JSON", "Jaeger JSON",
-           "OTLP protobuf", "OTLP/JSON, events layout")
+           "OTLP protobuf", "OTLP/JSON, events layout", "Phoenix spans", "Phoenix otlpv1",
+           "MLflow batchGet", "Jaeger v3", "Tempo v2")
 #: Formats stored as lines of JSON (mutated line by line).
 _LINE_FORMATS = ("events JSONL", "audit log", "replay input")
 OUTCOMES = ("exact", "refused", "flagged", "SILENTLY WRONG", "CRASHED")
@@ -242,6 +246,15 @@ def artifacts(larger: int = 150) -> list[Artifact]:
     otlp_events = json.dumps(otlp_json_document(events_exporter.get_finished_spans())).encode()
     proto = encode_spans(finished).SerializeToString()
     jaeger = json.dumps(_jaeger_document(finished)).encode()
+    document = otlp_json_document(finished)
+    backends = {
+        "Phoenix spans": {"data": _phoenix_spans(finished), "next_cursor": None},
+        "Phoenix otlpv1": {"data": [_snake(span) for span in _otlp_spans(document)],
+                           "next_cursor": None},
+        "MLflow batchGet": _mlflow_batch_get(document),
+        "Jaeger v3": {"result": document},
+        "Tempo v2": {"trace": _base64_ids(document)},
+    }
     return [*(Artifact(name, "events JSONL", data, original)
               for name, data, original in event_files),
             Artifact("audit.jsonl", "audit log", audit_data, reports),
@@ -250,7 +263,132 @@ def artifacts(larger: int = 150) -> list[Artifact]:
             Artifact("jaeger.json", "Jaeger JSON", jaeger, reports),
             Artifact("trace.pb", "OTLP protobuf", proto, reports),
             Artifact("trace-events.json", "OTLP/JSON, events layout", otlp_events,
-                     event_reports)]
+                     event_reports),
+            *(Artifact(f"{fmt}.json", fmt, json.dumps(doc).encode(), reports)
+              for fmt, doc in backends.items())]
+
+
+# -- the backends' shapes -------------------------------------------------------------------
+
+
+def _otlp_spans(document: dict[str, Any]) -> list[dict[str, Any]]:
+    return [span for r in document["resourceSpans"] for scope in r["scopeSpans"]
+            for span in scope["spans"]]
+
+
+def _snake_key(key: str) -> str:
+    return "".join("_" + c.lower() if c.isupper() else c for c in key)
+
+
+def _snake(value: Any) -> Any:
+    """OTLP/JSON as Phoenix's otlpv1 endpoint writes it: snake_case members, every
+    AnyValue member present (null when unset), 64-bit integers as numbers."""
+    if isinstance(value, list):
+        return [_snake(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    if any(k in value for k in ("stringValue", "intValue", "doubleValue", "boolValue",
+                                "arrayValue")):
+        out: dict[str, Any] = dict.fromkeys(("array_value", "bool_value", "bytes_value",
+                                             "double_value", "int_value", "kvlist_value",
+                                             "string_value"))
+        for key, item in value.items():
+            out[_snake_key(key)] = int(item) if key == "intValue" else _snake(item)
+        return out
+    return {_snake_key(key): int(item) if key.endswith("UnixNano") else _snake(item)
+            for key, item in value.items()}
+
+
+def _iso(ns: int | None) -> str | None:
+    if ns is None:
+        return None
+    micros = ns // 1000
+    from datetime import UTC, datetime  # noqa: PLC0415
+
+    return datetime.fromtimestamp(micros // 1_000_000, UTC).replace(
+        microsecond=micros % 1_000_000).isoformat()
+
+
+def _flat(attributes: Any) -> dict[str, Any]:
+    return {key: list(value) if isinstance(value, tuple) else value
+            for key, value in dict(attributes or {}).items()}
+
+
+def _phoenix_spans(spans: Sequence[ReadableSpan]) -> list[dict[str, Any]]:
+    """The spans as Phoenix's /v1/projects/{p}/spans lists them."""
+    return [{"id": f"U3Bhbjo{k}", "name": span.name,
+             "context": {"trace_id": format(span.context.trace_id, "032x"),
+                         "span_id": format(span.context.span_id, "016x")},
+             "span_kind": "CHAIN",
+             "parent_id": None if span.parent is None else format(span.parent.span_id, "016x"),
+             "start_time": _iso(span.start_time), "end_time": _iso(span.end_time),
+             "status_code": "UNSET", "status_message": "", "attributes": _flat(span.attributes),
+             "events": [{"name": e.name, "timestamp": _iso(e.timestamp),
+                         "attributes": _flat(e.attributes)} for e in span.events]}
+            for k, span in enumerate(spans) if span.context is not None]
+
+
+def _b64(hex_id: str) -> str:
+    import base64  # noqa: PLC0415
+
+    return base64.b64encode(bytes.fromhex(hex_id)).decode("ascii")
+
+
+def _base64_ids(document: dict[str, Any]) -> dict[str, Any]:
+    """The document with its ids in base64, as Tempo's API writes them."""
+    copy: dict[str, Any] = json.loads(json.dumps(document))
+    for span in _otlp_spans(copy):
+        for key in ("traceId", "spanId", "parentSpanId"):
+            if span.get(key):
+                span[key] = _b64(span[key])
+    return copy
+
+
+def _mlflow_value(value: Any) -> Any:
+    """An AnyValue as MLflow hands it back: a string that is valid JSON read as JSON."""
+    text = value.get("stringValue") if isinstance(value, dict) else None
+    if not isinstance(text, str):
+        return value
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return value
+
+    def any_value(item: Any) -> dict[str, Any]:
+        if isinstance(item, bool):
+            return {"boolValue": item}
+        if isinstance(item, int):
+            return {"intValue": str(item)}
+        if isinstance(item, float):
+            return {"doubleValue": item}
+        if isinstance(item, str):
+            return {"stringValue": item}
+        if isinstance(item, list):
+            return {"arrayValue": {"values": [any_value(v) for v in item]}}
+        if isinstance(item, dict):
+            return {"kvlistValue": {"values": [{"key": k, "value": any_value(v)}
+                                               for k, v in item.items()]}}
+        return {"stringValue": "null"}
+
+    return any_value(parsed)
+
+
+def _mlflow_batch_get(document: dict[str, Any]) -> dict[str, Any]:
+    """The spans as MLflow's batchGet returns them: one entry per trace, spans in
+    snake_case with base64 ids and MLflow's reading of JSON-valid strings."""
+    traces: dict[str, list[dict[str, Any]]] = {}
+    for original in _otlp_spans(_base64_ids(document)):
+        span = dict(original)
+        span["attributes"] = [{"key": a["key"], "value": _mlflow_value(a["value"])}
+                              for a in span.get("attributes", [])]
+        span["events"] = [{**e, "attributes": [{"key": a["key"],
+                                                "value": _mlflow_value(a["value"])}
+                                               for a in e.get("attributes", [])]}
+                          for e in span.get("events", [])]
+        snake = {_snake_key(k): v for k, v in span.items()}
+        traces.setdefault(span["traceId"], []).append(snake)
+    return {"traces": [{"trace_info": {"trace_id": f"tr-{k}"}, "spans": listed}
+                       for k, listed in enumerate(traces.values())]}
 
 
 # -- decoding ---------------------------------------------------------------------------------
@@ -499,22 +637,17 @@ def _span_events(rng: random.Random, data: bytes, fmt: str) -> tuple[str, bytes]
         document = json_format.MessageToDict(message)
     else:
         document = json.loads(data)
-    if fmt == "Jaeger JSON":
-        spans = [s for t in document["data"] for s in t["spans"]]
-        events_key = "logs"
-    else:
-        spans = [s for r in document["resourceSpans"] for scope in r["scopeSpans"]
-                 for s in scope["spans"]]
-        events_key = "events"
+    holders = _holders(document, fmt)
+    spans = [s for holder in holders for s in holder]
+    events_key = "logs" if fmt == "Jaeger JSON" else "events"
     span = rng.choice(spans)
-    events = span.get(events_key, [])
+    events = span.get(events_key) or []
     kind = rng.choice(["delete", "duplicate", "swap", "delete-span"] if events
                       else ["delete-span"])
     if kind == "delete-span":
-        for holder in (document["data"] if fmt == "Jaeger JSON" else
-                       [scope for r in document["resourceSpans"] for scope in r["scopeSpans"]]):
-            if span in holder["spans"]:
-                holder["spans"].remove(span)
+        for holder in holders:
+            if any(s is span for s in holder):
+                holder.remove(span)
     elif kind == "delete":
         events.pop(rng.randrange(len(events)))
     elif kind == "duplicate":
@@ -526,6 +659,19 @@ def _span_events(rng: random.Random, data: bytes, fmt: str) -> tuple[str, bytes]
     if proto:
         return what, json_format.ParseDict(document, trace_pb2.TracesData()).SerializeToString()
     return what, json.dumps(document).encode()
+
+
+def _holders(document: Any, fmt: str) -> list[list[dict[str, Any]]]:
+    """The lists holding the document's spans."""
+    if fmt == "Jaeger JSON":
+        return [t["spans"] for t in document["data"]]
+    if fmt in ("Phoenix spans", "Phoenix otlpv1"):
+        return [document["data"]]
+    if fmt == "MLflow batchGet":
+        return [t["spans"] for t in document["traces"]]
+    otlp = (document["result"] if fmt == "Jaeger v3" else document["trace"]
+            if fmt == "Tempo v2" else document)
+    return [scope["spans"] for r in otlp["resourceSpans"] for scope in r["scopeSpans"]]
 
 
 #: Each mutation kind and its share of the campaign.

@@ -2,12 +2,17 @@
 under the application's own span, and the reports rebuilt from the spans.
 
     python examples/agent_loop.py
+    OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:6006 python examples/agent_loop.py
 
 The application owns OpenTelemetry: it makes the tracer provider (here with an
 in-memory exporter, to read the spans back at the end); cupellation only uses the
-API. Every selection becomes a ``cupel.pipeline`` span inside the step's span.
+API. Every selection becomes a ``cupel.pipeline`` span inside the step's span. With
+OTEL_EXPORTER_OTLP_ENDPOINT set, the spans also go to that backend over OTLP
+(``setup_otlp`` reads the standard OTEL_EXPORTER_OTLP_* variables: protocol, headers
+such as ``x-project-name=NAME`` for Phoenix, timeout).
 """
 
+import os
 from datetime import UTC, datetime, timedelta
 
 from opentelemetry.sdk.trace import TracerProvider
@@ -28,7 +33,14 @@ from cupellation import (
 from cupellation.otel import SpanCollector, runs_from_spans
 
 exporter = InMemorySpanExporter()
-provider = TracerProvider()
+otlp = None
+if os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
+    from cupellation_exporters import setup_otlp
+
+    otlp = setup_otlp(service_name="support-agent")  # spans only; metrics when asked
+    provider = otlp.tracer_provider
+else:
+    provider = TracerProvider()
 provider.add_span_processor(SimpleSpanProcessor(exporter))
 tracer = provider.get_tracer("support-agent")
 
@@ -70,4 +82,9 @@ assert len(rebuilt) == len(reports)
 assert all(report in rebuilt.values() for report in reports), "a rebuilt report differs"
 names = sorted({span.name for span in exporter.get_finished_spans()})
 print(f"{len(rebuilt)} reports rebuilt from {len(exporter.get_finished_spans())} spans: {names}")
-provider.shutdown()
+if otlp is not None:
+    otlp.shutdown()
+    print(f"sent to {os.environ['OTEL_EXPORTER_OTLP_ENDPOINT']}; spans dropped on the way: "
+          f"{otlp.dropped_spans}")
+else:
+    provider.shutdown()

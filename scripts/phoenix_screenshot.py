@@ -104,7 +104,7 @@ def _screenshot(url: str, out: Path) -> None:
     with tempfile.TemporaryDirectory() as profile:
         subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
                         "--hide-scrollbars", f"--user-data-dir={profile}",
-                        "--window-size=1600,1000", "--virtual-time-budget=15000",
+                        "--window-size=1600,2800", "--virtual-time-budget=15000",
                         f"--screenshot={out}", url], check=True, capture_output=True,
                        timeout=120)
 

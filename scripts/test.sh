@@ -3,7 +3,8 @@
 #
 # 1. Installs every real component the tests use, skipping what is already there:
 #    Chromium and chromium-driver (Debian packages, for the HTML report's browser tests)
-#    and Arize Phoenix in its own venv (the OTLP backend of the integration tests).
+#    and Arize Phoenix and MLflow, each in its own venv (the OTLP backends of the
+#    integration tests).
 # 2. Sets up .venv (scripts/setup.sh).
 # 3. Runs ruff, mypy --strict, the documentation site's strict build (mkdocs: every
 #    warning, a broken internal link or anchor included, fails it; no network) and the
@@ -15,6 +16,7 @@
 # without one: the tests that use it would fail, and no test is ever skipped.
 #
 #   PHOENIX_VENV   where Phoenix is (installed if missing; default .phoenix-venv here)
+#   MLFLOW_VENV    where MLflow is (installed if missing; default .mlflow-venv here)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -63,6 +65,7 @@ installer_script() {
 # The components, one line each.
 debian_packages chromium chromium chromium-driver
 installer_script phoenix scripts/install-phoenix.sh
+installer_script mlflow scripts/install-mlflow.sh
 
 bash scripts/setup.sh
 echo "== ruff"

@@ -134,3 +134,18 @@ def _real_devices_stay_devices(request: pytest.FixtureRequest) -> Iterator[None]
                               for path, major, minor in REAL_DEVICES)
         pytest.exit(f"{request.node.nodeid} broke a device file: {'; '.join(broken)}. "
                     f"Restore it as root: {restore}", returncode=3)
+
+
+@pytest.fixture(autouse=True)
+def _no_span_left_current(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After each test: no OpenTelemetry span may be left current. A context left
+    attached (a run whose spans were not closed in order) would make every later run
+    a child of that span and carry its ids, failing unrelated tests far away; this
+    fails the test that left it, and clears it for the next."""
+    from opentelemetry import context, trace  # noqa: PLC0415 - only here
+
+    yield
+    span = trace.get_current_span()
+    if span.get_span_context().is_valid:
+        context.attach(context.Context())
+        pytest.fail(f"{request.node.nodeid} left a span current: {span!r}", pytrace=False)

@@ -26,14 +26,15 @@ def _executable(path: Path, text: str) -> None:
 
 
 def _run(tmp_path: Path, *, dpkg: str, uid: int, apt_get: str = "exit 0",
-         phoenix: str = "exit 0") -> subprocess.CompletedProcess[str]:
+         phoenix: str = "exit 0", mlflow: str = "exit 0") -> subprocess.CompletedProcess[str]:
     """scripts/test.sh copied to ``tmp_path/repo``, run with stand-ins: ``dpkg``,
-    ``id -u`` printing ``uid``, ``apt-get`` and install-phoenix.sh (shell bodies),
-    and a setup.sh that records it ran and stops the script with exit 3."""
+    ``id -u`` printing ``uid``, ``apt-get``, install-phoenix.sh and install-mlflow.sh
+    (shell bodies), and a setup.sh that records it ran and stops the script with exit 3."""
     repo = tmp_path / "repo"
     (repo / "scripts").mkdir(parents=True)
     shutil.copy(ROOT / "scripts" / "test.sh", repo / "scripts" / "test.sh")
     _executable(repo / "scripts" / "install-phoenix.sh", phoenix + "\n")
+    _executable(repo / "scripts" / "install-mlflow.sh", mlflow + "\n")
     _executable(repo / "scripts" / "setup.sh", f"touch '{tmp_path}/setup-ran'\nexit 3\n")
     shims = tmp_path / "bin"
     _executable(shims / "dpkg", dpkg + "\n")
@@ -102,4 +103,17 @@ def test_a_failing_phoenix_install_is_one_line_naming_the_script(tmp_path: Path)
         "scripts/test.sh: cannot install phoenix (scripts/install-phoenix.sh failed, its "
         f"output is in {log}); run: bash scripts/install-phoenix.sh"]
     assert "no matching distribution" in log.read_text(encoding="utf-8")
+    assert not (tmp_path / "setup-ran").exists()
+
+
+def test_a_failing_mlflow_install_is_one_line_naming_its_log(tmp_path: Path) -> None:
+    """install-mlflow.sh failing: exit 1, one line naming mlflow, the log and
+    `bash scripts/install-mlflow.sh`; the tests are not run."""
+    done = _run(tmp_path, dpkg="exit 0", uid=0, mlflow="echo 'no mlflow-skinny' >&2; exit 1")
+    assert done.returncode == 1
+    log = tmp_path / "repo" / "out" / "install-logs" / "mlflow.log"
+    assert done.stderr.splitlines() == [
+        "scripts/test.sh: cannot install mlflow (scripts/install-mlflow.sh failed, its "
+        f"output is in {log}); run: bash scripts/install-mlflow.sh"]
+    assert "no mlflow-skinny" in log.read_text(encoding="utf-8")
     assert not (tmp_path / "setup-ran").exists()

@@ -18,21 +18,22 @@ import mutation_campaign  # noqa: E402
 
 
 def test_a_sample_of_mutations_is_never_silently_wrong() -> None:
-    """200 mutations per format (a smaller larger run): each is exact, refused or
-    flagged; every format sees each outcome it can, so the campaign bites."""
-    result = mutation_campaign.campaign(200, seed=20_251_124, larger=60)
+    """120 mutations per format (a smaller larger run), the backends' answers included
+    (Phoenix's two endpoints, MLflow's batchGet, Jaeger v3, Tempo v2): each is exact,
+    refused or flagged; every format sees flagged outcomes, so the campaign bites."""
+    result = mutation_campaign.campaign(120, seed=20_251_124, larger=60)
     assert result.silent == []
     assert set(result.counts) == set(mutation_campaign.FORMATS)
     for fmt, counter in result.counts.items():
-        assert sum(counter.values()) == 200, fmt
+        assert sum(counter.values()) == 120, fmt
         assert counter["flagged"] > 0, fmt
 
 
 @pytest.mark.exhaustive
 def test_the_full_campaign_is_never_silently_wrong() -> None:
-    """1,000 mutations per format on the full artifacts (the script's default is
-    3,000; its table is in the issue's closing note)."""
-    result = mutation_campaign.campaign(1000, seed=12)
+    """500 mutations per format on the full artifacts, ten formats (the script's
+    default is 3,000; its table is in the issue's closing note)."""
+    result = mutation_campaign.campaign(500, seed=12)
     assert result.silent == []
 
 

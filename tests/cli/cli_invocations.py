@@ -537,7 +537,31 @@ def _audit(draw: Draw) -> list[str]:
     return ["audit", *_log_inputs(draw), *_options(draw, table)]
 
 
+def _report_from(draw: Draw) -> list[str]:
+    """``report --from BACKEND URL``: nothing listens at the URL (exit 2, one line),
+    or a usage error."""
+    backend = draw.choose(["phoenix", "mlflow", "jaeger", "tempo"], ["zipkin", ""])
+    table = [
+        (0.4, lambda d: ["--trace", d.choose(["0af7651916cd43dd8448eb211c80319c",
+                                              "tr-0af7651916cd43dd8448eb211c80319c"],
+                                             ["xyz", d.text()])]),
+        (0.3, lambda d: ["--run", d.text() if d.chance(0.5) else "315fe6a82ebab60e"]),
+        (0.3, lambda d: ["--since", d.choose(["15m", "2h", "7d"], [d.moment()])]),
+        (0.3, lambda d: ["--project", d.text()]),
+        (0.3, lambda d: ["--experiment", d.choose(["1", "cupel"], [d.text()])]),
+        (0.3, lambda d: ["--service", d.text()]),
+        (0.3, lambda d: ["--header", d.choose(["authorization:Bearer s3cret", "x-a=b"],
+                                              ["novalue", ":v", d.text()])]),
+        (0.2, lambda d: ["--format", d.choose(["text", "json"], ["xml"])]),
+        (0.2, lambda d: ["--allow-incomplete"]),
+    ]
+    argv = ["report", "--from", backend, draw.url(), *_options(draw, table)]
+    return [*argv, "--timeout", draw.number() if draw.bad(0.3) else draw.pick(["0.2", "1"])]
+
+
 def _report(draw: Draw) -> list[str]:
+    if draw.chance(0.25):
+        return _report_from(draw)
     table = [*_log_options(draw),
              (0.3, lambda d: ["--run", d.text() if d.chance(0.5) else "315fe6a82ebab60e"]),
              (0.25, lambda d: ["--html", d.output_path()]),

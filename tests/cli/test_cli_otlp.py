@@ -62,23 +62,28 @@ def receiver() -> Iterator[tuple[str, dict[str, list[bytes]]]]:
 def test_select_otlp_sends_the_run_to_the_configured_endpoint(
         tmp_path: Path, receiver: tuple[str, dict[str, list[bytes]]]) -> None:
     """With OTEL_EXPORTER_OTLP_ENDPOINT set, ``select --otlp`` exports its spans
-    (Full tier, content by CUPELLATION_CAPTURE_CONTENT=full) and metrics before it
-    exits; the spans rebuild to the report it wrote."""
+    (Full tier, content by CUPELLATION_CAPTURE_CONTENT=full) before it exits, and
+    metrics only when OTEL_METRICS_EXPORTER names otlp; the spans rebuild to the report
+    it wrote."""
     url, bodies = receiver
     source = tmp_path / "items.json"
     source.write_text(ITEMS)
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": url, "CUPELLATION_CAPTURE_CONTENT": "full",
+           "OTEL_SERVICE_NAME": "cli-test"}
     result = cli("select", source, *BUDGET, "--policy", "rag", "--otlp", "--report",
-                 tmp_path / "r.json",
-                 env={"OTEL_EXPORTER_OTLP_ENDPOINT": url, "CUPELLATION_CAPTURE_CONTENT": "full",
-                      "OTEL_SERVICE_NAME": "cli-test"})
+                 tmp_path / "r.json", env=env)
     assert result.code == 0, result.err
     assert result.err == ""
     assert "/v1/traces" in bodies
-    assert "/v1/metrics" in bodies
+    assert "/v1/metrics" not in bodies
     spans = [span for body in bodies["/v1/traces"] for span in spans_from_otlp_proto(body)]
     assert {span.name for span in spans} >= {"cupel.pipeline", "cupel.stage.slice"}
     written = SelectionReport.from_json((tmp_path / "r.json").read_text())
     assert reports_from_spans(spans) == [written]
+    result = cli("select", source, *BUDGET, "--policy", "rag", "--otlp",
+                 env={**env, "OTEL_METRICS_EXPORTER": "otlp"})
+    assert result.code == 0, result.err
+    assert "/v1/metrics" in bodies
 
 
 def test_demo_otlp_sends_too(tmp_path: Path,

@@ -9,24 +9,28 @@ attribute ``openinference.project.name``; ``GET /v1/projects/{project}/spans/otl
 answers 404 until the project's first span, then pages of OTLP-shaped spans, newest
 first, ``limit`` <= 1000, continued with ``cursor=<next_cursor>``; SIGTERM stops it
 in ~1 s; a fresh database logs thousands of migration lines (hence the log file).
+
+Spans are read back through the product's own reader (``cupellation.otel.fetch_spans``,
+what ``cupellation report --from phoenix`` uses), as the decoder's ``SpanData``.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import time
 import urllib.error
-import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import pytest
+
+from cupellation.otel import BackendError, SpanData, fetch_spans
 
 from .fake_otlp import free_port
 
@@ -34,14 +38,15 @@ ROOT: Final = Path(__file__).resolve().parents[2]
 INSTALL_SCRIPT: Final = "scripts/install-phoenix.sh"
 STARTUP_TIMEOUT: Final = 90.0
 STOP_TIMEOUT: Final = 15.0
-PAGE_SIZE: Final = 1000
+#: Every span a project holds (Phoenix's start_time filter from the epoch).
+EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 PROJECT_HEADER: Final = "x-project-name"
 """Picks the project of spans sent over OTLP/HTTP (ignored over gRPC)."""
 PHOENIX_PROJECT_ATTRIBUTE: Final = "openinference.project.name"
 """The resource attribute that picks the project over gRPC (and HTTP without header)."""
 
-Span = dict[str, Any]
-"""One span as the REST API returns it (OTLP field names, snake_case)."""
+Span = SpanData
+"""One span as cupellation's Phoenix reader returns it."""
 
 
 def phoenix_venv() -> Path:
@@ -84,25 +89,15 @@ class Phoenix:
             return False
 
     def read_spans(self, project: str) -> list[Span]:
-        """Every span of ``project`` now (all pages); [] before its first span."""
-        spans: list[Span] = []
-        cursor: str | None = None
-        path = f"/v1/projects/{urllib.parse.quote(project, safe='')}/spans/otlpv1"
-        for _ in range(10_000):  # bounded: 10 million spans
-            query = {"limit": str(PAGE_SIZE)} | ({"cursor": cursor} if cursor else {})
-            url = f"{self.base_url}{path}?{urllib.parse.urlencode(query)}"
-            try:
-                with urllib.request.urlopen(url, timeout=10) as answer:
-                    page = json.load(answer)
-            except urllib.error.HTTPError as error:
-                if error.code == 404:  # no span in this project yet
-                    return []
-                raise
-            spans.extend(page["data"])
-            cursor = page.get("next_cursor")
-            if not cursor:
-                break
-        return spans
+        """Every span of ``project`` now (all pages, through the product's reader);
+        [] before its first span (Phoenix answers 404 for the project until then)."""
+        try:
+            return fetch_spans("phoenix", self.base_url, project=project, since=EPOCH,
+                               timeout=10)
+        except BackendError as error:
+            if "has no project" in str(error):
+                return []
+            raise
 
     def spans(self, project: str, *, expect: int, timeout: float = 15.0,
               settle: float = 0.0) -> list[Span]:
@@ -184,47 +179,3 @@ def run_phoenix(work_dir: Path) -> Iterator[Phoenix]:
         yield phoenix
     finally:
         phoenix.stop()
-
-
-def otlp_value(value: dict[str, Any]) -> object:
-    """An OTLP AnyValue dict as a Python value (arrays as tuples); int and float kept
-    apart (``int_value`` may be a JSON string, as OTLP/JSON writes 64-bit ints)."""
-    if value.get("int_value") is not None:
-        return int(value["int_value"])
-    if value.get("double_value") is not None:
-        return float(value["double_value"])
-    if value.get("bool_value") is not None:
-        return bool(value["bool_value"])
-    if value.get("string_value") is not None:
-        return str(value["string_value"])
-    if value.get("array_value") is not None:
-        return tuple(otlp_value(item) for item in value["array_value"].get("values") or [])
-    raise AssertionError(f"unexpected OTLP value {value!r}")
-
-
-def otlp_attributes(pairs: list[dict[str, Any]] | None) -> dict[str, object]:
-    """OTLP ``[{"key": ..., "value": {...}}]`` as a dict of Python values."""
-    return {pair["key"]: otlp_value(pair["value"]) for pair in pairs or []}
-
-
-def _camel(key: str) -> str:
-    head, *rest = key.split("_")
-    return head + "".join(part[:1].upper() + part[1:] for part in rest)
-
-
-def _otlp_json(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {_camel(key): _otlp_json(item) for key, item in value.items()
-                if item is not None}
-    if isinstance(value, list):
-        return [_otlp_json(item) for item in value]
-    return value
-
-
-def otlp_json_document(spans: list[Span]) -> dict[str, Any]:
-    """Spans as the REST API returns them (OTLP field names in snake_case, every
-    AnyValue member present with nulls) as one OTLP/JSON traces document (lowerCamelCase,
-    absent members left out), which ``cupellation.otel`` reads. Phoenix keeps no
-    resource or scope: the document has one empty resource and scope."""
-    return {"resourceSpans": [{"resource": {}, "scopeSpans": [
-        {"scope": {}, "spans": [_otlp_json(span) for span in spans]}]}]}

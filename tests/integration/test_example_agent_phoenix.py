@@ -28,12 +28,11 @@ def test_traced_agent_loop_reaches_phoenix(phoenix: Phoenix) -> None:
     assert result.returncode == 0, result.stderr
     assert "spans dropped on the way: 0" in result.stdout
     spans = phoenix.spans("cupellation-agent", expect=28)
-    names = [span["name"] for span in spans]
+    names = [span.name for span in spans]
     assert names.count("cupel.pipeline") == 4
     assert sorted(name for name in names if name.startswith("agent.step")) == [
         f"agent.step {step}" for step in range(4)]
-    steps = {span["span_id"]: span["name"] for span in spans
-             if span["name"].startswith("agent.step")}
-    parents = [steps.get(span["parent_span_id"]) for span in spans
-               if span["name"] == "cupel.pipeline"]
+    steps = {span.span_id: span.name for span in spans if span.name.startswith("agent.step")}
+    parents = [steps.get(span.parent_span_id) for span in spans
+               if span.name == "cupel.pipeline"]
     assert sorted(p for p in parents if p) == [f"agent.step {step}" for step in range(4)]

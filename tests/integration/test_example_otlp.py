@@ -27,4 +27,4 @@ def test_send_to_otlp_example_reaches_phoenix(phoenix: Phoenix) -> None:
     assert result.returncode == 0, result.stderr
     assert "spans dropped on the way: 0" in result.stdout
     spans = phoenix.spans("cupellation", expect=18)
-    assert sum(span["name"] == "cupel.pipeline" for span in spans) == 3
+    assert sum(span.name == "cupel.pipeline" for span in spans) == 3

@@ -16,6 +16,7 @@ from cupellation_exporters import (
     EXPORT_FAILED,
     QUEUE_FULL,
     SHUTDOWN,
+    TOO_LARGE,
     OtlpProtocol,
     setup_otlp,
 )
@@ -85,7 +86,8 @@ def test_a_bad_backend_never_blocks_the_workload_and_every_lost_span_is_counted(
     assert otlp.dropped_spans == ended
     reasons = counter.by_reason()
     assert sum(reasons.values()) == ended
-    assert set(reasons) == {QUEUE_FULL, EXPORT_FAILED, SHUTDOWN}
+    assert set(reasons) == {QUEUE_FULL, EXPORT_FAILED, SHUTDOWN, TOO_LARGE}
+    assert reasons[TOO_LARGE] == 0
     if behaviour == "slow":  # the export thread sits in one request: the queue overflows
         assert reasons[QUEUE_FULL] > 0
     drop_logs = [record for record in caplog.records

@@ -101,9 +101,11 @@ def test_grpc_takes_endpoint_timeout_and_compression_from_the_environment(
 
 
 def test_the_metrics_endpoint_is_used_as_is(monkeypatch: pytest.MonkeyPatch) -> None:
-    """OTEL_EXPORTER_OTLP_METRICS_ENDPOINT is taken verbatim for metrics while traces
-    go to OTEL_EXPORTER_OTLP_ENDPOINT + /v1/traces."""
+    """Metrics asked for with OTEL_METRICS_EXPORTER=otlp: OTEL_EXPORTER_OTLP_METRICS_ENDPOINT
+    is taken verbatim for metrics while traces go to OTEL_EXPORTER_OTLP_ENDPOINT +
+    /v1/traces."""
     with FakeHttpBackend() as fake:
+        monkeypatch.setenv("OTEL_METRICS_EXPORTER", "otlp")
         monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", fake.endpoint)
         monkeypatch.setenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", fake.endpoint + "/m")
         otlp = setup_otlp()
@@ -152,3 +154,20 @@ def test_otlp_span_exporter_refuses_bad_arguments() -> None:
         otlp_span_exporter(compression="zstd")
     with pytest.raises(ValueError, match="timeout"):
         otlp_span_exporter(timeout=-1)
+
+
+@pytest.mark.parametrize("value", [None, "none", "console", ""])
+def test_metrics_are_sent_only_when_asked(monkeypatch: pytest.MonkeyPatch,
+                                         value: str | None) -> None:
+    """Without metrics=True or OTEL_METRICS_EXPORTER naming otlp, setup_otlp builds no
+    MeterProvider and nothing is sent to /v1/metrics."""
+    with FakeHttpBackend() as fake:
+        if value is not None:
+            monkeypatch.setenv("OTEL_METRICS_EXPORTER", value)
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", fake.endpoint)
+        otlp = setup_otlp()
+        assert otlp.meter_provider is None
+        run_selections(otlp.tracer_provider, 1)
+        otlp.shutdown()
+        paths = {r.path for r in fake.received}
+    assert paths == {"/v1/traces"}

@@ -30,15 +30,15 @@ from cupellation import (
 )
 from cupellation.cli import _export
 from cupellation.logs import AuditLog
-from cupellation.otel import RebuiltRun, SpanCollector, runs_from_spans, spans_from_otlp_json
+from cupellation.otel import RebuiltRun, SpanCollector, runs_from_spans
 from cupellation_exporters import OtlpProtocol, OtlpProviders, setup_otlp, spans_from_events
 
+from .backend_runs import LAYOUTS, span_collector
 from .phoenix import (
     PHOENIX_PROJECT_ATTRIBUTE,
     PROJECT_HEADER,
     Phoenix,
     Span,
-    otlp_json_document,
 )
 from .selections import TIERS, Selection, run_selections, shifted
 
@@ -66,9 +66,8 @@ def _providers(protocol: OtlpProtocol, phoenix: Phoenix, project: str) -> OtlpPr
 
 
 def _rebuilt(stored: list[Span]) -> dict[str, RebuiltRun]:
-    """Phoenix's spans, as OTLP/JSON, through cupellation.otel's decoder."""
-    spans = spans_from_otlp_json(otlp_json_document(stored))
-    return {run.run_id: run for run in runs_from_spans(spans)}
+    """Phoenix's spans, read by cupellation's Phoenix reader, through the decoder."""
+    return {run.run_id: run for run in runs_from_spans(stored)}
 
 
 def _equal_or_says_incomplete(rebuilt: RebuiltRun, original: SelectionReport) -> bool:
@@ -83,21 +82,22 @@ def _equal_or_says_incomplete(rebuilt: RebuiltRun, original: SelectionReport) ->
 
 
 def _send(protocol: OtlpProtocol, tier: str, phoenix: Phoenix, project: str,
-          selections_seed: str) -> tuple[list[Selection], list[ReadableSpan]]:
+          selections_seed: str, layout: str = "events"
+          ) -> tuple[list[Selection], list[ReadableSpan]]:
     otlp = _providers(protocol, phoenix, project)
     memory = InMemorySpanExporter()
     otlp.tracer_provider.add_span_processor(SimpleSpanProcessor(memory))
-    collector = SpanCollector(tracer_provider=otlp.tracer_provider, tier=tier,
-                              content_capture="full")
+    collector = span_collector(otlp.tracer_provider, tier, layout)
     selections = run_selections(RUNS, selections_seed, also=[collector])
     otlp.shutdown()
     assert otlp.dropped_spans == 0
     return selections, list(memory.get_finished_spans())
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("tier", TIERS)
 @pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])
-def test_pipeline_runs_come_back_from_phoenix(protocol: OtlpProtocol, tier: str,
+def test_pipeline_runs_come_back_from_phoenix(protocol: OtlpProtocol, tier: str, layout: str,
                                              phoenix: Phoenix) -> None:
     """Ten real runs (one failing in its scorer, odd contents, metadata, count caps)
     traced by SpanCollector at the tier with full content capture, sent by setup_otlp
@@ -105,8 +105,8 @@ def test_pipeline_runs_come_back_from_phoenix(protocol: OtlpProtocol, tier: str,
     equals the in-process report at that tier (and the one rebuilt from the spans
     as sent), or says what it lacks; that every run comes back whole is the
     measured PHOENIX_KEEPS, and the root spans keep their times to the microsecond."""
-    project = _project(f"{protocol}-{tier}")
-    selections, sent = _send(protocol, tier, phoenix, project, f"phoenix-{tier}")
+    project = _project(f"{protocol}-{tier}-{layout}")
+    selections, sent = _send(protocol, tier, phoenix, project, f"phoenix-{tier}", layout)
     assert any(s.error is not None for s in selections)
     stored = phoenix.spans(project, expect=len(sent))
     assert len(stored) == len(sent)
@@ -115,24 +115,26 @@ def test_pipeline_runs_come_back_from_phoenix(protocol: OtlpProtocol, tier: str,
     whole = [_equal_or_says_incomplete(rebuilt[s.run_id], s.reports[tier]) for s in selections]
     assert all(as_sent[s.run_id] == s.reports[tier] for s in selections)
     assert all(whole) is PHOENIX_KEEPS[tier]
-    times = {span["span_id"]: int(span["start_time_unix_nano"]) for span in stored}
+    times = {span.span_id: span.start_ns for span in stored}
     for span in sent:
         assert span.context is not None
         assert span.start_time is not None
         start = times[format(span.context.span_id, "016x")]
+        assert start is not None
         assert abs(start - span.start_time) <= 1_000
 
 
 def test_a_loss_on_the_way_is_still_reported_after_phoenix(phoenix: Phoenix) -> None:
-    """A run with more exclusions than the SDK's 128 events a span (setup_otlp keeps
-    the default limits) loses events before Phoenix; the report rebuilt from
-    Phoenix's copy says so, as the one rebuilt from the spans as sent does."""
+    """A run in the events layout with more exclusions than the SDK's 128 events a
+    span (setup_otlp keeps the default limits) loses events before Phoenix; the report
+    rebuilt from Phoenix's copy says so, as the one rebuilt from the spans as sent does
+    (the columns layout, the default, loses nothing: the live tests above)."""
     project = _project("lossy")
     otlp = _providers("http/protobuf", phoenix, project)
     memory = InMemorySpanExporter()
     otlp.tracer_provider.add_span_processor(SimpleSpanProcessor(memory))
-    collector = SpanCollector(tracer_provider=otlp.tracer_provider,
-                              tier="Full", content_capture="full")
+    collector = SpanCollector(tracer_provider=otlp.tracer_provider, tier="Full",
+                              content_capture="full", layout="events")
     items = [ContextItem(f"candidate {k}", 20 + k % 7) for k in range(400)]
     Pipeline(RecencyScorer(), GreedySlice()).run(
         items, ContextBudget(max_tokens=2_000, target_tokens=1_000), collector)
@@ -146,10 +148,11 @@ def test_a_loss_on_the_way_is_still_reported_after_phoenix(phoenix: Phoenix) -> 
     assert len(back.report.excluded) == len(as_sent.report.excluded) < 400
 
 
-def _microseconds(nanoseconds: int | str) -> int:
+def _microseconds(nanoseconds: int | None) -> int:
     """A time Phoenix returns (microseconds it stored, sent back through a float: off
     by a few hundred nanoseconds) as whole microseconds."""
-    return round(int(nanoseconds) / 1000)
+    assert nanoseconds is not None
+    return round(nanoseconds / 1000)
 
 
 def _audit(path: Path, selections: Sequence[Selection]) -> None:
@@ -192,15 +195,15 @@ def test_a_replayed_audit_log_keeps_its_times_and_is_not_duplicated(
                                               content_capture="full")]
     stored = phoenix.spans(project, expect=len(replayed))
     assert len(stored) == len(replayed)
-    by_id = {span["span_id"]: span for span in stored}
+    by_id = {span.span_id: span for span in stored}
     for span in replayed:
         assert span.context is not None
         assert span.start_time is not None
         assert span.end_time is not None
         back = by_id[format(span.context.span_id, "016x")]
-        assert back["trace_id"] == format(span.context.trace_id, "032x")
-        assert _microseconds(back["start_time_unix_nano"]) * 1000 == span.start_time
-        assert _microseconds(back["end_time_unix_nano"]) * 1000 == span.end_time
+        assert back.trace_id == format(span.context.trace_id, "032x")
+        assert _microseconds(back.start_ns) * 1000 == span.start_time
+        assert _microseconds(back.end_ns) * 1000 == span.end_time
     for selection in selections:
         root = next(s for s in replayed if s.name == "cupel.pipeline"
                     and s.attributes is not None

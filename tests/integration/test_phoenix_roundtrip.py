@@ -4,7 +4,7 @@ come back through Phoenix's REST API as they were sent."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -26,7 +26,7 @@ from cupellation_exporters.conventions import (
     stage_span_name,
 )
 
-from .phoenix import PHOENIX_PROJECT_ATTRIBUTE, Phoenix, Span, otlp_attributes
+from .phoenix import PHOENIX_PROJECT_ATTRIBUTE, Phoenix, Span
 
 pytestmark = [pytest.mark.slow, pytest.mark.phoenix]
 
@@ -92,30 +92,36 @@ def _close_ns(actual: int | str | None, expected: int | None) -> bool:
     return abs(int(actual) - expected) <= 1_000
 
 
+def _plain(attributes: Mapping[str, object] | None) -> dict[str, object]:
+    """SDK attributes with arrays as lists (as every reader gives them back)."""
+    return {key: list(value) if isinstance(value, tuple) else value
+            for key, value in (attributes or {}).items()}
+
+
 def _assert_round_trip(sent: Sequence[ReadableSpan], stored: list[Span]) -> None:
-    by_id = {span["span_id"]: span for span in stored}
+    by_id = {span.span_id: span for span in stored}
     assert len(by_id) == len(stored) == len(sent)
     for original in sent:
         context = original.context
         assert context is not None
         back = by_id[format_span_id(context.span_id)]
-        assert back["name"] == original.name
-        assert back["trace_id"] == format_trace_id(context.trace_id)
+        assert back.name == original.name
+        assert back.trace_id == format_trace_id(context.trace_id)
         parent = original.parent
-        assert back["parent_span_id"] == (None if parent is None
-                                          else format_span_id(parent.span_id))
-        attributes = otlp_attributes(back["attributes"])
-        expected = dict(original.attributes or {})
+        assert back.parent_span_id == (None if parent is None
+                                       else format_span_id(parent.span_id))
+        attributes = dict(back.attributes)
+        expected = _plain(original.attributes)
         assert attributes == expected
         for key, value in expected.items():  # int stays int, float stays float
             assert type(attributes[key]) is type(value), key
-        assert _close_ns(back["start_time_unix_nano"], original.start_time)
-        assert _close_ns(back["end_time_unix_nano"], original.end_time)
-        events = back.get("events") or []
-        assert [event["name"] for event in events] == [e.name for e in original.events]
+        assert _close_ns(back.start_ns, original.start_time)
+        assert _close_ns(back.end_ns, original.end_time)
+        events = back.events
+        assert [event.name for event in events] == [e.name for e in original.events]
         for event, sent_event in zip(events, original.events, strict=True):
-            assert otlp_attributes(event["attributes"]) == dict(sent_event.attributes or {})
-            assert _close_ns(event["time_unix_nano"], sent_event.timestamp)
+            assert dict(event.attributes) == _plain(sent_event.attributes)
+            assert _close_ns(event.timestamp_ns, sent_event.timestamp)
 
 
 @pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])
@@ -130,9 +136,9 @@ def test_a_selection_survives_the_round_trip_through_phoenix(
     sent = _send_selection(protocol, phoenix, project, monkeypatch)
     stored = phoenix.spans(project, expect=len(sent))
     _assert_round_trip(sent, stored)
-    roots = [span for span in stored if span["parent_span_id"] is None]
-    assert [root["name"] for root in roots] == [PIPELINE_SPAN]
-    assert {span["name"] for span in stored} - {PIPELINE_SPAN} == {
+    roots = [span for span in stored if span.parent_span_id is None]
+    assert [root.name for root in roots] == [PIPELINE_SPAN]
+    assert {span.name for span in stored} - {PIPELINE_SPAN} == {
         stage_span_name(stage) for stage in STAGES}
 
 

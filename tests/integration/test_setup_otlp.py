@@ -193,7 +193,7 @@ def test_timeout_from_the_environment_bounds_export_and_shutdown(
 def test_metrics_go_to_v1_metrics_of_the_same_endpoint() -> None:
     """The MeterProvider exports over OTLP/HTTP to <endpoint>/v1/metrics."""
     with FakeHttpBackend() as fake:
-        otlp = setup_otlp(endpoint=fake.endpoint)
+        otlp = setup_otlp(endpoint=fake.endpoint, metrics=True)
         assert otlp.meter_provider is not None
         counter = otlp.meter_provider.get_meter("tests").create_counter("cupel.runs")
         counter.add(3)
@@ -206,7 +206,7 @@ def test_metrics_go_to_v1_metrics_of_the_same_endpoint() -> None:
 def test_metrics_over_grpc() -> None:
     """With protocol="grpc" the metrics go to the gRPC MetricsService."""
     with FakeGrpcBackend() as fake:
-        otlp = setup_otlp(protocol="grpc", endpoint=fake.endpoint)
+        otlp = setup_otlp(protocol="grpc", endpoint=fake.endpoint, metrics=True)
         assert otlp.meter_provider is not None
         otlp.meter_provider.get_meter("tests").create_counter("cupel.runs").add(1)
         assert otlp.force_flush(timeout_seconds=5)
@@ -240,7 +240,7 @@ def test_set_global_installs_the_providers_only_when_asked() -> None:
     code = (
         "from opentelemetry import metrics, trace\n"
         "from cupellation_exporters import setup_otlp\n"
-        "otlp = setup_otlp(endpoint='http://127.0.0.1:9', set_global=True)\n"
+        "otlp = setup_otlp(endpoint='http://127.0.0.1:9', set_global=True, metrics=True)\n"
         "assert trace.get_tracer_provider() is otlp.tracer_provider\n"
         "assert metrics.get_meter_provider() is otlp.meter_provider\n"
         "otlp.shutdown(timeout_seconds=1)\n"

@@ -139,8 +139,8 @@ def test_the_rebuilt_run_carries_its_ids_and_events(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("content", "message"), [
     (b"", "is empty"),
     (b"   \n", "is empty"),
-    (b'{"foo": 1}', "neither OTLP/JSON traces"),
-    (b'[{"foo": 1}]', "neither OTLP/JSON traces"),
+    (b'{"foo": 1}', "is not a trace: expected OTLP/JSON"),
+    (b'[{"foo": 1}]', "is not a trace: expected OTLP/JSON"),
     (b'{"data": {"spans": []}}', "must be a JSON array"),
     (b'{"data": [{"foo": 1}]}', "has no spans"),
     (b'{"data": [{"traceID": "1", "spans": [{"operationName": "x", "tags": 3}]}]}',

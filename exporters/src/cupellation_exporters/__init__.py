@@ -30,8 +30,10 @@ from ._accounting import (
     DEFAULT_SHUTDOWN_TIMEOUT_MILLIS,
     DROP_REASONS,
     EXPORT_FAILED,
+    GRPC_MAX_REQUEST_BYTES,
     QUEUE_FULL,
     SHUTDOWN,
+    TOO_LARGE,
     DropCounter,
     DropCountingSpanExporter,
     DropCountingSpanProcessor,
@@ -62,6 +64,7 @@ from ._otlp import (
     OtlpProviders,
     otlp_resource,
     otlp_span_exporter,
+    otlp_target,
     setup_otlp,
 )
 from ._replay import (
@@ -80,6 +83,9 @@ from ._replay import (
 )
 
 __all__ = [
+    "otlp_target",
+    "GRPC_MAX_REQUEST_BYTES",
+    "TOO_LARGE",
     "DEFAULT_BATCH_EVENTS",
     "DEFAULT_BATCH_SIZE",
     "DEFAULT_GIVE_UP_AFTER",

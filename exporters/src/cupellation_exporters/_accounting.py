@@ -33,8 +33,10 @@ from opentelemetry.sdk.trace.export import (
 __all__ = [
     "DROP_REASONS",
     "EXPORT_FAILED",
+    "GRPC_MAX_REQUEST_BYTES",
     "QUEUE_FULL",
     "SHUTDOWN",
+    "TOO_LARGE",
     "DropCounter",
     "DropCountingSpanExporter",
     "DropCountingSpanProcessor",
@@ -48,7 +50,13 @@ EXPORT_FAILED: Final = "export_failed"
 """The batch holding the span was refused, timed out, or could not be sent."""
 SHUTDOWN: Final = "shutdown"
 """Still unsent when shutdown's time ran out, or ended after shutdown."""
-DROP_REASONS: Final = (QUEUE_FULL, EXPORT_FAILED, SHUTDOWN)
+TOO_LARGE: Final = "too_large"
+"""The span alone is larger than a request the receiver takes (gRPC's 4 MiB)."""
+DROP_REASONS: Final = (QUEUE_FULL, EXPORT_FAILED, SHUTDOWN, TOO_LARGE)
+#: gRPC receivers refuse a message over 4 MiB by default (Phoenix's and the Collector's
+#: included); batches for the gRPC exporter are split to stay under it, with room for
+#: gRPC's own framing.
+GRPC_MAX_REQUEST_BYTES: Final = 4 * 1024 * 1024 - 1024
 
 
 class DropCounter:
@@ -180,9 +188,16 @@ class DropCountingSpanExporter(SpanExporter):
     ``dropped_spans`` is the number of spans whose export did not succeed.
     """
 
-    def __init__(self, exporter: SpanExporter, *, counter: DropCounter | None = None) -> None:
+    def __init__(self, exporter: SpanExporter, *, counter: DropCounter | None = None,
+                 max_request_bytes: int | None = None) -> None:
         self._exporter = exporter
         self._counter = counter if counter is not None else DropCounter()
+        if max_request_bytes is None and _is_grpc(exporter):
+            max_request_bytes = GRPC_MAX_REQUEST_BYTES
+        self.max_request_bytes: Final = max_request_bytes
+        """Batches are split to keep each request's OTLP message under this many bytes
+        (the gRPC exporter's default: :data:`GRPC_MAX_REQUEST_BYTES`); a span larger on
+        its own is dropped and counted as ``too_large``. None: no splitting."""
         self._deadline: float | None = None
         self._lock = threading.Lock()
         self._shut_down = False
@@ -214,6 +229,17 @@ class DropCountingSpanExporter(SpanExporter):
         if deadline is not None and time.monotonic() >= deadline:
             self._counter.add_export_result(count, delivered=False, reason=SHUTDOWN)
             return SpanExportResult.FAILURE
+        if self.max_request_bytes is None:
+            return self._send(spans)
+        chunks, too_large = _by_size(spans, self.max_request_bytes)
+        if too_large:
+            self._counter.add_export_result(too_large, delivered=False, reason=TOO_LARGE)
+        results = [self._send(chunk) for chunk in chunks]
+        failed = too_large or any(r is not SpanExportResult.SUCCESS for r in results)
+        return SpanExportResult.FAILURE if failed else SpanExportResult.SUCCESS
+
+    def _send(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        count = len(spans)
         try:
             result = self._exporter.export(spans)
         except Exception:
@@ -241,6 +267,50 @@ class DropCountingSpanExporter(SpanExporter):
         except Exception:
             _logger.debug("span exporter force_flush raised", exc_info=True)
             return False
+
+
+def _is_grpc(exporter: SpanExporter) -> bool:
+    return type(exporter).__module__.startswith("opentelemetry.exporter.otlp.proto.grpc")
+
+
+def _request_bytes(spans: Sequence[ReadableSpan]) -> int:
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import (  # noqa: PLC0415
+        encode_spans,
+    )
+
+    return int(encode_spans(spans).ByteSize())
+
+
+def _by_size(spans: Sequence[ReadableSpan], limit: int
+             ) -> tuple[list[Sequence[ReadableSpan]], int]:
+    """``spans`` in consecutive chunks whose OTLP request stays within ``limit`` bytes,
+    and how many spans are over it on their own (left out). A batch that fits is one
+    chunk; otherwise each span is measured as a request of its own (resource and
+    scope included, so the sum over-counts: the chunks stay under the limit)."""
+    if not spans:
+        return [], 0
+    try:
+        if _request_bytes(spans) <= limit:
+            return [spans], 0
+        sizes = [_request_bytes([span]) for span in spans]
+    except Exception:  # a span the encoder refuses: the exporter reports the failure
+        _logger.debug("measuring a batch's size raised; sent as it is", exc_info=True)
+        return [spans], 0
+    chunks: list[Sequence[ReadableSpan]] = []
+    chunk: list[ReadableSpan] = []
+    used = too_large = 0
+    for span, size in zip(spans, sizes, strict=True):
+        if size > limit:
+            too_large += 1
+            continue
+        if chunk and used + size > limit:
+            chunks.append(chunk)
+            chunk, used = [], 0
+        chunk.append(span)
+        used += size
+    if chunk:
+        chunks.append(chunk)
+    return chunks, too_large
 
 
 def _env_int(name: str, default: int) -> int:

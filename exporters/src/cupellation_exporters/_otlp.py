@@ -10,15 +10,20 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from opentelemetry import metrics as otel_metrics
 from opentelemetry import trace
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import MetricExporter, PeriodicExportingMetricReader
+from opentelemetry.sdk.metrics.export import (
+    MetricExporter,
+    MetricExportResult,
+    PeriodicExportingMetricReader,
+)
 from opentelemetry.sdk.resources import SERVICE_NAME, OTELResourceDetector, Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
@@ -139,7 +144,7 @@ def setup_otlp(
     compression: str | None = None,
     service_name: str | None = None,
     resource_attributes: Mapping[str, str | bool | int | float] | None = None,
-    metrics: bool = True,
+    metrics: bool | None = None,
     max_queue_size: int | None = None,
     max_export_batch_size: int | None = None,
     schedule_delay_millis: float | None = None,
@@ -176,7 +181,10 @@ def setup_otlp(
       ``max_export_batch_size`` (512), ``schedule_delay_millis`` (5000), else the
       ``OTEL_BSP_*`` variables. ``shutdown_timeout`` (seconds) bounds
       ``shutdown()`` for spans; default: the export timeout.
-    - ``metrics=False`` builds no MeterProvider; ``metric_export_interval_millis``
+    - ``metrics``: build a MeterProvider exporting over OTLP; None (the default) does
+      so only when ``OTEL_METRICS_EXPORTER`` names ``otlp`` (metrics are sent only
+      when asked: Phoenix and MLflow take none, and refuse them). A failing metrics
+      export is logged once per process, not once per run. ``metric_export_interval_millis``
       (else ``OTEL_METRIC_EXPORT_INTERVAL``, else 60000).
 
     With ``set_global=True`` the providers also become OpenTelemetry's global ones
@@ -202,9 +210,9 @@ def setup_otlp(
     tracer_provider.add_span_processor(processor)
 
     meter_provider: MeterProvider | None = None
-    if metrics:
-        metric_exporter = _metric_exporter(
-            metrics_protocol, endpoint, headers, timeout, compression)
+    if metrics if metrics is not None else metrics_asked():
+        metric_exporter = _WarnOnceMetricExporter(_metric_exporter(
+            metrics_protocol, endpoint, headers, timeout, compression))
         reader = PeriodicExportingMetricReader(
             metric_exporter, export_interval_millis=metric_export_interval_millis)
         meter_provider = MeterProvider(resource=resource, metric_readers=[reader])
@@ -247,6 +255,80 @@ def otlp_resource(service_name: str | None = None,
     return _resource(service_name, resource_attributes)
 
 
+def metrics_asked() -> bool:
+    """True when ``OTEL_METRICS_EXPORTER`` (a comma-separated list) names ``otlp``."""
+    names = os.environ.get("OTEL_METRICS_EXPORTER", "")
+    return "otlp" in {name.strip().lower() for name in names.split(",")}
+
+
+class _MetricsWarnedOnce(logging.Filter):
+    """Keeps the OTLP metric exporters' failure lines out of the logs (their loggers
+    also say "metric" for nothing else): the last one is kept for the one warning
+    :class:`_WarnOnceMetricExporter` gives per process."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if "metric" not in message.lower():
+            return True
+        _METRICS_LAST[0] = message[:300]
+        return False
+
+
+_METRICS_WARNED = [False]
+_METRICS_LAST = [""]
+_METRICS_LOCK = threading.Lock()
+_METRICS_FILTER = _MetricsWarnedOnce()
+_METRIC_LOGGERS = ("opentelemetry.exporter.otlp.proto.http.metric_exporter",
+                   "opentelemetry.exporter.otlp.proto.grpc.exporter")
+
+
+class _WarnOnceMetricExporter(MetricExporter):
+    """Wraps the OTLP metric exporter: a failed export (refused, unreachable, or an
+    exception) is reported once per process, on the ``cupellation`` logger, with the
+    SDK exporter's own words, which are otherwise kept out of the logs."""
+
+    def __init__(self, exporter: MetricExporter) -> None:
+        super().__init__(preferred_temporality=exporter._preferred_temporality,
+                         preferred_aggregation=exporter._preferred_aggregation)
+        self._exporter = exporter
+        for name in _METRIC_LOGGERS:
+            logger = logging.getLogger(name)
+            if _METRICS_FILTER not in logger.filters:
+                logger.addFilter(_METRICS_FILTER)
+
+    def export(self, metrics_data: Any, timeout_millis: float = 10_000,
+               **kwargs: Any) -> MetricExportResult:
+        try:
+            result = self._exporter.export(metrics_data, timeout_millis=timeout_millis,
+                                           **kwargs)
+        except Exception as exc:
+            result, why = MetricExportResult.FAILURE, f"{type(exc).__name__}: {exc}"
+        else:
+            why = _METRICS_LAST[0] or "the backend refused them or could not be reached"
+        if result is not MetricExportResult.SUCCESS:
+            with _METRICS_LOCK:
+                first = not _METRICS_WARNED[0]
+                _METRICS_WARNED[0] = True
+            if first:
+                _logger.warning("cupellation: exporting metrics over OTLP failed (%s); "
+                                "further failures are not reported. Metrics are sent only "
+                                "when asked (setup_otlp(metrics=True) or "
+                                "OTEL_METRICS_EXPORTER=otlp)", why)
+        return result
+
+    def force_flush(self, timeout_millis: float = 10_000) -> bool:
+        try:
+            return bool(self._exporter.force_flush(timeout_millis=timeout_millis))
+        except Exception:
+            return False
+
+    def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
+        try:
+            self._exporter.shutdown(timeout_millis=timeout_millis, **kwargs)
+        except Exception:
+            _logger.debug("metric exporter shutdown raised", exc_info=True)
+
+
 def _check(compression: str | None, timeout: float | None) -> None:
     if compression is not None and compression.strip().lower() not in _COMPRESSIONS:
         raise ValueError(f"compression must be one of {_COMPRESSIONS}, not {compression!r}")
@@ -254,7 +336,24 @@ def _check(compression: str | None, timeout: float | None) -> None:
         raise ValueError(f"timeout must be positive seconds, not {timeout!r}")
 
 
-def _protocol(argument: str | None, signal: _Signal) -> OtlpProtocol:
+def otlp_target(*, protocol: str | None = None, endpoint: str | None = None,
+                ) -> tuple[OtlpProtocol, str]:
+    """Where :func:`setup_otlp` (and :func:`otlp_span_exporter`) send spans with these
+    arguments: the traces protocol and the endpoint, each from the argument, else the
+    standard variables (``OTEL_EXPORTER_OTLP_TRACES_*``, then ``OTEL_EXPORTER_OTLP_*``),
+    else the defaults. The one place the CLI's messages learn it from. Never warns
+    (:func:`setup_otlp` does, for an unsupported protocol)."""
+    chosen = _protocol(protocol, "TRACES", warn=False)
+    if endpoint:
+        return chosen, endpoint
+    for name in ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"):
+        value = os.environ.get(name, "").strip()
+        if value:
+            return chosen, value
+    return chosen, DEFAULT_GRPC_ENDPOINT if chosen == "grpc" else DEFAULT_HTTP_ENDPOINT
+
+
+def _protocol(argument: str | None, signal: _Signal, *, warn: bool = True) -> OtlpProtocol:
     if argument is not None:
         if argument not in PROTOCOLS:
             raise ValueError(f"protocol must be one of {PROTOCOLS}, not {argument!r}")
@@ -267,8 +366,9 @@ def _protocol(argument: str | None, signal: _Signal) -> OtlpProtocol:
             return "grpc"
         if raw == "http/protobuf":
             return "http/protobuf"
-        _logger.warning("ignoring %s=%r: supported protocols are %s; using %s",
-                        name, raw, ", ".join(PROTOCOLS), DEFAULT_PROTOCOL)
+        if warn:
+            _logger.warning("ignoring %s=%r: supported protocols are %s; using %s",
+                            name, raw, ", ".join(PROTOCOLS), DEFAULT_PROTOCOL)
         return DEFAULT_PROTOCOL
     return DEFAULT_PROTOCOL
 

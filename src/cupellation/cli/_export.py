@@ -13,7 +13,6 @@ import contextlib
 import io
 import logging
 import math
-import os
 import re
 import sys
 import threading
@@ -189,14 +188,9 @@ def _check(args: argparse.Namespace) -> None:
 def _destination(args: argparse.Namespace) -> str:
     if args.to == "file":
         return "standard output" if args.out == "-" else str(args.out)
-    protocol = args.protocol or (os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
-                                 or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
-                                 or "http/protobuf").strip().lower()
-    if protocol not in _PROTOCOLS:  # the exporters ignore it, with a warning
-        protocol = "http/protobuf"
-    endpoint = args.endpoint or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or (
-        os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")) or (
-        "http://localhost:4317" if protocol == "grpc" else "http://localhost:4318")
+    exporters = load_exporters()  # the OTLP variables, read in one place
+    protocol, endpoint = exporters.otlp_target(protocol=args.protocol,
+                                               endpoint=args.endpoint)
     return f"{endpoint} ({protocol})"
 
 

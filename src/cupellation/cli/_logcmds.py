@@ -51,6 +51,7 @@ from ._logread import (
     stats_lines,
     unreadable_sources,
 )
+from ._remote import add_remote_arguments, check_remote_arguments, fetch_runs
 from ._sources import InputSource, close_sources, open_sources, read_whole
 from ._summary import incomplete_headline
 
@@ -323,17 +324,48 @@ class _Report:
         parser.add_argument("--allow-incomplete", action="store_true",
                             help="exit 0 for a rebuilt report that is incomplete (default: "
                                  "exit 3, with one line on standard error)")
+        add_remote_arguments(parser)
         return parser
 
     def run(self, args: argparse.Namespace, /) -> int:
+        searched = self._search(args)
+        if isinstance(searched, int):
+            return searched
+        found, count, stats, remote = searched
+        if stats is not None:
+            broken = unreadable_sources(stats)
+            if broken is not None:
+                return _fail("report", broken)
+        if found is None:
+            what = "no run" if args.run is None else f"run {safe(args.run)} not"
+            where = (f"in {stats.lines} line(s)" if stats is not None else
+                     remote if remote is not None else "in the trace file(s)")
+            print(f"cupellation report: {what} found {where}", file=sys.stderr)
+            if stats is not None:
+                for line in stats_lines(stats):
+                    print(line, file=sys.stderr)
+            return NOTHING_FOUND
+        return self._show(args, found, count)
+
+    @staticmethod
+    def _search(args: argparse.Namespace
+                ) -> int | tuple[_Found | None, int, ReadStats | None, str | None]:
+        """The run to show (the last read, or ``--run``), how many runs were read, the
+        log reader's statistics and the backend asked; or the exit status of a failure
+        (its one line printed)."""
         found: _Found | None = None
         count = 0
         sources: list[InputSource] = []
         stats: ReadStats | None = None
         reader: LogReader | None = None
+        remote: str | None = None
         try:
             if args.html not in (None, "-"):
                 _check_html_destination(args.html)
+            check_remote_arguments(args)
+            if args.from_backend is not None:
+                found, count, remote = _from_backend(args)
+                return found, count, None, remote
             check_sources(args.logs)
             sources = open_sources(args.logs)
             kinds = {source.kind for source in sources}
@@ -343,16 +375,16 @@ class _Report:
                                  "holds traces)")
             if kinds == {"trace"}:
                 found, count = _from_traces(sources, args.run)
-            else:
-                options = {} if args.run is None else {"run_id": args.run}
-                with open_reader(args, [source.source for source in sources],
-                                 **options) as reader:
-                    for run in reader:
-                        found, count = _Found(run.run_id, run.report, run.budget, run), \
-                            count + 1
-                        if args.run is not None:
-                            break
-                    stats = reader.stats
+                return found, count, None, None
+            options = {} if args.run is None else {"run_id": args.run}
+            with open_reader(args, [source.source for source in sources],
+                             **options) as reader:
+                for run in reader:
+                    found, count = _Found(run.run_id, run.report, run.budget, run), count + 1
+                    if args.run is not None:
+                        break
+                stats = reader.stats
+            return found, count, stats, None
         except UsageError as exc:
             return _fail("report", str(exc))
         except CupelError as exc:
@@ -361,19 +393,9 @@ class _Report:
             return _fail("report", read_failure(exc, reader.stats if reader else None))
         finally:
             close_sources(sources)
-        if stats is not None:
-            broken = unreadable_sources(stats)
-            if broken is not None:
-                return _fail("report", broken)
-        if found is None:
-            what = "no run" if args.run is None else f"run {safe(args.run)} not"
-            where = (f"in {stats.lines} line(s)" if stats is not None else
-                     "in the trace file(s)")
-            print(f"cupellation report: {what} found {where}", file=sys.stderr)
-            if stats is not None:
-                for line in stats_lines(stats):
-                    print(line, file=sys.stderr)
-            return NOTHING_FOUND
+
+    def _show(self, args: argparse.Namespace, found: _Found, count: int) -> int:
+        """Print the report (text, JSON or HTML as asked); the command's exit status."""
         run_id, report, budget = found.run_id, found.report, found.budget
         if args.html is not None:
             from ..html import render_html  # noqa: PLC0415
@@ -410,6 +432,17 @@ class _Report:
               f"problem(s): {safe(report.incomplete[0], 200)}{'; ...' if problems > 1 else ''}"
               "); --allow-incomplete exits 0 for it", file=sys.stderr)
         return NOT_WHOLE
+
+
+def _from_backend(args: argparse.Namespace) -> tuple[_Found | None, int, str]:
+    """The run ``--run`` names (without it: the last) among those fetched with --from,
+    how many runs were fetched, and where they were looked for."""
+    runs, where = fetch_runs(args)
+    if args.run is not None:
+        runs = [run for run in runs if run[0] == args.run]
+    if not runs:
+        return None, 0, where
+    return _Found(*runs[-1]), len(runs), where
 
 
 @dataclass(frozen=True, slots=True)

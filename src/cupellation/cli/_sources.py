@@ -24,7 +24,9 @@ __all__ = ["InputSource", "SourceKind", "close_sources", "open_sources", "read_w
 #: How much of an input is looked at to tell a trace from log lines.
 SNIFF_BYTES = 1 << 16
 _GZIP_MAGIC = b"\x1f\x8b"
-_TRACE_START = re.compile(rb'\{\s*"(resourceSpans|data|batches)"\s*:\s*\[')
+_TRACE_START = re.compile(
+    rb'\[?\s*\{\s*"(resourceSpans|data|batches|traces)"\s*:\s*\['  # OTLP, Jaeger, Phoenix, MLflow
+    rb'|\[?\s*\{\s*"(trace|result|info)"\s*:\s*\{')  # Tempo v2, Jaeger v3, Trace.to_json()
 
 #: What an input holds.
 SourceKind = Literal["log", "trace"]
@@ -45,15 +47,36 @@ class InputSource:
     owned: bool
 
 
+def _looks_like_protobuf(head: bytes) -> bool:
+    """True for the start of OTLP protobuf (a TracesData: field 1, resource_spans,
+    whose first member is a resource or scope_spans) holding bytes no text has."""
+    if len(head) < 3 or head[0] != 0x0A:
+        return False
+    at = 1
+    while at < len(head) and head[at] & 0x80:  # the length's varint
+        at += 1
+    if at + 1 >= len(head) or head[at + 1] not in (0x0A, 0x12):
+        return False
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return any(byte < 0x09 for byte in head)
+
+
 def _looks_like_trace(head: bytes) -> bool:
-    """True for the start of OTLP/JSON (``resourceSpans``) or Jaeger JSON (``data``)."""
+    """True for the start of a trace: OTLP/JSON (``resourceSpans``), Jaeger's JSON
+    (``data``; v3's ``result``), Tempo's (``batches``, ``trace``), Phoenix's pages
+    (``data``), MLflow's (``traces``, ``info``), or OTLP protobuf."""
     if head[:2] == _GZIP_MAGIC:
         try:
             head = zlib.decompressobj(wbits=31).decompress(head, SNIFF_BYTES)
         except zlib.error:  # corrupt: the log reader names the file and the problem
             return False
+    if _looks_like_protobuf(head):
+        return True
     text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
-    if not text.startswith(b"{"):
+    if not text.startswith((b"{", b"[")):
         return False
     first = text.split(b"\n", 1)[0]
     return b'"resourceSpans"' in first or _TRACE_START.match(text) is not None

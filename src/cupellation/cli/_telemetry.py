@@ -60,11 +60,9 @@ def add_otlp_options(parser: Any, *, default_capture: str | None) -> None:
 
 
 def _endpoint(protocol: str) -> str:
-    for name in ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"):
-        value = os.environ.get(name, "").strip()
-        if value:
-            return value
-    return "http://localhost:4317" if protocol == "grpc" else "http://localhost:4318"
+    """Where the spans go (the exporters' otlp_target: the OTLP variables are read in
+    one place)."""
+    return str(load_exporters().otlp_target(protocol=protocol or None)[1])
 
 
 class _Gather(logging.Handler):

@@ -104,8 +104,14 @@ provider records them alone.
 **Rebuilding.** :func:`runs_from_spans`, :func:`events_from_spans`,
 :func:`reports_from_spans` take SDK spans or :class:`SpanData`;
 :func:`parse_trace`, :func:`read_trace` and :func:`read_trace_file` read OTLP/JSON (lines or one
-object, hex or base64 ids, Tempo's ``batches``), Jaeger's JSON and OTLP protobuf
-(with ``pip install 'cupellation[otlp]'``). With ``full`` capture, the Full tier
+object, hex or base64 ids), Tempo's ``/api/traces`` (``batches``) and ``/api/v2/traces``
+(``trace``), Jaeger's v1 JSON and v3 ``result``, the pages of Phoenix's REST API
+(``/spans`` and ``/spans/otlpv1``, merged however they were saved), MLflow's
+``batchGet`` JSON and ``Trace.to_json()``, and OTLP protobuf (with ``pip install
+'cupellation[otlp]'``). :func:`spans_from_mlflow_traces` reads the ``Trace`` objects of
+``mlflow.search_traces(return_type="list")``. :func:`fetch_spans` asks Phoenix, MLflow,
+Jaeger or Tempo over HTTP(S) for a trace, a run or the runs since a time (``cupellation
+report --from BACKEND URL`` on the command line). With ``full`` capture, the Full tier
 and span limits large enough, a rebuilt report equals the in-process one;
 otherwise its ``incomplete`` says what is missing. Every reader recomputes the
 run's digest from the rebuilt events (``RebuiltRun.verification``: ``verified``,
@@ -121,6 +127,7 @@ form, ``sha256:`` (``hmac-sha256:``). Readers tell the form by its prefix.
 
 from __future__ import annotations
 
+from ._backends import spans_from_mlflow_json, spans_from_mlflow_traces, spans_from_phoenix_json
 from ._collector import CAPTURE_CONTENT_ENV, SpanCollector
 from ._columns import SpanLayout
 from ._decode import (
@@ -132,25 +139,32 @@ from ._decode import (
     reports_from_spans,
     runs_from_spans,
 )
+from ._fetch import BACKENDS, BackendError, fetch_spans
 from ._jaeger import spans_from_jaeger_json
 from ._names import SCOPE_NAME
 from ._spans import SpanData, SpanEventData, spans_from_otlp_json, spans_from_otlp_proto
 
 __all__ = [
+    "BACKENDS",
     "CAPTURE_CONTENT_ENV",
     "SCOPE_NAME",
+    "BackendError",
     "RebuiltRun",
     "SpanCollector",
     "SpanData",
     "SpanEventData",
     "SpanLayout",
     "events_from_spans",
+    "fetch_spans",
     "parse_trace",
     "read_trace",
     "read_trace_file",
     "reports_from_spans",
     "runs_from_spans",
     "spans_from_jaeger_json",
+    "spans_from_mlflow_json",
+    "spans_from_mlflow_traces",
     "spans_from_otlp_json",
     "spans_from_otlp_proto",
+    "spans_from_phoenix_json",
 ]

@@ -47,6 +47,7 @@ from ..events import (
 from ..exceptions import DecodeError
 from ..logs._decode import fast_record
 from ..reasons import KNOWN_EXCLUSION_REASONS
+from ._backends import backend_of, documents_in, merged_spans, spans_from_backend_document
 from ._columns import (
     BYTE_COUNT,
     CHUNK_COUNT,
@@ -651,11 +652,14 @@ def parse_trace(data: str | bytes) -> list[SpanData]:
     try:
         whole = json.loads(stripped)
     except (ValueError, RecursionError):
-        return spans_from_otlp_json(stripped)  # JSON lines (or a clear error naming the line)
+        return _parse_lines(stripped)
     documents = whole if isinstance(whole, list) else [whole]
     spans: list[SpanData] = []
     for k, document in enumerate(documents):
-        if is_jaeger_document(document):
+        if backend_of(document) is not None:
+            where = "trace" if not isinstance(whole, list) else f"trace[{k}]"
+            spans.extend(spans_from_backend_document(document, where))
+        elif is_jaeger_document(document):
             spans.extend(spans_from_jaeger_json(document))
         elif is_otlp_document(document):
             spans.extend(spans_from_otlp_json(document))
@@ -663,9 +667,38 @@ def parse_trace(data: str | bytes) -> list[SpanData]:
             shown = sorted(document)[:8] if isinstance(document, Mapping) else type(
                 document).__name__
             where = "trace" if not isinstance(whole, list) else f"trace[{k}]"
-            raise DecodeError(where, shown, "is neither OTLP/JSON traces (resourceSpans or "
-                              "batches) nor Jaeger JSON (data)")
-    return spans
+            raise DecodeError(where, shown, _NOT_A_TRACE)
+    return merged_spans(spans) if any(backend_of(d) for d in documents) else spans
+
+
+#: What a trace document may be, for the error naming one that is none of them.
+_NOT_A_TRACE = ("is not a trace: expected OTLP/JSON (resourceSpans), Tempo's (batches, or "
+                "trace.resourceSpans), Jaeger's (data[].spans, or v3's result.resourceSpans), "
+                "a page of Phoenix's REST API (data[] and next_cursor) or MLflow's trace JSON "
+                "(traces[].trace_info and spans)")
+
+
+def _parse_lines(text: str) -> list[SpanData]:
+    """Several JSON documents (lines, or written back to back): pages of Phoenix or
+    MLflow answers, Jaeger v3's stream of results, or OTLP/JSON lines (as the
+    collector's file exporter writes them, read by :func:`spans_from_otlp_json`)."""
+    try:
+        documents = list(documents_in(text))
+    except DecodeError:
+        documents = []
+    if not documents or backend_of(documents[0][1]) is None:
+        return spans_from_otlp_json(text)  # JSON lines (or a clear error naming the line)
+    spans: list[SpanData] = []
+    for line, document in documents:
+        if backend_of(document) is None:
+            shown = sorted(document)[:8] if isinstance(document, Mapping) else type(
+                document).__name__
+            raise DecodeError("trace", shown, _NOT_A_TRACE, line=line)
+        try:
+            spans.extend(spans_from_backend_document(document))
+        except DecodeError as exc:
+            raise DecodeError(exc.field, exc.value, exc.problem, line=line) from None
+    return merged_spans(spans)
 
 
 def _parse_proto(raw: bytes) -> list[SpanData]:

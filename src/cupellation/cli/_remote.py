@@ -1,0 +1,109 @@
+"""``cupellation report --from BACKEND URL``: a run rebuilt from what a trace backend
+holds, fetched over HTTP(S) with :func:`cupellation.otel.fetch_spans`."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from typing import Any
+
+from ..events import RunStarted
+from ._logread import UsageError, safe
+
+__all__ = ["add_remote_arguments", "check_remote_arguments", "fetch_runs", "headers_of"]
+
+#: The options that only mean something with --from.
+_REMOTE_ONLY = ("trace", "since", "project", "experiment", "service", "header", "timeout")
+
+
+def add_remote_arguments(parser: argparse.ArgumentParser) -> None:
+    """The --from options of ``report``."""
+    from ..otel._fetch import BACKENDS  # noqa: PLC0415 - kept out of CLI start-up
+
+    group = parser.add_argument_group(
+        "from a trace backend", "--from BACKEND with one URL (the backend's base URL, "
+        "http:// or https://) instead of files: fetch one trace (--trace), one run (--run) "
+        "or the runs since a time (--since) and rebuild them")
+    group.add_argument("--from", dest="from_backend", choices=BACKENDS, metavar="BACKEND",
+                       help=f"the backend the URL is: {', '.join(BACKENDS)}")
+    group.add_argument("--trace", metavar="ID",
+                       help="the trace's id (32 hex digits; MLflow's tr-... too)")
+    group.add_argument("--since", metavar="TIME",
+                       help="the runs since TIME: ISO 8601 (2026-11-26T10:00:00Z) or a span "
+                            "back from now (90s, 15m, 2h, 7d)")
+    group.add_argument("--project", help="Phoenix: the project (default: default)")
+    group.add_argument("--experiment", help="MLflow: the experiment's id or name (needed "
+                                            "with --run or --since)")
+    group.add_argument("--service", help="Jaeger: the service the spans were sent as "
+                                         "(needed with --run or --since); Tempo: optional")
+    group.add_argument("--header", action="append", default=[], metavar="NAME:VALUE",
+                       help="send this header with every request, e.g. credentials "
+                            "(NAME=VALUE too; repeatable; never shown in a message)")
+    group.add_argument("--timeout", type=float, metavar="SECONDS",
+                       help="seconds per request (default 30)")
+
+
+def check_remote_arguments(args: argparse.Namespace) -> None:
+    """Usage errors: --from without exactly one URL; its options without --from."""
+    if args.from_backend is None:
+        given = [name for name in _REMOTE_ONLY
+                 if getattr(args, name) not in (None, [])]
+        if given:
+            raise UsageError(f"--{given[0]} needs --from BACKEND URL")
+        return
+    if len(args.logs) != 1:
+        raise UsageError(f"--from {args.from_backend} takes one URL (got {len(args.logs)} "
+                         "arguments)")
+    if args.timeout is not None and not args.timeout > 0:
+        raise UsageError(f"--timeout: must be a positive number of seconds (got "
+                         f"{args.timeout})")
+
+
+def headers_of(values: Sequence[str]) -> dict[str, str]:
+    """``NAME:VALUE`` options as headers. A malformed one is named by its position
+    and name only: its value may be a credential."""
+    headers = {}
+    for position, text in enumerate(values, start=1):
+        cut = min((at for at in (text.find(":"), text.find("=")) if at >= 0), default=-1)
+        name, value = (text[:cut], text[cut + 1:]) if cut >= 0 else (text, "")
+        if cut < 0 or not name.strip() or any(c in name.strip() for c in " \r\n\t"):
+            raise UsageError(f"--header #{position}: expected NAME:VALUE or NAME=VALUE (the "
+                             "value is not shown)")
+        if any(c in value for c in "\r\n"):
+            raise UsageError(f"--header #{position} ({safe(name.strip())}): its value must "
+                             "be one line (the value is not shown)")
+        headers[name.strip()] = value.strip()
+    return headers
+
+
+def fetch_runs(args: argparse.Namespace) -> tuple[list[tuple[str, Any, Any]], str]:
+    """The runs the backend holds for the request, as (run id, report, budget) in the
+    order they started, and a phrase saying where they were looked for."""
+    from ..otel import runs_from_spans  # noqa: PLC0415
+    from ..otel._fetch import fetch_spans, parse_since  # noqa: PLC0415
+
+    since = parse_since(args.since) if args.since is not None else None
+    if args.trace is None and args.run is None and since is None:
+        raise UsageError(f"--from {args.from_backend}: say what to fetch: --trace ID, "
+                         "--run RUN_ID or --since TIME")
+    spans = fetch_spans(
+        args.from_backend, args.logs[0], trace_id=args.trace,
+        run_id=args.run if args.trace is None else None, since=since,
+        project=args.project, experiment=args.experiment, service=args.service,
+        headers=headers_of(args.header),
+        timeout=args.timeout if args.timeout is not None else 30.0)
+    selector = (f"project {args.project or 'default'}" if args.from_backend == "phoenix"
+                else f"experiment {args.experiment}" if args.experiment
+                else f"service {args.service}" if args.service else "")
+    asked = (f"trace {args.trace}" if args.trace else f"run {args.run}" if args.run
+             else f"since {args.since}")
+    where = f"in {args.from_backend}" + (f" {safe(selector)}" if selector else "") + \
+        f" for {safe(asked)}"
+    if not spans:
+        return [], where
+    runs = []
+    for run in runs_from_spans(spans):
+        budget = next((event.budget for event in run.events
+                       if isinstance(event, RunStarted)), None)
+        runs.append((run.run_id, run.report, budget))
+    return runs, where

@@ -1,0 +1,152 @@
+"""Start a real MLflow tracking server (an OTLP/HTTP backend with a REST API to read
+traces back) for the integration tests, and read spans from it through cupellation's
+own reader.
+
+MLflow lives in its own venv (``scripts/install-mlflow.sh``; ``MLFLOW_VENV``
+overrides where). What these helpers rely on, measured with MLflow 3.17.2:
+``mlflow server --workers 1`` answers ``GET /health`` within ~10 s; OTLP/HTTP
+protobuf goes to ``POST /v1/traces`` with the ``x-mlflow-experiment-id`` header (no
+gRPC receiver); ``POST /api/3.0/mlflow/traces/search`` lists an experiment's traces
+and ``GET /api/3.0/mlflow/traces/batchGet`` returns their spans; a string attribute
+that is valid JSON comes back as that JSON (which the reader turns back into text).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Final
+
+import pytest
+
+from cupellation.otel import SpanData, fetch_spans
+
+from .fake_otlp import free_port
+
+ROOT: Final = Path(__file__).resolve().parents[2]
+INSTALL_SCRIPT: Final = "scripts/install-mlflow.sh"
+STARTUP_TIMEOUT: Final = 120.0
+STOP_TIMEOUT: Final = 15.0
+STOP_GRACE: Final = 2.0
+"""How long SIGTERM is given before SIGKILL (uvicorn waits ~10 s for open
+connections; the server's store is a temporary file, so nothing is lost)."""
+EXPERIMENT_HEADER: Final = "x-mlflow-experiment-id"
+"""Picks the experiment of spans sent over OTLP/HTTP."""
+EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def mlflow_executable() -> Path:
+    """The ``mlflow`` command of ``$MLFLOW_VENV`` (default ``.mlflow-venv``); fails the
+    test (never skips) when it is missing, naming the script that installs it."""
+    venv = Path(os.environ.get("MLFLOW_VENV") or ROOT / ".mlflow-venv")
+    executable = venv / "bin" / "mlflow"
+    if not os.access(executable, os.X_OK):
+        pytest.fail(f"MLflow is not installed at {executable}: run `bash {INSTALL_SCRIPT}` "
+                    "(set MLFLOW_VENV if you installed it elsewhere)", pytrace=False)
+    return executable
+
+
+class MLflow:
+    """A running MLflow server: where to send OTLP and how to read spans back."""
+
+    def __init__(self, process: subprocess.Popen[bytes], port: int, log_path: Path) -> None:
+        self.process = process
+        self.log_path = log_path
+        self.base_url = f"http://127.0.0.1:{port}"
+        """What ``setup_otlp(endpoint=...)``, OTEL_EXPORTER_OTLP_ENDPOINT and
+        ``cupellation report --from mlflow`` take."""
+
+    def healthy(self) -> bool:
+        """True if ``GET /health`` answers 200."""
+        try:
+            with urllib.request.urlopen(f"{self.base_url}/health", timeout=2) as answer:
+                return bool(answer.status == 200)
+        except (OSError, urllib.error.URLError):
+            return False
+
+    def new_experiment(self, label: str) -> str:
+        """A new experiment's id (named ``label`` and a random suffix)."""
+        request = urllib.request.Request(
+            f"{self.base_url}/api/2.0/mlflow/experiments/create",
+            data=json.dumps({"name": f"{label}-{uuid.uuid4().hex[:8]}"}).encode(),
+            headers={"Content-Type": "application/json"}, method="POST")
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return str(json.load(answer)["experiment_id"])
+
+    def spans(self, experiment: str, *, expect: int, timeout: float = 60.0) -> list[SpanData]:
+        """Poll (through cupellation's MLflow reader) until ``experiment`` holds at
+        least ``expect`` spans, and return them all; fails with the log's tail if fewer
+        arrive within ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            spans = fetch_spans("mlflow", self.base_url, experiment=experiment, since=EPOCH,
+                                timeout=30)
+            if len(spans) >= expect or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        if len(spans) < expect:
+            pytest.fail(f"MLflow experiment {experiment} has {len(spans)} span(s) after "
+                        f"{timeout} s, expected {expect}\n{self.log_tail()}", pytrace=False)
+        return spans
+
+    def log_tail(self, lines: int = 40) -> str:
+        """The last ``lines`` lines of the server's log."""
+        try:
+            text = self.log_path.read_text(encoding="utf-8", errors="replace")
+        except OSError as error:
+            return f"(no MLflow log at {self.log_path}: {error})"
+        return f"--- last {lines} lines of {self.log_path} ---\n" + "\n".join(
+            text.splitlines()[-lines:])
+
+    def stop(self) -> None:
+        """SIGTERM to the server's process group (uvicorn and its worker), then SIGKILL
+        after ``STOP_GRACE`` s."""
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=STOP_GRACE)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(timeout=STOP_TIMEOUT)
+
+
+@contextmanager
+def run_mlflow(work_dir: Path) -> Iterator[MLflow]:
+    """Start ``mlflow server`` with one worker on a free 127.0.0.1 port, its sqlite
+    store, artifacts and log in ``work_dir``; wait for /health; stop it after."""
+    executable = mlflow_executable()
+    port = free_port()
+    log_path = work_dir / "mlflow.log"
+    env = {name: value for name, value in os.environ.items()
+           if not name.startswith(("OTEL_", "MLFLOW_"))}
+    command = [str(executable), "server", "--host", "127.0.0.1", "--port", str(port),
+               "--workers", "1", "--backend-store-uri", f"sqlite:///{work_dir / 'mlflow.db'}",
+               "--default-artifact-root", str(work_dir / "artifacts")]
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log,
+                                   stderr=subprocess.STDOUT, env=env, cwd=work_dir,
+                                   start_new_session=True)
+    server = MLflow(process, port, log_path)
+    try:
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while not server.healthy():
+            if process.poll() is not None:
+                pytest.fail(f"MLflow exited with {process.returncode} while starting\n"
+                            f"{server.log_tail()}", pytrace=False)
+            if time.monotonic() > deadline:
+                pytest.fail(f"MLflow did not answer /health within {STARTUP_TIMEOUT} s\n"
+                            f"{server.log_tail()}", pytrace=False)
+            time.sleep(0.25)
+        yield server
+    finally:
+        server.stop()
