@@ -29,7 +29,8 @@ projections of this one stream, and decoders turn spans and logs back into it.
   every decoder recomputes it, and a mismatch is listed in the rebuilt report's
   ``incomplete`` (see :mod:`cupellation._events.digest` for what it covers).
   The plain ``sha256:`` form detects corruption; only the keyed
-  ``hmac-sha256:`` form also detects tampering.
+  ``hmac-sha256:`` form also detects tampering. Columns-layout spans carry
+  ``sha256-columns:`` / ``hmac-sha256-columns:``, a digest over their column chunks.
 
 Schema: every dictionary carries ``type`` and ``schema``
 (:data:`EVENT_SCHEMA_VERSION`, 3; version 2 still decodes, as unverified).

@@ -120,11 +120,12 @@ def test_content_is_left_out_unless_asked_for(audit: Path, tmp_path: Path,
     out = tmp_path / "none.jsonl"
     assert _export_cli(str(audit), "--to", "file", "--out", str(out), "--quiet") == 0
     text = out.read_text(encoding="utf-8")
-    assert '"cupel.item.content"' not in text
+    assert "cupel.item.content" not in text  # neither an attribute nor a column
     monkeypatch.setenv("CUPELLATION_CAPTURE_CONTENT", "hash")
     hashed = tmp_path / "hash.jsonl"
     assert _export_cli(str(audit), "--to", "file", "--out", str(hashed), "--quiet") == 0
-    assert '"stringValue":"sha256:' in hashed.read_text(encoding="utf-8")
+    # The columns' JSON text (and output.value) hold each content's digest.
+    assert '\\"cupel.item.content\\":[\\"sha256:' in hashed.read_text(encoding="utf-8")
 
 
 def test_to_an_otlp_http_backend(audit: Path, selections: list[Selection],

@@ -272,3 +272,78 @@ def test_two_span_collectors_in_one_fan_out_leave_no_span_current() -> None:
     for sdk in (columns_sdk, events_sdk):
         (rebuilt,) = runs_from_spans(sdk.spans)
         assert rebuilt.report == diagnostics.build_report()
+
+
+def test_column_rows_decode_alike_through_the_typed_record_and_the_spine(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Column rows go through the log reader's typed record of their JSON line; the
+    events and report are exactly those the spine's own decoding gives, for a whole
+    run and for one with a row whose reason disagrees with its item (incomplete either
+    way)."""
+    import cupellation.otel._decode as decode  # noqa: PLC0415
+
+    items = _with_wide_text(make_items(300, 4))
+    sdk = make_sdk()
+    run_both(PIPELINE, items, _budget(items, 0.4), sdk.collector("Full", "full"))
+    spans = [span_data(s) for s in sdk.spans]
+    at = next(k for k, s in enumerate(spans) if s.name == "cupel.stage.slice")
+    count = int(str(spans[at].attributes["cupel.columns.chunk_count"]))
+    text = "".join(str(spans[at].attributes[f"cupel.columns.{k}"]) for k in range(count))
+    marker = '"cupel.exclusion.item_tokens":['
+    start = text.index(marker) + len(marker)
+    broken = (text[:start] + "-" + text[start:]).encode()  # the reason's tokens negative
+    attributes = {k: v for k, v in spans[at].attributes.items()
+                  if not k.startswith("cupel.columns.")}
+    chunks = chunk_text(broken)
+    attributes.update({f"cupel.columns.{k}": chunk for k, chunk in enumerate(chunks)})
+    attributes.update({"cupel.columns.chunk_count": len(chunks), "cupel.columns.byte_count":
+                       len(broken), "cupel.columns.part_count": 0})
+    mangled = [*spans[:at], replace(spans[at], attributes=attributes), *spans[at + 1:]]
+    fast = [runs_from_spans(spans)[0], runs_from_spans(mangled)[0]]
+    monkeypatch.setattr(decode, "fast_record", lambda line: None)
+    slow = [runs_from_spans(spans)[0], runs_from_spans(mangled)[0]]
+    for one, other in zip(fast, slow, strict=True):
+        assert one.events == other.events
+        assert one.report == other.report
+    assert fast[0].is_complete
+    assert fast[0].verification is Verification.VERIFIED
+    assert not fast[1].is_complete
+    assert fast[1].verification is Verification.MISMATCH
+
+
+@pytest.mark.parametrize("capture", ["full", "none"])
+def test_columns_decode_column_by_column_exactly_as_row_by_row(capture: str) -> None:
+    """Each row's flat event built column by column equals what exclusion_flat or
+    included_flat makes of that row's attributes (keys in the same order), on every
+    carrier of a real run."""
+    import json as json_module  # noqa: PLC0415
+
+    from cupellation.otel._columns import column_rows, columns_from_document  # noqa: PLC0415
+    from cupellation.otel._decode import column_flats  # noqa: PLC0415
+    from cupellation.otel._names import exclusion_flat, included_flat  # noqa: PLC0415
+
+    items = _with_wide_text(make_items(400, 5))
+    sdk = make_sdk()
+    run_both(PIPELINE, items, _budget(items, 0.4), sdk.collector("Full", capture))
+    spans = [span_data(s) for s in sdk.spans]
+    checked = 0
+    for span in spans:
+        count = span.attributes.get("cupel.columns.chunk_count")
+        if not isinstance(count, int):
+            continue
+        holders = [span, *(s for s in spans if s.parent_span_id == span.span_id
+                           and s.name == span.name + ".part")]
+        chunks = {k: str(h.attributes[f"cupel.columns.{k}"]) for h in holders
+                  for k in range(count) if f"cupel.columns.{k}" in h.attributes}
+        document = columns_from_document(json_module.loads("".join(
+            chunks[k] for k in range(count))))
+        stage = None if span.name == "cupel.pipeline" else span.name.split(".")[-1]
+        for name, columns in document.items():
+            rows = column_rows(columns)
+            expected = [exclusion_flat(row, "r", stage) if name == "cupel.exclusion"
+                        else included_flat(row, "r") for row in rows]
+            built = column_flats(name, columns, "r", stage)
+            assert [list(flat.items()) for flat in built] == [
+                list(flat.items()) for flat in expected]
+            checked += len(rows)
+    assert checked == 400

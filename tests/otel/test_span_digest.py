@@ -4,8 +4,11 @@ cupel.* attribute the encoder never writes is flagged, not silently ignored."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from typing import Any
+
+import pytest
 
 from cupellation import ContextBudget, ContextItem, Pipeline, RecencyScorer
 from cupellation.events import Verification
@@ -44,12 +47,17 @@ def _data(spans: Any) -> list[SpanData]:
     return [span_data(span) for span in spans]
 
 
-def test_the_root_span_carries_the_digest_and_every_format_verifies_it() -> None:
-    """cupel.run.digest is on the root span; SDK spans, OTLP/JSON, Jaeger JSON and OTLP
+@pytest.mark.parametrize(("layout", "form"), [("columns", "sha256-columns:"),
+                                               ("events", "sha256:")])
+def test_the_root_span_carries_the_digest_and_every_format_verifies_it(layout: str,
+                                                                      form: str) -> None:
+    """cupel.run.digest is on the root span, in the columns form for the columns layout
+    and the line form for the events layout; SDK spans, OTLP/JSON, Jaeger JSON and OTLP
     protobuf all rebuild a verified run (whose only note is the hashed content)."""
-    sdk, _ = _traced()
+    sdk, _ = _traced(layout=layout)
     (root,) = sdk.by_name("cupel.pipeline")
-    assert str((root.attributes or {})["cupel.run.digest"]).startswith("sha256:")
+    assert re.fullmatch(re.escape(form) + "[0-9a-f]{64}",
+                        str((root.attributes or {})["cupel.run.digest"]))
     decoded = [sdk.spans, spans_from_otlp_json(json.dumps(otlp_document(sdk.spans))),
                spans_from_jaeger_json(json.dumps(jaeger_document(sdk.spans))),
                spans_from_otlp_proto(otlp_proto_bytes(sdk.spans))]
@@ -82,12 +90,82 @@ def test_a_changed_attribute_value_is_a_digest_mismatch() -> None:
 
 
 def test_a_keyed_span_digest_needs_the_key() -> None:
-    """digest_key makes the span digest an HMAC: verified with the key, 'key missing'
-    without it."""
+    """digest_key makes the span digest an HMAC (hmac-sha256-columns: under the columns
+    layout): verified with the key, 'key missing' without it, a mismatch with another
+    key."""
     sdk, _ = _traced(key="secret")
+    (root,) = sdk.by_name("cupel.pipeline")
+    assert str((root.attributes or {})["cupel.run.digest"]).startswith("hmac-sha256-columns:")
     assert runs_from_spans(sdk.spans, digest_key="secret")[0].verification is (
         Verification.VERIFIED)
     assert runs_from_spans(sdk.spans)[0].verification is Verification.KEY_MISSING
+    assert runs_from_spans(sdk.spans, digest_key="other")[0].verification is (
+        Verification.MISMATCH)
+
+
+def _chunked(spans: list[SpanData]) -> int:
+    """The index of the first stage span carrying column chunks."""
+    return next(k for k, s in enumerate(spans)
+                if s.name.startswith("cupel.stage.") and "cupel.columns.0" in s.attributes)
+
+
+def test_a_value_changed_inside_a_column_chunk_is_a_digest_mismatch() -> None:
+    """One score changed inside a chunk (same length, still valid JSON): the fold finds
+    the run whole, and the columns digest says it was changed."""
+    sdk, _ = _traced()
+    spans = _data(sdk.spans)
+    at = _chunked(spans)
+    chunk = str(spans[at].attributes["cupel.columns.0"])
+    match = re.search(r'"cupel\.exclusion\.score":\[(-?[0-9])', chunk)
+    assert match is not None
+    digit = match.group(1)[-1]
+    changed = chunk[:match.end(1) - 1] + ("1" if digit != "1" else "2") + chunk[match.end(1):]
+    spans[at] = replace(spans[at], attributes={**spans[at].attributes,
+                                               "cupel.columns.0": changed})
+    (run,) = runs_from_spans(spans)
+    assert run.verification is Verification.MISMATCH
+    assert run.report.incomplete[0].startswith("item content was captured as 'hash'")
+    assert run.report.incomplete[1].startswith("digest mismatch")
+    assert len(run.report.incomplete) == 2
+
+
+def test_swapped_chunks_and_moved_columns_are_digest_mismatches() -> None:
+    """Columns moved from one stage span to another, or an item event added as a span
+    event to a columns trace, change what the digest covers: mismatch."""
+    sdk, _ = _traced()
+    spans = _data(sdk.spans)
+    at = _chunked(spans)
+    other = next(k for k, s in enumerate(spans) if k != at and s.name.startswith(
+        "cupel.stage.") and "cupel.columns.0" not in s.attributes)
+    moved = {k: v for k, v in spans[at].attributes.items() if k.startswith("cupel.columns.")}
+    swapped = list(spans)
+    swapped[at] = replace(spans[at], attributes={
+        k: v for k, v in spans[at].attributes.items() if k not in moved})
+    swapped[other] = replace(spans[other], attributes={**spans[other].attributes, **moved})
+    assert runs_from_spans(swapped)[0].verification is Verification.MISMATCH
+    events_sdk, _ = _traced(layout="events")
+    extra = next(e for s in _data(events_sdk.spans) for e in s.events
+                 if e.name == "cupel.exclusion")
+    added = list(spans)
+    added[at] = replace(spans[at], events=(*spans[at].events, extra))
+    assert runs_from_spans(added)[0].verification is Verification.MISMATCH
+
+
+def test_a_lost_part_span_is_named_and_a_mismatch() -> None:
+    """A run large enough for .part spans: losing one part names it in incomplete and
+    the digest does not verify; the whole trace verifies."""
+    sdk = make_sdk()
+    collector = sdk.collector("Full", "full")
+    items = [ContextItem(f"item {k} " + "x" * 40, 10 + k % 7) for k in range(2000)]
+    run_both(Pipeline(RecencyScorer()), items, ContextBudget(500, 400), collector)
+    spans = _data(sdk.spans)
+    assert runs_from_spans(spans)[0].verification is Verification.VERIFIED
+    part = next(k for k, s in enumerate(spans) if s.name.endswith(".part"))
+    (run,) = runs_from_spans(spans[:part] + spans[part + 1:])
+    assert run.verification is Verification.MISMATCH
+    notes = " ".join(run.report.incomplete)
+    assert "lost part spans 0 of 1 (cupel.stage.slice.part)" in notes
+    assert "digest mismatch" in notes
 
 
 def test_an_unknown_cupel_attribute_is_flagged() -> None:

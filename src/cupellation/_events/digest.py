@@ -16,6 +16,12 @@ NOT tamper-proof: anyone who can edit the file can recompute it. With a key
 ``hmac-sha256:<64 hex>``, which also detects tampering by anyone without the
 key.
 
+**The columns form.** A span trace in the columns layout carries
+``sha256-columns:<64 hex>`` (keyed: ``hmac-sha256-columns:<64 hex>``), a digest
+over what its spans carry rather than over every event's line (see
+:mod:`cupellation.otel._digest`). The prefix names the canonical form; readers
+dispatch on it, so the line forms above keep reading as before.
+
 **Checking.** Every decoder recomputes the digest from what it decoded and
 compares; :func:`check_digest` turns the comparison into a
 :class:`Verification` and, for a mismatch, the line the rebuilt report lists in
@@ -31,6 +37,8 @@ from collections.abc import Callable
 from typing import Any, Final
 
 __all__ = [
+    "COLUMNS_HMAC_PREFIX",
+    "COLUMNS_SHA256_PREFIX",
     "HMAC_PREFIX",
     "SHA256_PREFIX",
     "DigestCheck",
@@ -42,6 +50,10 @@ __all__ = [
 
 SHA256_PREFIX: Final = "sha256:"
 HMAC_PREFIX: Final = "hmac-sha256:"
+#: The span columns layout's form (see :mod:`cupellation.otel._digest`).
+COLUMNS_SHA256_PREFIX: Final = "sha256-columns:"
+COLUMNS_HMAC_PREFIX: Final = "hmac-sha256-columns:"
+_KEYED: Final = (HMAC_PREFIX, COLUMNS_HMAC_PREFIX)
 
 
 class RunDigest:
@@ -151,17 +163,17 @@ def check_digest(recorded: str | None, computed: str, computed_keyed: str | None
     """
     if recorded is None:
         return DigestCheck(Verification.UNVERIFIED)
-    if recorded.startswith(HMAC_PREFIX):
+    keyed = recorded.startswith(_KEYED)
+    if keyed:
         if computed_keyed is None:
             return DigestCheck(Verification.KEY_MISSING)
         expected = computed_keyed
     else:
         expected = computed
     if hmac.compare_digest(recorded.encode("utf-8", "replace"), expected.encode("ascii")):
-        status = (Verification.UNKEYED if computed_keyed is not None
-                  and not recorded.startswith(HMAC_PREFIX) else Verification.VERIFIED)
+        status = (Verification.UNKEYED if computed_keyed is not None and not keyed
+                  else Verification.VERIFIED)
         return DigestCheck(status)
-    keyed = recorded.startswith(HMAC_PREFIX)
     return DigestCheck(Verification.MISMATCH, (
         f"digest mismatch: the run's events were changed after they were written "
         f"(expected {_short(recorded)}, computed {_short(expected)}"

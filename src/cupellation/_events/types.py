@@ -234,7 +234,8 @@ class RunCompleted(BaseEvent, frozen=True, kw_only=True):
     """The run returned ``included_count`` items holding ``included_tokens``.
 
     ``digest``, when a sink wrote one, is the run's digest
-    (``sha256:<hex>`` or ``hmac-sha256:<hex>``; see :class:`~cupellation.events.RunDigest`):
+    (``sha256:<hex>`` or ``hmac-sha256:<hex>``; see :class:`~cupellation.events.RunDigest`;
+    on columns-layout spans ``sha256-columns:<hex>`` or ``hmac-sha256-columns:<hex>``):
     absent from the events the pipeline emits, present in what an audit log, an
     event file or a span holds.
     """

@@ -118,7 +118,11 @@ run's digest from the rebuilt events (``RebuiltRun.verification``: ``verified``,
 ``mismatch`` — also listed in ``incomplete`` — ``unverified``, ``key missing`` or
 ``unkeyed``), and flags any ``cupel.*`` attribute the encoder never writes. The plain
 ``sha256:`` digest detects corruption, not tampering; a key (``digest_key=`` or
-``CUPELLATION_DIGEST_KEY``) makes it an HMAC that also detects tampering.
+``CUPELLATION_DIGEST_KEY``) makes it an HMAC that also detects tampering. The columns
+layout's digest is ``sha256-columns:`` (``hmac-sha256-columns:``), computed over the
+column chunks exactly as written and the lines of the run and stage events (see
+``cupellation.otel._digest`` for its canonical form); the events layout's is the line
+form, ``sha256:`` (``hmac-sha256:``). Readers tell the form by its prefix.
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 from collections import Counter
@@ -15,7 +16,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 from opentelemetry.trace import Span, Status, StatusCode, Tracer
 
-from .._events.lines import RunLineEncoder
+from .._events.lines import LineEncoder, RunLineEncoder
 from .._events.settings import CAPTURE_ENV_VAR, resolve_capture, resolve_digest_key
 from ..events import (
     ContentCapture,
@@ -50,9 +51,10 @@ from ._columns import (
     PART_SUFFIX,
     ColumnSet,
     SpanLayout,
-    chunk_text,
+    chunk_ends,
     columns_text,
 )
+from ._digest import DIGEST, block_digest, columns_digest
 from ._encode import (
     Encoded,
     exclusion_batch_attributes,
@@ -116,7 +118,8 @@ def _warn_unprojectable(count: int) -> None:
 class _Run:
     """One run's open spans, attached contexts and running totals."""
 
-    __slots__ = ("dropped", "included", "instruments", "internal", "kept", "recording", "root",
+    __slots__ = ("blocks", "dropped", "included", "instruments", "internal", "kept", "lines",
+                 "recording", "root",
                  "root_attributes",
                  "root_columns", "root_context", "root_token", "root_totals", "run_id", "stage",
                  "stage_attributes", "stage_columns", "stage_exclusions", "stage_span",
@@ -152,6 +155,10 @@ class _Run:
         # Every batch of kept and dropped items, for output.value.
         self.kept: list[ItemEventBatch] = []
         self.dropped: list[ItemEventBatch] = []
+        # The columns layout's digest: the SHA-256 of the lines of the events that are
+        # not column rows, and each carrier's block digest (see ._digest).
+        self.lines = hashlib.sha256()
+        self.blocks: list[bytes] = []
 
     @property
     def spans_on(self) -> bool:
@@ -189,8 +196,8 @@ class SpanCollector:
     every context it attached is detached, and the run itself goes on untouched.
     """
 
-    __slots__ = ("_capture", "_closed", "_layout", "_level", "_lines", "_lock", "_providers",
-                 "_runs", "_value_cap")
+    __slots__ = ("_capture", "_closed", "_encoder", "_key", "_layout", "_level", "_lines",
+                 "_lock", "_providers", "_runs", "_value_cap")
 
     def __init__(self, *, tracer_provider: trace.TracerProvider | None = None,
                  meter_provider: metrics.MeterProvider | None = None,
@@ -209,7 +216,9 @@ class SpanCollector:
         self._providers = Providers(tracer_provider, meter_provider)
         self._lock = threading.Lock()
         self._runs: dict[str, _Run] = {}
-        self._lines = RunLineEncoder(self._capture, resolve_digest_key(digest_key))
+        self._key = resolve_digest_key(digest_key)
+        self._lines = RunLineEncoder(self._capture, self._key)
+        self._encoder = LineEncoder(self._capture)
         self._closed = False
 
     # -- the collector protocol -------------------------------------------------------
@@ -246,7 +255,8 @@ class SpanCollector:
         """Project one delivery of the run's events onto its spans and metrics."""
         try:
             if isinstance(events, ItemEventBatch):
-                self._digest(events)
+                if self._layout is SpanLayout.EVENTS:  # columns: the chunks are hashed
+                    self._digest(events)
                 self._on_batch(events)
                 return
             for event in events:
@@ -266,13 +276,25 @@ class SpanCollector:
             self._abandon(run_id)
 
     def _digest(self, events: Sequence[PipelineEvent]) -> str | None:
-        """The span projection's run digest, in one place: each delivery of a run that
-        has spans is hashed in its line form (after content capture); the run's digest
-        when the delivery ends it. (A span-specific canonical form may replace this.)"""
+        """The span projection's run digest, in one place, for each delivery of a run
+        that has spans. The events layout hashes every event in its line form (after
+        content capture) and returns the run's digest when the delivery ends it. The
+        columns layout hashes here only the lines of events that are not column rows
+        (the end event's without its digest); the chunks are hashed as they are
+        written, and the digest is set on the root when it ends (see ._digest)."""
         run = self._get(events[0].run_id)
         if run is None or not run.spans_on:
             return None
-        return self._lines.digest(events)
+        if self._layout is SpanLayout.EVENTS:
+            return self._lines.digest(events)
+        line, update = self._encoder.event_line, run.lines.update
+        for event in events:
+            if isinstance(event, ItemExcluded | ItemIncluded):
+                continue
+            if isinstance(event, RunCompleted | RunFailed) and event.digest is not None:
+                event = msgspec.structs.replace(event, digest=None)  # noqa: PLW2901
+            update(line(event))
+        return None
 
     def flush(self) -> None:
         """Nothing is held back: spans are live, and end as their runs end (an SDK's
@@ -552,7 +574,12 @@ class SpanCollector:
         ended here as ``span``'s children at ``end_ns``."""
         data = columns_text(columns)
         columns.blocks = {}
-        chunks = chunk_text(data)
+        ends = chunk_ends(data)
+        starts = [0, *ends][:len(ends)]
+        chunks = [data[start:end].decode("utf-8") for start, end in zip(starts, ends,
+                                                                          strict=True)]
+        run.blocks.append(block_digest(name, data, [end - start for start, end in
+                                                    zip(starts, ends, strict=True)]))
         own = chunks[:CHUNKS_ON_CARRIER]
         rest = chunks[CHUNKS_ON_CARRIER:]
         parts = (len(rest) + CHUNKS_PER_PART - 1) // CHUNKS_PER_PART
@@ -670,6 +697,8 @@ class SpanCollector:
             kept=run.kept, dropped=run.dropped, capture=self._capture, cap=self._value_cap)
         new[OUTPUT_MIME] = JSON_MIME
         run.kept = run.dropped = []
+        if self._layout is SpanLayout.COLUMNS:
+            new[DIGEST] = columns_digest(run.lines.digest(), run.blocks, self._key)
         count, length = check_totals({**written, **new})
         new[CHECK_COUNT] = count + run.root_totals[0]
         new[CHECK_TEXT] = length + run.root_totals[1]

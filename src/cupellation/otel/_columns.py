@@ -51,8 +51,12 @@ __all__ = [
     "PART_INDEX",
     "PART_SUFFIX",
     "ColumnSet",
+    "Columns",
     "SpanLayout",
+    "chunk_ends",
     "chunk_text",
+    "column_rows",
+    "columns_from_document",
     "columns_text",
     "is_chunk_attribute",
     "rows_from_document",
@@ -169,27 +173,39 @@ def columns_text(columns: ColumnSet) -> bytes:
     return _encoder.encode({name: _merged(blocks) for name, blocks in columns.blocks.items()})
 
 
-def chunk_text(data: bytes, limit: int = MAX_CHUNK_BYTES) -> list[str]:
-    """``data`` (UTF-8) cut into strings of at most ``limit`` bytes each, on character
-    boundaries."""
-    chunks: list[str] = []
+def chunk_ends(data: bytes, limit: int = MAX_CHUNK_BYTES) -> list[int]:
+    """Where each chunk of ``data`` (UTF-8) ends: pieces of at most ``limit`` bytes,
+    cut on character boundaries."""
+    ends: list[int] = []
     start, size = 0, len(data)
     while start < size:
         end = min(start + limit, size)
         if end < size:
             while data[end] & 0xC0 == 0x80:  # never cut inside a character
                 end -= 1
-        chunks.append(data[start:end].decode("utf-8"))
+        ends.append(end)
         start = end
-    return chunks
+    return ends
 
 
-def rows_from_document(document: Any) -> dict[str, list[dict[str, Any]]]:
-    """The rows of item-event attributes in a decoded columns document, by event name.
-    Raises ValueError naming what is wrong with a document of another shape."""
+def chunk_text(data: bytes, limit: int = MAX_CHUNK_BYTES) -> list[str]:
+    """``data`` (UTF-8) cut into strings of at most ``limit`` bytes each, on character
+    boundaries."""
+    ends = chunk_ends(data, limit)
+    return [data[start:end].decode("utf-8") for start, end in zip([0, *ends], ends,
+                                                                  strict=False)]
+
+
+#: One event name's columns: the attribute names, their columns, the row count.
+Columns = tuple[list[str], list[list[Any]], int]
+
+
+def columns_from_document(document: Any) -> dict[str, Columns]:
+    """The columns of item-event attributes in a decoded columns document, by event
+    name. Raises ValueError naming what is wrong with a document of another shape."""
     if not isinstance(document, dict):
         raise ValueError(f"the columns are a JSON {type(document).__name__}, not an object")
-    out: dict[str, list[dict[str, Any]]] = {}
+    out: dict[str, Columns] = {}
     for name, columns in document.items():
         if not isinstance(columns, dict) or not all(isinstance(c, list)
                                                     for c in columns.values()):
@@ -198,9 +214,19 @@ def rows_from_document(document: Any) -> dict[str, list[dict[str, Any]]]:
         if len(lengths) > 1:
             raise ValueError(f"the columns of {name!r} have different lengths "
                              f"({', '.join(str(n) for n in sorted(lengths))})")
-        count = lengths.pop() if lengths else 0
-        names = list(columns)
-        values = list(columns.values())
-        out[name] = [{key: column[k] for key, column in zip(names, values, strict=True)
-                      if column[k] is not None} for k in range(count)]
+        out[name] = (list(columns), list(columns.values()), lengths.pop() if lengths else 0)
     return out
+
+
+def column_rows(columns: Columns) -> list[dict[str, Any]]:
+    """One event name's columns as rows of attributes (a null is no attribute)."""
+    names, values, count = columns
+    return [{key: column[k] for key, column in zip(names, values, strict=True)
+             if column[k] is not None} for k in range(count)]
+
+
+def rows_from_document(document: Any) -> dict[str, list[dict[str, Any]]]:
+    """The rows of item-event attributes in a decoded columns document, by event name.
+    Raises ValueError naming what is wrong with a document of another shape."""
+    return {name: column_rows(columns)
+            for name, columns in columns_from_document(document).items()}

@@ -11,6 +11,7 @@ stage span that is not the root's child) is added to the report's
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -19,8 +20,17 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from .._events.digest import DigestCheck, Verification
-from .._events.lines import verify_events
+import msgspec
+from msgspec.structs import replace as replace_struct
+
+from .._events.digest import (
+    COLUMNS_HMAC_PREFIX,
+    COLUMNS_SHA256_PREFIX,
+    DigestCheck,
+    Verification,
+    check_digest,
+)
+from .._events.lines import LineEncoder, verify_events
 from .._events.records import INCLUSIONS
 from .._events.settings import resolve_digest_key
 from .._report import ReportBuilder, SelectionReport
@@ -29,10 +39,13 @@ from ..events import (
     ItemExcluded,
     ItemIncluded,
     PipelineEvent,
+    RunCompleted,
+    RunFailed,
     apply_content_capture,
     event_from_dict,
 )
 from ..exceptions import DecodeError
+from ..logs._decode import fast_record
 from ..reasons import KNOWN_EXCLUSION_REASONS
 from ._backends import backend_of, documents_in, merged_spans, spans_from_backend_document
 from ._columns import (
@@ -43,9 +56,12 @@ from ._columns import (
     PART_COUNT,
     PART_INDEX,
     PART_SUFFIX,
+    Columns,
+    column_rows,
+    columns_from_document,
     is_chunk_attribute,
-    rows_from_document,
 )
+from ._digest import block_digest, columns_digest
 from ._jaeger import is_jaeger_document, spans_from_jaeger_json
 from ._names import (
     ALL_STAGES,
@@ -68,9 +84,14 @@ from ._names import (
     STAGE_PREFIX,
     check_totals,
     exclusion_flat,
+    exclusion_head,
+    exclusion_key,
     included_flat,
+    included_head,
+    included_key,
     other_flat,
     run_flat,
+    share_item_fields,
     stage_flat,
     stage_from_label,
     stage_span_name,
@@ -88,6 +109,7 @@ from ._spans import (
 
 __all__ = [
     "RebuiltRun",
+    "column_flats",
     "events_from_spans",
     "parse_trace",
     "read_trace",
@@ -99,6 +121,7 @@ __all__ = [
 _ROOT_KNOWN: frozenset[str] = ROOT_ATTRIBUTES | COLUMN_ATTRIBUTES | {LAYOUT}
 _STAGE_KNOWN: frozenset[str] = STAGE_ATTRIBUTES | COLUMN_ATTRIBUTES
 
+_encode_json = msgspec.json.encode
 #: How many undecodable events a report names one by one before it only counts them.
 _NAMED_FAILURES = 5
 #: A placeholder content for an item decoded without one; replaced by the spine's
@@ -144,15 +167,23 @@ class _Run:
         self.failures: Counter[str] = Counter()
         self.failure_notes: list[str] = []
         self.capture: str | None = None
+        # The columns digest's inputs: the events decoded from column rows (by id),
+        # and each carrier's block digest over the chunks received.
+        self.column_events: set[int] = set()
+        self.blocks: list[bytes] = []
 
-    def decode(self, flat: dict[str, Any], where: str) -> None:
-        """Decode one flat event, or note why it could not be."""
+    def decode(self, flat: dict[str, Any], where: str, json_native: bool = False) -> None:
+        """Decode one flat event, or note why it could not be. ``json_native``: every
+        value is what ``json.loads`` makes (a column row), so the event may come
+        through the log reader's typed record of its JSON line, which checks it as the
+        spine does (anything that record does not decide takes the spine's path)."""
         fill = (flat.get("type") in ("item_excluded", "item_included")
                 and "item.content" not in flat and self.capture in ("none", None))
         if fill:
             flat["item.content"] = _NO_CONTENT
         try:
-            event = event_from_dict(flat)
+            record = fast_record(_encode_json(flat)) if json_native else None
+            event = record.event() if record is not None else event_from_dict(flat)
         except DecodeError as exc:
             self.failures[where] += 1
             if len(self.failure_notes) < _NAMED_FAILURES:
@@ -229,7 +260,7 @@ def _unknown_attributes(run: _Run, where: str, attributes: Mapping[str, Any],
 
 
 def _decode_span_event(run: _Run, span: SpanData, event: SpanEventData,
-                       carrier_stage: str | None) -> None:
+                       carrier_stage: str | None, json_native: bool = False) -> None:
     name, attributes = event.name, event.attributes
     where = f"a {name} event on {span.name}"
     if name == EXCLUSION_EVENT:
@@ -237,13 +268,13 @@ def _decode_span_event(run: _Run, span: SpanData, event: SpanEventData,
         known = isinstance(reason, str) and reason in KNOWN_EXCLUSION_REASONS
         _unknown_attributes(run, where, attributes, EXCLUSION_ATTRIBUTES,
                             None if known else "cupel.exclusion.")
-        run.decode(exclusion_flat(attributes, run.run_id, carrier_stage), where)
+        run.decode(exclusion_flat(attributes, run.run_id, carrier_stage), where, json_native)
     elif name == INCLUDED_EVENT:
         reason = attributes.get("cupel.item.reason")
         known = isinstance(reason, str) and reason in INCLUSIONS
         _unknown_attributes(run, where, attributes, INCLUDED_ATTRIBUTES,
                             None if known else "cupel.item.reason.")
-        run.decode(included_flat(attributes, run.run_id), where)
+        run.decode(included_flat(attributes, run.run_id), where, json_native)
     elif name in EVENT_TYPES or name == OTHER_EVENT:
         _unknown_attributes(run, where, attributes, OTHER_ATTRIBUTES.get(name, frozenset()),
                             OTHER_EVENT + "." if name == OTHER_EVENT else None)
@@ -280,10 +311,9 @@ def _ranges(numbers: list[int]) -> str:
     return ", ".join(spans[:10]) + (", ..." if len(spans) > 10 else "")
 
 
-def _columns_rows(run: _Run, span: SpanData, parts: _Parts
-                  ) -> dict[str, list[dict[str, Any]]] | None:
-    """The item-event rows a span's columns hold (with its part spans), or None when
-    it has no columns or they cannot be read whole (which is noted)."""
+def _columns_of(run: _Run, span: SpanData, parts: _Parts) -> dict[str, Columns] | None:
+    """The item-event columns a span holds (with its part spans), or None when it has
+    no columns or they cannot be read whole (which is noted)."""
     total = span.attributes.get(CHUNK_COUNT)
     if total is None:
         return None
@@ -315,6 +345,9 @@ def _columns_rows(run: _Run, span: SpanData, parts: _Parts
                                     "with different text")
                 return None
             chunks[k] = value
+    # The carrier's block digest, over the chunks as received (see ._digest).
+    pieces = [chunks[k].encode("utf-8", "surrogatepass") for k in sorted(chunks)]
+    run.blocks.append(block_digest(span.name, b"".join(pieces), list(map(len, pieces))))
     missing = [k for k in range(total) if k not in chunks]
     extra = sorted(k for k in chunks if k >= total)
     if missing or extra:
@@ -331,8 +364,8 @@ def _columns_rows(run: _Run, span: SpanData, parts: _Parts
                                 f"{total} ({_ranges(extra)}): the decisions it carried are "
                                 "not trusted")
         return None
-    text = "".join(chunks[k] for k in range(total))
-    size = len(text.encode("utf-8"))
+    data = b"".join(pieces)
+    size = len(data)
     if isinstance(byte_count, int) and size != byte_count:
         run.problems.append(
             f"{label}: its column chunks hold {size} of the {byte_count} bytes written: "
@@ -341,26 +374,59 @@ def _columns_rows(run: _Run, span: SpanData, parts: _Parts
             "missing")
         return None
     try:
-        return rows_from_document(json.loads(text))
+        return columns_from_document(json.loads(data))
     except (ValueError, RecursionError) as exc:
         run.problems.append(f"{label}: its columns are not readable JSON ({exc}): the "
                             "decisions it carried are missing")
         return None
 
 
+def column_flats(name: str, columns: Columns, run_id: str, carrier_stage: str | None
+                 ) -> list[dict[str, Any]]:
+    """The flat events of one event name's columns, column by column: each attribute
+    name is mapped once, and each row's flat is exactly what ``exclusion_flat`` or
+    ``included_flat`` makes of that row's attributes (a null is no attribute)."""
+    names, values, count = columns
+    excluded = name == EXCLUSION_EVENT
+    keys = map(exclusion_key if excluded else included_key, names)
+    pairs = [(key, column) for key, column in zip(keys, values, strict=True)
+             if key is not None]
+    head = exclusion_head(run_id, carrier_stage) if excluded else included_head(run_id)
+    flats: list[dict[str, Any]] = []
+    for k in range(count):
+        flat = head.copy()
+        for key, column in pairs:
+            value = column[k]
+            if value is not None:
+                flat[key] = value
+        flats.append(share_item_fields(flat) if excluded else flat)
+    return flats
+
+
 def _decode_columns(run: _Run, span: SpanData, parts: _Parts,
                     carrier_stage: str | None) -> None:
-    rows = _columns_rows(run, span, parts)
-    if rows is None:
+    document = _columns_of(run, span, parts)
+    if document is None:
         return
-    for name, found in rows.items():
+    first = len(run.events)
+    for name, columns in document.items():
         if name not in (EXCLUSION_EVENT, INCLUDED_EVENT):
-            run.problems.append(f"{_span_label(span)}: its columns hold {len(found)} "
+            run.problems.append(f"{_span_label(span)}: its columns hold {columns[2]} "
                                 f"{name!r} rows this version does not write; ignored")
             continue
-        for row in found:
-            _decode_span_event(run, span, SpanEventData(name=name, attributes=row),
-                               carrier_stage)
+        known = EXCLUSION_ATTRIBUTES if name == EXCLUSION_EVENT else INCLUDED_ATTRIBUTES
+        if any(n.startswith("cupel.") and n not in known and is_chunk_attribute(n) is None
+               for n in columns[0]):
+            # An attribute this version does not write: row by row, as span events are,
+            # so each row says which of its attributes were ignored.
+            for row in column_rows(columns):
+                _decode_span_event(run, span, SpanEventData(name=name, attributes=row),
+                                   carrier_stage, json_native=True)
+            continue
+        where = f"a {name} event on {span.name}"
+        for flat in column_flats(name, columns, run.run_id, carrier_stage):
+            run.decode(flat, where, json_native=True)
+    run.column_events.update(map(id, run.events[first:]))
 
 
 def _check_parts(run: _Run, parts: _Parts, carriers: list[SpanData]) -> None:
@@ -461,8 +527,12 @@ def _rebuild(run_id: str, spans: list[SpanData], digest_key: bytes | None) -> Re
         builder.add(event)
     end = builder.end_event
     recorded = None if end is None else end.digest
-    check = (verify_events(run.events, digest_key) if recorded is not None
-             else DigestCheck(Verification.UNVERIFIED))
+    if recorded is None:
+        check = DigestCheck(Verification.UNVERIFIED)
+    elif recorded.startswith((COLUMNS_SHA256_PREFIX, COLUMNS_HMAC_PREFIX)):
+        check = _check_columns(run, recorded, digest_key)
+    else:
+        check = verify_events(run.events, digest_key)
     builder.set_digest_check(check)
     report = builder.result()
     problems = tuple(dict.fromkeys(run.problems))
@@ -476,6 +546,22 @@ def _rebuild(run_id: str, spans: list[SpanData], digest_key: bytes | None) -> Re
     return RebuiltRun(run_id=run_id, report=report, events=tuple(run.events),
                       trace_id=trace_id, problems=problems, verification=check.status,
                       digest=recorded)
+
+
+def _check_columns(run: _Run, recorded: str, digest_key: bytes | None) -> DigestCheck:
+    """Check a columns-form digest (see ._digest): the lines of the events that are not
+    column rows, in seq order, and the block digests of the chunks received."""
+    encoder = LineEncoder(ContentCapture.FULL)
+    lines = hashlib.sha256()
+    for event in run.events:
+        if id(event) in run.column_events:
+            continue
+        if isinstance(event, RunCompleted | RunFailed):
+            event = replace_struct(event, digest=None)  # noqa: PLW2901
+        lines.update(encoder.event_line(event))
+    hashed = lines.digest()
+    return check_digest(recorded, columns_digest(hashed, run.blocks),
+                        columns_digest(hashed, run.blocks, digest_key) if digest_key else None)
 
 
 def _is_ours(span: SpanData) -> bool:

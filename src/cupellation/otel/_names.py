@@ -308,25 +308,32 @@ def exclusion_attributes(flat: Mapping[str, Any], carrier_stage: str | None,
     return out
 
 
-def exclusion_flat(attributes: Mapping[str, Any], run_id: str,
-                   carrier_stage: str | None) -> dict[str, Any]:
-    """The flat ``item_excluded`` of a ``cupel.exclusion`` event (content may be
-    missing: see :func:`exclusion_attributes`)."""
+def exclusion_key(name: str) -> str | None:
+    """The flat key an attribute of a ``cupel.exclusion`` event decodes to (None: it
+    holds no field of the event)."""
+    key = _EXCLUSION_BACK.get(name)
+    if key is not None:
+        return key
+    if name.startswith("cupel.exclusion.reason."):
+        return "reason." + name[23:]
+    if name.startswith("cupel.exclusion."):
+        return None if name in DERIVED else "reason." + name[16:]
+    if name.startswith("cupel.item."):
+        return name[6:]
+    return None
+
+
+def exclusion_head(run_id: str, carrier_stage: str | None) -> dict[str, Any]:
+    """The members of a flat ``item_excluded`` that no attribute carries."""
     flat: dict[str, Any] = {"schema": EVENT_SCHEMA_VERSION, "type": "item_excluded",
                             "run_id": run_id}
     if carrier_stage is not None:
         flat["stage"] = carrier_stage
-    for name, value in attributes.items():
-        key = _EXCLUSION_BACK.get(name)
-        if key is not None:
-            flat[key] = value
-        elif name.startswith("cupel.exclusion.reason."):
-            flat["reason." + name[23:]] = value
-        elif name.startswith("cupel.exclusion."):
-            if name not in DERIVED:
-                flat["reason." + name[16:]] = value
-        elif name.startswith("cupel.item."):
-            flat[name[6:]] = value
+    return flat
+
+
+def share_item_fields(flat: dict[str, Any]) -> dict[str, Any]:
+    """Fill the reason fields the encoder left out because they equal the item's."""
     reason_name = flat.get("reason.name")
     if isinstance(reason_name, str):
         for field, item_key in _SHARED.items():
@@ -334,6 +341,18 @@ def exclusion_flat(attributes: Mapping[str, Any], run_id: str,
                     and item_key in flat):
                 flat["reason." + field] = flat[item_key]
     return flat
+
+
+def exclusion_flat(attributes: Mapping[str, Any], run_id: str,
+                   carrier_stage: str | None) -> dict[str, Any]:
+    """The flat ``item_excluded`` of a ``cupel.exclusion`` event (content may be
+    missing: see :func:`exclusion_attributes`)."""
+    flat = exclusion_head(run_id, carrier_stage)
+    for name, value in attributes.items():
+        key = exclusion_key(name)
+        if key is not None:
+            flat[key] = value
+    return share_item_fields(flat)
 
 
 _INCLUDED_OWN = ("candidate_index", "position", "score", "seq")
@@ -357,20 +376,31 @@ def included_attributes(flat: Mapping[str, Any], keep_content: bool) -> dict[str
     return out
 
 
+def included_key(name: str) -> str | None:
+    """The flat key an attribute of a ``cupel.item.included`` event decodes to (None: it
+    holds no field of the event)."""
+    if not name.startswith("cupel.item."):
+        return None
+    rest = name[11:]
+    if rest == "reason":
+        return "reason.name"
+    if rest.startswith("reason.") or rest in _INCLUDED_OWN:
+        return rest
+    return "item." + rest
+
+
+def included_head(run_id: str) -> dict[str, Any]:
+    """The members of a flat ``item_included`` that no attribute carries."""
+    return {"schema": EVENT_SCHEMA_VERSION, "type": "item_included", "run_id": run_id}
+
+
 def included_flat(attributes: Mapping[str, Any], run_id: str) -> dict[str, Any]:
     """The flat ``item_included`` of a ``cupel.item.included`` event."""
-    flat: dict[str, Any] = {"schema": EVENT_SCHEMA_VERSION, "type": "item_included",
-                            "run_id": run_id}
+    flat = included_head(run_id)
     for name, value in attributes.items():
-        if not name.startswith("cupel.item."):
-            continue
-        rest = name[11:]
-        if rest == "reason":
-            flat["reason.name"] = value
-        elif rest.startswith("reason.") or rest in _INCLUDED_OWN:
-            flat[rest] = value
-        else:
-            flat["item." + rest] = value
+        key = included_key(name)
+        if key is not None:
+            flat[key] = value
     return flat
 
 
