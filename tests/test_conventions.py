@@ -6,6 +6,7 @@ import ast
 import importlib
 import pkgutil
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import cupellation
@@ -319,3 +320,51 @@ def test_the_core_reaches_the_exporters_only_through_their_entry_point() -> None
     assert naming == []
     found = [entry.value for entry in entry_points(group="cupellation.exporters")]
     assert found == ["cupellation_exporters"]
+
+
+#: The specification's own algorithms, kept whole so that they read as the chapter does.
+_LONG_BY_THE_SPECIFICATION: frozenset[str] = frozenset({
+    "cupellation.slicing._count_quota._count_quota_slice",
+})
+_MAX_FUNCTION_LINES = 60
+_MAX_INTERNAL_PARAMETERS = 7
+
+
+def _functions() -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    for path in sorted(_SRC.rglob("*.py")) + sorted(_EXPORTERS.rglob("*.py")):
+        module = _module_name(path)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                yield f"{module}.{node.name}", node
+
+
+def _body_lines(function: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """Lines from the first statement after the docstring to the last."""
+    body = function.body
+    if (isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)):
+        body = body[1:]
+    if not body:
+        return 0
+    return (body[-1].end_lineno or body[-1].lineno) - body[0].lineno + 1
+
+
+def test_functions_stay_short_and_internal_ones_take_few_parameters() -> None:
+    """No function of src/cupellation or exporters/src runs over 60 lines (its
+    docstring apart), but the specification's own algorithms; no internal function
+    takes more than 7 parameters (self apart): a small options value does instead.
+    Public signatures keep the shape the specification or OpenTelemetry gives them."""
+    long = [f"{name}: {_body_lines(node)} lines" for name, node in _functions()
+            if _body_lines(node) > _MAX_FUNCTION_LINES
+            and name not in _LONG_BY_THE_SPECIFICATION]
+    crowded = []
+    for name, node in _functions():
+        arguments = node.args
+        count = len(arguments.posonlyargs) + len(arguments.args) + len(arguments.kwonlyargs)
+        if arguments.args and arguments.args[0].arg in ("self", "cls"):
+            count -= 1
+        if node.name.startswith("_") and not node.name.startswith("__") and (
+                count > _MAX_INTERNAL_PARAMETERS):
+            crowded.append(f"{name}: {count} parameters")
+    assert long == []
+    assert crowded == []

@@ -311,24 +311,13 @@ def _ranges(numbers: list[int]) -> str:
     return ", ".join(spans[:10]) + (", ..." if len(spans) > 10 else "")
 
 
-def _columns_of(run: _Run, span: SpanData, parts: _Parts) -> dict[str, Columns] | None:
-    """The item-event columns a span holds (with its part spans), or None when it has
-    no columns or they cannot be read whole (which is noted)."""
-    total = span.attributes.get(CHUNK_COUNT)
-    if total is None:
-        return None
-    label = _span_label(span)
-    part_count = span.attributes.get(PART_COUNT, 0)
-    byte_count = span.attributes.get(BYTE_COUNT)
-    if not isinstance(total, int) or not isinstance(part_count, int) or total < 0:
-        run.problems.append(f"{label}: its column counts are damaged ({CHUNK_COUNT}="
-                            f"{shown(total)}, {PART_COUNT}={shown(part_count)}): the "
-                            "decisions it carried are missing")
-        return None
+def _gather_chunks(run: _Run, span: SpanData, label: str, parts: _Parts
+                   ) -> tuple[dict[int, str], set[int]] | None:
+    """The column chunks of ``span`` and its part spans by index, and the part indices
+    found; None (noted) when one chunk arrived twice with different text."""
     chunks: dict[int, str] = {}
-    mine = parts.get((span.name, span.span_id), [])
-    found_parts = set()
-    for holder in [span, *mine]:
+    found_parts: set[int] = set()
+    for holder in [span, *parts.get((span.name, span.span_id), [])]:
         if holder is not span:
             index = holder.attributes.get(PART_INDEX)
             if isinstance(index, int):
@@ -345,6 +334,27 @@ def _columns_of(run: _Run, span: SpanData, parts: _Parts) -> dict[str, Columns] 
                                     "with different text")
                 return None
             chunks[k] = value
+    return chunks, found_parts
+
+
+def _columns_of(run: _Run, span: SpanData, parts: _Parts) -> dict[str, Columns] | None:
+    """The item-event columns a span holds (with its part spans), or None when it has
+    no columns or they cannot be read whole (which is noted)."""
+    total = span.attributes.get(CHUNK_COUNT)
+    if total is None:
+        return None
+    label = _span_label(span)
+    part_count = span.attributes.get(PART_COUNT, 0)
+    byte_count = span.attributes.get(BYTE_COUNT)
+    if not isinstance(total, int) or not isinstance(part_count, int) or total < 0:
+        run.problems.append(f"{label}: its column counts are damaged ({CHUNK_COUNT}="
+                            f"{shown(total)}, {PART_COUNT}={shown(part_count)}): the "
+                            "decisions it carried are missing")
+        return None
+    gathered = _gather_chunks(run, span, label, parts)
+    if gathered is None:
+        return None
+    chunks, found_parts = gathered
     # The carrier's block digest, over the chunks as received (see ._digest).
     pieces = [chunks[k].encode("utf-8", "surrogatepass") for k in sorted(chunks)]
     run.blocks.append(block_digest(span.name, b"".join(pieces), list(map(len, pieces))))
