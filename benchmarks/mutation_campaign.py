@@ -368,7 +368,7 @@ def _mlflow_value(value: Any) -> Any:
         if isinstance(item, dict):
             return {"kvlistValue": {"values": [{"key": k, "value": any_value(v)}
                                                for k, v in item.items()]}}
-        return {"stringValue": "null"}
+        return {}  # JSON null: an AnyValue with nothing set, as MLflow 3.17.2 returns it
 
     return any_value(parsed)
 
