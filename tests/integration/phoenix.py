@@ -83,7 +83,9 @@ class Phoenix:
     def healthy(self) -> bool:
         """True if ``GET /healthz`` answers 200."""
         try:
-            with urllib.request.urlopen(f"{self.base_url}/healthz", timeout=2) as answer:
+            # An opener of its own: urlopen's keeps the proxy variables of its first use.
+            opener = urllib.request.build_opener()
+            with opener.open(f"{self.base_url}/healthz", timeout=2) as answer:
                 return bool(answer.status == 200)
         except (OSError, urllib.error.URLError):
             return False

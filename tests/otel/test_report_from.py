@@ -6,6 +6,7 @@ unreachable backend, a refused request, an unknown project, experiment or trace.
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import urllib.parse
 from collections.abc import Callable, Iterator
@@ -339,3 +340,30 @@ def test_jaeger_and_tempo_find_a_run_by_its_id(backend: Backend,
                               "--format", "json"], capsys)
     assert code == 0, err
     assert _json_report(out) == reports[0]
+
+
+def test_the_proxy_variables_are_read_at_each_fetch(
+        backend: Backend, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fetch follows the proxy variables as they are when it runs: one made while
+    HTTP_PROXY names a closed port fails in one line, and one made after the variable
+    is gone reaches the backend (urlopen's process-wide opener would keep the first
+    proxy it saw for the rest of the process)."""
+    spans, reports = _runs("Full")
+    trace_hex = format(spans[0].context.trace_id, "032x")
+    backend.routes[f"/api/traces/{trace_hex}"] = lambda *_: (200, jaeger_document(spans))
+    argv = ["--from", "jaeger", backend.url, "--trace", trace_hex, "--format", "json"]
+    with socket.socket() as closed:  # bound, never listening
+        closed.bind(("127.0.0.1", 0))
+        proxy = f"http://127.0.0.1:{closed.getsockname()[1]}"
+        with monkeypatch.context() as patch:
+            for name in ("HTTP_PROXY", "http_proxy"):
+                patch.setenv(name, proxy)
+            for name in ("NO_PROXY", "no_proxy"):
+                patch.delenv(name, raising=False)
+            code, _out, err = _report(argv, capsys)
+            assert code == 2
+            assert err.startswith("cupellation report: error: cannot reach jaeger")
+    code, out, err = _report(argv, capsys)
+    assert code == 0, err
+    assert _json_report(out) == reports[-1]

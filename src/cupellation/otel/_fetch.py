@@ -83,6 +83,10 @@ class _Client:
         self.base = url.rstrip("/")
         self.headers = dict(headers)
         self.timeout = timeout
+        # An opener of this client's own, not urlopen's process-wide one: that one reads
+        # the proxy variables once, on its first use, and keeps them for the process;
+        # this one follows the environment as it is when the client is made.
+        self._opener = urllib.request.build_opener()
 
     def get(self, path: str, query: Mapping[str, str] | str | None = None, *,
             missing: Callable[[str], str] | None = None) -> bytes | None:
@@ -103,7 +107,7 @@ class _Client:
               missing: Callable[[str], str] | None) -> bytes | None:
         where = _shown_url(request.full_url)
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as answer:
+            with self._opener.open(request, timeout=self.timeout) as answer:
                 return bytes(answer.read())
         except urllib.error.HTTPError as error:
             body = _body(error)
