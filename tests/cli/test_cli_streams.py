@@ -169,8 +169,23 @@ def test_ctrl_c_while_reading_a_fifo_is_one_line_and_130(tmp_path: Path) -> None
                     break
                 time.sleep(0.01)
         assert writer >= 0, "select never opened its items"
+        # Then until it blocks reading them (read(2) is syscall 0 on x86-64 Linux): the
+        # signal must find the command waiting for its input, not on its way there.
+        for _ in range(6000):
+            try:
+                state = Path(f"/proc/{process.pid}/syscall").read_text().split()
+            except OSError:  # it ended
+                break
+            if (state and state[0] == "0") or process.poll() is not None:
+                break
+            time.sleep(0.01)
         process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=60)
+        try:
+            out, err = process.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            where = Path(f"/proc/{process.pid}/wchan").read_text()
+            process.kill()
+            pytest.fail(f"select did not end within 60 s of SIGINT (waiting in {where})")
     finally:
         if writer >= 0:
             os.close(writer)

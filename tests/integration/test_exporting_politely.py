@@ -89,6 +89,11 @@ def test_a_failing_metrics_export_warns_once_per_process(
             and "exporting metrics over OTLP failed" in r.getMessage()]
     assert len(ours) == 1
     assert "OTEL_METRICS_EXPORTER=otlp" in ours[0].getMessage()
-    assert "400" in ours[0].getMessage()
+    # The SDK's own words (its HTTP 400) when its failure line reached the exporter's
+    # filter; under a loaded machine the SDK may give up on time instead, silently,
+    # and the warning then says so in general terms.
+    message = ours[0].getMessage()
+    assert "(Failed to export metrics batch code: 400" in message or (
+        "(the backend refused them or could not be reached)" in message)
     assert not [r for r in caplog.records if r.name.startswith("opentelemetry")
                 and "metric" in r.getMessage().lower()]
