@@ -178,7 +178,11 @@ def test_a_backend_that_does_not_take_the_spans_is_exit_3(
                                  "--timeout", "1", "--quiet")
     assert status == _export.EXPORT_FAILED == 3
     assert time.monotonic() - started < 10
-    assert "NOT taken" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    # The SDK gives up on its own (the count of spans not taken), or, on a loaded
+    # machine, its retries outlast --timeout and the command gives up first.
+    assert "NOT taken" in err or (
+        "did not finish within --timeout 1 s" in err and "not every span was taken" in err)
 
 
 def test_nothing_to_export_is_exit_1(tmp_path: Path,
