@@ -145,13 +145,24 @@ def part_one(repeats: int) -> dict[str, float]:
 
 
 def part_two(repeats: int, turns: int = 99, last: int = 50) -> dict[str, float]:
-    """The agent loop: medians over the last ``last`` turns of ``repeats`` loops."""
+    """The agent loop: medians over the last ``last`` turns of ``repeats`` loops.
+
+    Each turn, in this order: the new exchange's texts counted on a private counter
+    (not the cache: the one-time count, timed); the call (timed); the same call again
+    (timed: nothing new); the texts counted privately again (untimed: it leaves the
+    CPU caches as the call's own count left them); the pipeline alone on the call's
+    units, once (timed: "pipeline, first run") and three times more (timed, median:
+    "pipeline, warm").
+
+    The first run is the baseline the target is measured against: in the call the
+    pipeline runs on units just made, right after counting new texts with tiktoken,
+    whose tables evict what the CPU caches held; measured warm instead, the pipeline
+    looks 10-15% faster than it ever runs in the loop, and the difference is charged
+    to the call. Both ratios are reported."""
     pipeline, _ = _pipeline(None)
     counter = resolve_counter("auto")
-    calls: list[float] = []
-    repeats_: list[float] = []
-    pipes: list[float] = []
-    counts: list[float] = []
+    samples: dict[str, list[float]] = {name: [] for name in (
+        "call", "repeat", "first", "warm", "count")}
     units = 0
     for loop in range(repeats):
         clear_message_cache()
@@ -161,32 +172,41 @@ def part_two(repeats: int, turns: int = 99, last: int = 50) -> dict[str, float]:
         for turn in range(turns):
             new = exchange(seed, turn)
             messages = [*messages, *new]
+            texts = _texts(new)
             # The one-time count of the new texts, on a private counter (not the cache).
-            fresh_count = _timed(lambda: [counter.raw(t) for t in _texts(new)])  # noqa: B023
+            count = _timed(lambda: [counter.raw(t) for t in texts])  # noqa: B023
             call = _timed(lambda: select_messages(messages, budget=BUDGET,  # noqa: B023
                                                   now=NOW))
             repeat = _timed(lambda: select_messages(messages, budget=BUDGET,  # noqa: B023
                                                     now=NOW))
             conversation = _read(_request(messages))  # a cache hit: the same units
-            pipe = statistics.median(_timed(
+            for text in texts:
+                counter.raw(text)
+            first = _timed(lambda: pipeline.run(conversation.candidates, BUDGET))  # noqa: B023
+            warm = statistics.median(_timed(
                 lambda: pipeline.run(conversation.candidates, BUDGET))  # noqa: B023
                 for _ in range(3))
             if turn >= turns - last:
-                calls.append(call)
-                repeats_.append(repeat)
-                pipes.append(pipe)
-                counts.append(fresh_count)
+                for name, value in (("call", call), ("repeat", repeat), ("first", first),
+                                    ("warm", warm), ("count", count)):
+                    samples[name].append(value)
                 units = len(conversation.candidates)
-    call, pipe, count = (statistics.median(values) * 1000 for values in (calls, pipes, counts))
-    ratios = [(c - p) / p for c, p in zip(calls, pipes, strict=True)]
-    ratios_net = [(c - n - p) / p for c, n, p in zip(calls, counts, pipes, strict=True)]
-    ratios_repeat = [(r - p) / p for r, p in zip(repeats_, pipes, strict=True)]
-    return {"units": units, "later call ms": call, "pipeline ms": pipe,
-            "new exchange's one-time count ms": count,
-            "repeated call ms": statistics.median(repeats_) * 1000,
-            "overhead": statistics.median(ratios),
-            "overhead without the new exchange's count": statistics.median(ratios_net),
-            "overhead of a repeated call (nothing new)": statistics.median(ratios_repeat)}
+    call, first, warm, count, repeat = (statistics.median(samples[name]) * 1000 for name in (
+        "call", "first", "warm", "count", "repeat"))
+
+    def overhead(against: str, *, less_count: bool = True, of: str = "call") -> float:
+        return statistics.median(
+            (c - (n if less_count else 0.0) - p) / p for c, n, p in zip(
+                samples[of], samples["count"], samples[against], strict=True))
+
+    return {"units": units, "later call ms": call, "pipeline, first run ms": first,
+            "pipeline, warm ms": warm, "new exchange's one-time count ms": count,
+            "repeated call ms": repeat,
+            "overhead": overhead("first"),
+            "overhead, against the warm pipeline": overhead("warm"),
+            "overhead with the new exchange's count": overhead("first", less_count=False),
+            "overhead of a repeated call (nothing new)": overhead("warm", less_count=False,
+                                                                   of="repeat")}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -205,15 +225,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {name:<32} {value:8.3f} ms  {value / pipeline_ms:6.2f}x")
     two = part_two(repeats, turns=40 if args.quick else 99, last=20 if args.quick else 50)
     print(f"\nAgent loop, one exchange per turn (last turns: {two['units']} units), medians:")
-    for name in ("later call ms", "pipeline ms", "new exchange's one-time count ms",
-                 "repeated call ms"):
+    for name in ("later call ms", "pipeline, first run ms", "pipeline, warm ms",
+                 "new exchange's one-time count ms", "repeated call ms"):
         print(f"  {name:<42} {two[name]:8.3f}")
-    for name in ("overhead", "overhead without the new exchange's count",
+    for name in ("overhead", "overhead, against the warm pipeline",
+                 "overhead with the new exchange's count",
                  "overhead of a repeated call (nothing new)"):
         print(f"  {name:<42} {two[name] * 100:7.1f}%")
-    met = two["overhead without the new exchange's count"] <= TARGET
-    print(f"\ntarget: later calls add <= {TARGET:.0%} to the pipeline's untraced time "
-          f"(the new exchange's one-time count apart): {'met' if met else 'NOT met'}")
+    met = two["overhead"] <= TARGET
+    print(f"\ntarget: later calls add <= {TARGET:.0%} to the pipeline's untraced time (its "
+          f"first run on the turn's units; the new exchange's one-time count apart): "
+          f"{'met' if met else 'NOT met'}")
     if args.json is not None:
         args.json.write_text(json.dumps({"part_one_ms": one, "agent_loop": two,
                                          "target": TARGET, "met": met}, indent=2) + "\n",

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from cupellation import select_messages
 from cupellation.chat import chat_to_items, load_chat
 from cupellation.exceptions import DecodeError, InvalidValueError
 
@@ -155,3 +156,33 @@ def test_json_lines_files_may_hold_raw_line_separators(tmp_path: Path) -> None:
     path.write_text(json.dumps({"role": "user", "content": text}, ensure_ascii=False) + "\n",
                     encoding="utf-8")
     assert [item.content for item in load_chat(path)] == [text]
+
+
+_CALL = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+
+
+@pytest.mark.parametrize(("messages", "system", "where"), [
+    ([{"role": "user", "content": "bad \ud800 text"}], None, "messages[0]"),
+    ([{"role": "user", "content": "ok"}, {"role": "assistant", "content": None,
+      "tool_calls": [{**_CALL, "id": "c\udc00"}]},
+      {"role": "tool", "tool_call_id": "c\udc00", "content": "r"}], None, "messages[1]"),
+    ([{"role": "assistant", "content": None, "tool_calls": [
+        {**_CALL, "function": {"name": "f\ud800", "arguments": "{}"}}]},
+      {"role": "tool", "tool_call_id": "c1", "content": "r"}], None, "messages[0]"),
+    ([{"role": "assistant", "content": None, "tool_calls": [
+        {**_CALL, "function": {"name": "f", "arguments": "{\"q\": \"\udfff\"}"}}]},
+      {"role": "tool", "tool_call_id": "c1", "content": "r"}], None, "messages[0]"),
+    ([{"role": "assistant", "content": None, "tool_calls": [_CALL]},
+      {"role": "tool", "tool_call_id": "c1", "content": "x\ud800"}], None, "messages[1]"),
+    ([{"role": "user", "content": "hi"}], "system \ud800", "system"),
+])
+def test_text_that_is_not_unicode_is_refused_naming_the_message(
+        messages: list[Any], system: str | None, where: str) -> None:
+    """A lone surrogate (which no UTF-8 output can hold) anywhere in a message (its
+    content, a call id, a tool name, the arguments, a result) or in Anthropic's system
+    prompt is refused when the message is read, naming that message: never an item
+    holding text that no log or span can carry (the units' items are built without
+    checking their texts again)."""
+    with pytest.raises(DecodeError, match="not Unicode") as caught:
+        select_messages(messages, system=system, max_tokens=1000)
+    assert caught.value.field == where

@@ -8,6 +8,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cupellation import (
     ContextBudget,
@@ -253,3 +255,32 @@ def test_the_run_records_its_token_counter_and_the_applications_run_info() -> No
     started = next(event for event in exact.events if isinstance(event, RunStarted))
     assert started.token_counter == selection.token_counter
     assert started.token_estimates is False
+
+
+@settings(max_examples=60, deadline=None)
+@given(steps=st.lists(st.tuples(st.sampled_from(["exchange", "user", "assistant", "edit"]),
+                                st.sampled_from([1, 3, 8, 300])), min_size=20, max_size=60),
+       max_tokens=st.integers(150, 3000), preset=st.sampled_from(["chat", "tooluse", "rag"]))
+def test_a_growing_loop_sends_exactly_the_kept_units_messages(
+        steps: list[tuple[str, int]], max_tokens: int, preset: str) -> None:
+    """An agent loop (exchanges and messages of any size appended turn by turn, now and
+    then an edited history), with budgets that leave out none, the oldest, or units
+    here and there: every call sends the given objects of exactly the units the report
+    keeps, in order — whether they are copied in runs of consecutive units or looked
+    up one by one (more than a few runs)."""
+    clear_message_cache()
+    messages: list[Any] = [{"role": "system", "content": "You are terse."}]
+    for number, (step, size) in enumerate(steps):
+        if step == "exchange":
+            messages = [*messages, *_exchange(number)]
+            messages[-1] = {**messages[-1], "content": "r " * size}
+        elif step == "edit":  # the last message replaced by a copy: read from there
+            messages = [*messages[:-1], dict(messages[-1])]
+        else:
+            messages = [*messages, {"role": "user" if step != "assistant" else "assistant",
+                                    "content": "w " * size}]
+        sent = select_messages(messages, max_tokens=max_tokens, policy=preset, now=NOW)
+        selection = select_messages_with_report(messages, max_tokens=max_tokens,
+                                                policy=preset, now=NOW)
+        assert [id(m) for m in sent] == [id(messages[k]) for k in selection.kept]
+        assert len(selection.kept) + len(selection.dropped) == len(messages)

@@ -622,7 +622,7 @@ def read_message(obj: Any, fmt: str, where: str, counter: TextCounter,
     message = reader.message
     message.count(counter)
     message.trim(limits, counter)
-    return message
+    return _checked_text(message, where)
 
 
 def read_system(system: Any, counter: TextCounter) -> Message:
@@ -632,6 +632,21 @@ def read_system(system: Any, counter: TextCounter) -> Message:
     message = reader.message = Message(system, SYSTEM, "system")
     reader.content(system, (), None, calls_in_blocks=False)
     message.count(counter)
+    return _checked_text(message, "system")
+
+
+def _checked_text(message: Message, where: str) -> Message:
+    """``message``, after checking its texts are Unicode (no lone surrogate, which no
+    UTF-8 output can hold). Its ``line`` holds every text it has (role, contents, call
+    ids, names and arguments, answered ids), so one check settles them all, once per
+    message: its unit's item is then built without checking them again."""
+    line = message.line
+    if not line.isascii():
+        try:
+            line.encode("utf-8")
+        except UnicodeEncodeError:
+            raise DecodeError(where, line, "holds text that is not Unicode (a lone "
+                                           "surrogate)") from None
     return message
 
 
