@@ -227,9 +227,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {name:<32} {value:8.3f} ms  {value / pipeline_ms:6.2f}x")
     loops: dict[int, dict[str, float]] = {}
     for turns in ([40] if args.quick else args.turns):
-        two = loops[turns] = part_two(repeats, turns=turns, last=min(50, turns // 2))
+        two = loops[turns] = part_two(repeats, turns=turns, last=min(50, (turns + 1) // 2))
         print(f"\nAgent loop, one exchange per turn, {turns} turns (medians of the last "
-              f"{min(50, turns // 2)}; at the end {two['units']} units):")
+              f"{min(50, (turns + 1) // 2)}; at the end {two['units']} units):")
         for name in ("later call ms", "pipeline, first run ms", "pipeline, warm ms",
                      "new exchange's one-time count ms", "repeated call ms"):
             print(f"  {name:<42} {two[name]:8.3f}")
