@@ -43,7 +43,8 @@ from typing import Any
 import cupellation
 from cupellation import ContextBudget, ContextItem, select_messages
 from cupellation.chat import clear_message_cache, resolve_counter
-from cupellation.chat._select import _Conversation, _pipeline, _read, _Request
+from cupellation.chat._conversation import Conversation, Request, read_conversation
+from cupellation.chat._select import _pipeline
 from cupellation.chat._trim import check_limits
 
 NOW = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
@@ -105,8 +106,8 @@ def _timed(action: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
-def _request(messages: list[dict[str, Any]]) -> _Request:
-    return _Request(given=messages, system=None, has_system=False, fmt=None,
+def _request(messages: list[dict[str, Any]]) -> Request:
+    return Request(given=messages, system=None, has_system=False, fmt=None,
                     counter_spec="auto", limits=check_limits(None), now=NOW,
                     name="messages")
 
@@ -127,9 +128,9 @@ def part_one(repeats: int) -> dict[str, float]:
         for text in texts:  # cached, so conversion is timed alone
             counter(text)
         clear_message_cache()
-        conversation: list[_Conversation] = []
+        conversation: list[Conversation] = []
         samples["conversion"].append(_timed(
-            lambda: conversation.append(_read(_request(messages)))))  # noqa: B023
+            lambda: conversation.append(read_conversation(_request(messages)))))  # noqa: B023
         units = conversation[0].candidates
         samples["200 ContextItems"].append(_timed(lambda: [
             ContextItem(content=text, tokens=7, kind="ToolOutput", timestamp=NOW,
@@ -179,7 +180,7 @@ def part_two(repeats: int, turns: int = 99, last: int = 50) -> dict[str, float]:
                                                   now=NOW))
             repeat = _timed(lambda: select_messages(messages, budget=BUDGET,  # noqa: B023
                                                     now=NOW))
-            conversation = _read(_request(messages))  # a cache hit: the same units
+            conversation = read_conversation(_request(messages))  # a cache hit: the same units
             for text in texts:
                 counter.raw(text)
             first = _timed(lambda: pipeline.run(conversation.candidates, BUDGET))  # noqa: B023

@@ -29,13 +29,11 @@ read JSON transcripts as one item per text, tool call and tool result (what
 
 from __future__ import annotations
 
+from ._conversation import CONVERSATIONS_KEPT, MESSAGE_COUNT_KEY, clear_message_cache
 from ._messages import MessageFormat
 from ._select import (
-    CONVERSATIONS_KEPT,
-    MESSAGE_COUNT_KEY,
     MessageSelection,
     ThinkingMode,
-    clear_message_cache,
     ordering_problems,
     select_messages,
     select_messages_with_report,

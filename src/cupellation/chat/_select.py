@@ -1,36 +1,18 @@
 """``select_messages``: a provider's message list in, the messages that fit the budget
 out, in conversation order, in the same shape, with every decision explained.
 
-Each message is read once (its text, tool calls, tool results and tokens), trimmed
-when asked, and grouped into units: a message alone, or a whole tool exchange. Each
-unit becomes one :class:`~cupellation.ContextItem`, so the specification's pipeline
-selects units and its report explains units; the kept units' original message
-objects are returned.
-
-**Caching.** An agent loop sends the same list again with a message or two appended.
-``select_messages`` keeps what it read of the last :data:`CONVERSATIONS_KEPT`
-conversations (each message object, its counts, its unit and item), found again by
-the identity of the list's messages: when a list starts with the messages of an
-earlier call, only the new ones are read. Messages are read once per object, so a
-message changed in place after a call is not read again: replace it with a new
-object instead (or call :func:`clear_message_cache`).
-
-**Timestamps.** The items' timestamps order the units and let time-based scorers
-work: on the first call the last unit is stamped ``now`` (default: the current time)
-and each earlier one a microsecond before; units appended later are stamped when they
-are first seen, after every earlier unit. A unit keeps its stamp while its messages
-stay the same objects, so a ``DecayScorer`` sees how long ago a message arrived.
+The list is read into a conversation (:mod:`._conversation`: each message read once,
+grouped into units, each unit one :class:`~cupellation.ContextItem`, remembered
+between the calls of an agent loop), so the specification's pipeline selects units
+and its report explains units; the kept units' original message objects are returned.
 """
 
 from __future__ import annotations
 
 import itertools
-import operator
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from types import MappingProxyType
+from datetime import datetime
 from typing import Any, Literal, NamedTuple
 
 import msgspec
@@ -41,7 +23,7 @@ from .._collectors import (
     TraceCollector,
     TraceDetailLevel,
 )
-from .._model import ContextBudget, ContextItem, ContextKind, ContextSource, fits_int64
+from .._model import ContextBudget, ContextItem
 from .._pipeline import Pipeline
 from .._report import SelectionReport
 from ..events import RunInfo
@@ -53,46 +35,33 @@ from ..exceptions import (
 )
 from ..placing import ChronologicalPlacer
 from ..policy import Policy, get_preset
+from ._conversation import (
+    Conversation,
+    Request,
+    detect_format,
+    read_conversation,
+)
 from ._messages import (
-    CALLS,
     FORMATS,
-    RESULTS,
-    SYSTEM,
-    Message,
     MessageFormat,
-    format_hint,
     read_message,
-    read_system,
     without_thinking,
 )
 from ._tokens import CounterSpec, TextCounter, resolve_counter
-from ._trim import TRIMMED_KEY, check_limits
-from ._units import Span, group, trailing_turn
+from ._trim import check_limits
+from ._units import group
 
 __all__ = [
-    "CONVERSATIONS_KEPT",
-    "MESSAGE_COUNT_KEY",
-    "MESSAGE_START_KEY",
     "MessageSelection",
     "ThinkingMode",
-    "clear_message_cache",
     "ordering_problems",
     "select_messages",
     "select_messages_with_report",
 ]
 
-#: How many conversations ``select_messages`` remembers (see the module doc).
-CONVERSATIONS_KEPT = 32
-#: Metadata key: the index of a unit's first message in the list given.
-MESSAGE_START_KEY = "chat.message_index"
-#: Metadata key: how many messages the unit holds.
-MESSAGE_COUNT_KEY = "chat.message_count"
-
 #: What happens to Anthropic thinking blocks of kept messages (see select_messages).
 ThinkingMode = Literal["keep", "strip_after_change"]
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MICROSECOND = timedelta(microseconds=1)
 _DEFAULT_PRESET = "chat"
 
 
@@ -121,366 +90,6 @@ class MessageSelection:
     tokens: int
     token_counter: str
     token_estimates: bool
-
-
-# -- the cache of conversations ---------------------------------------------------------
-
-
-@dataclass(slots=True, eq=False)
-class _Unit:
-    span: Span
-    item: ContextItem
-    stamp: int  # microseconds since the epoch
-    outputs: tuple[Any, ...]  # the objects its messages send
-
-
-@dataclass(slots=True, eq=False)
-class _Conversation:
-    """What one conversation's messages were read into."""
-
-    options: tuple[Any, ...]
-    fmt: str
-    counter: TextCounter
-    objects: list[Any]
-    messages: list[Message]
-    units: list[_Unit]
-    system: _Unit | None
-    candidates: list[ContextItem]
-    positions: dict[int, int]            # id(item) -> its index in candidates
-    outputs: dict[int, tuple[Any, ...]]  # id(item) -> the objects its messages send
-    spans: dict[int, Span]               # id(item) -> its messages
-    estimates: bool
-    pin_at: int | None                   # the message whose unit is pinned
-    sent: list[Any]                      # each message's object to send, in order: the
-    #                                      given one, or its trimmed copy
-
-
-_LOCK = threading.Lock()
-_CONVERSATIONS: list[_Conversation] = []
-
-
-def clear_message_cache() -> None:
-    """Forget every conversation ``select_messages`` remembers (the next call reads
-    its messages afresh)."""
-    with _LOCK:
-        _CONVERSATIONS.clear()
-
-
-def _common_prefix(known: list[Any], given: Sequence[Any]) -> int:
-    """How many leading messages ``given`` shares with ``known``, by identity."""
-    if all(map(operator.is_, known, given)):  # C-level: stops at the shorter list
-        return min(len(known), len(given))
-    for index, (old, new) in enumerate(zip(known, given, strict=False)):
-        if old is not new:
-            return index
-    return min(len(known), len(given))  # pragma: no cover - found by the loop above
-
-
-def _remembered(options: tuple[Any, ...], given: Sequence[Any]
-                ) -> tuple[_Conversation | None, int]:
-    """The remembered conversation sharing the longest prefix with ``given``."""
-    best: _Conversation | None = None
-    best_common = 0
-    first = given[0] if given else None
-    for conversation in _CONVERSATIONS:
-        if conversation.options != options:
-            continue
-        objects = conversation.objects
-        if objects and given and objects[0] is not first:
-            continue
-        common = _common_prefix(objects, given)
-        if best is None or common > best_common:
-            best, best_common = conversation, common
-            if common == len(objects):
-                break
-    return best, best_common
-
-
-def _remember(conversation: _Conversation, replaced: _Conversation | None) -> None:
-    if _CONVERSATIONS and _CONVERSATIONS[0] is conversation:
-        return  # already the most recently used
-    if replaced is not None and replaced in _CONVERSATIONS:
-        _CONVERSATIONS.remove(replaced)
-    _CONVERSATIONS.insert(0, conversation)
-    del _CONVERSATIONS[CONVERSATIONS_KEPT:]
-
-
-# -- reading a conversation -------------------------------------------------------------
-
-
-def _detect(given: Sequence[Any], start: int, has_system: bool, name: str
-            ) -> tuple[str | None, str]:
-    """The format ``given[start:]`` shows (None when it shows none), and why."""
-    found: dict[str, str] = {}
-    for index in range(start, len(given)):
-        hint = format_hint(given[index])
-        if hint is not None and hint[0] not in found:
-            found[hint[0]] = f"{name}[{index}] {hint[1]}"
-    if has_system and "anthropic" not in found:
-        found["anthropic"] = "a system prompt passed apart"
-    if len(found) > 1:
-        (one, why_one), (other, why_other) = list(found.items())[:2]
-        raise DecodeError(name, None, f"mixes formats: {why_one} ({one}), but {why_other} "
-                                      f"({other}); pass format= to say which")
-    if found:
-        fmt, why = next(iter(found.items()))
-        return fmt, why
-    return None, ""
-
-
-class _Request:
-    """One call's arguments, checked, and the options a remembered conversation must
-    share (a plain slotted class: it is made on every call)."""
-
-    __slots__ = ("counter_spec", "fmt", "given", "has_system", "limits", "name", "now",
-                 "options", "system")
-
-    def __init__(self, *, given: Sequence[Any], system: Any, has_system: bool,
-                 fmt: str | None, counter_spec: CounterSpec | TextCounter,
-                 limits: Mapping[ContextKind, int], now: datetime | None, name: str) -> None:
-        self.given = given
-        self.system = system
-        self.has_system = has_system
-        self.fmt = fmt
-        self.counter_spec = counter_spec
-        self.limits = limits
-        self.now = now
-        self.name = name
-        # A system prompt other than text is compared by identity: the conversation
-        # holds it, so its id is not reused while the conversation is remembered.
-        self.options: tuple[Any, ...] = (
-            fmt, counter_spec, tuple(limits.items()), has_system,
-            system if isinstance(system, str) else id(system))
-
-
-def _read(request: _Request) -> _Conversation:
-    """The conversation of ``request``: remembered, grown, or read afresh."""
-    given = request.given
-    options = request.options
-    with _LOCK:
-        known, common = _remembered(options, given)
-        if known is not None and common == len(known.objects) == len(given):
-            _remember(known, known)  # most recently used first
-            return known
-    conversation = _extend(request, known, common)
-    with _LOCK:
-        _remember(conversation, known if known is not None and common == len(
-            known.objects) else None)
-    return conversation
-
-
-def _extend(request: _Request, known: _Conversation | None, common: int) -> _Conversation:
-    """A conversation for ``request.given``, reusing ``known``'s first ``common``
-    messages, and its units up to the last one that appending may change (the last
-    unit; an Anthropic trailing turn from its start). Work is done for the new
-    messages only, so a growing list costs what it grows by."""
-    given = request.given
-    name = request.name
-    if known is None or common == 0:
-        return _fresh(request)
-    fmt, counter = known.fmt, known.counter
-    detected, why = _detect(given, common, False, name)
-    if request.fmt is None and detected is not None and detected != fmt:
-        raise DecodeError(name, None, f"mixes formats: {why} ({detected}), but earlier "
-                                      f"messages are {fmt}; pass format= to say which")
-    new = [read_message(given[index], fmt, f"{name}[{index}]", counter, request.limits)
-           for index in range(common, len(given))]
-    messages = known.messages[:common] + new
-    grown = common == len(known.messages)
-    # Units ending at or before ``limit`` are kept as they are.
-    limit = min(common, known.units[-1].span.start if known.units else 0)
-    if fmt == "anthropic":
-        turn = trailing_turn(messages)
-        if turn is not None:
-            limit = min(limit, turn)
-    kept = len(known.units)
-    while kept and known.units[kept - 1].span.end > limit:
-        kept -= 1
-    units = known.units[:kept]
-    # Units regrouped unchanged (the same messages, all known) are taken as they were.
-    reusable = {(unit.span.start, unit.span.end): unit for unit in known.units[kept:]
-                if unit.span.end <= common}
-    # Growing, the item -> position and messages maps are shared and only added to:
-    # an item of an earlier call keeps its entry (the same in both: the units before
-    # it are the same), so a call still placing it reads it safely.
-    positions = known.positions if grown else dict(known.positions)
-    outputs = known.outputs if grown else dict(known.outputs)
-    spans = known.spans if grown else dict(known.spans)
-    restart = units[-1].span.end if units else 0
-    pin_at = known.pin_at
-    if pin_at is None or pin_at >= common:
-        pin_at = _pin_at(messages, fmt, restart if pin_at is None else 0)
-    estimates = (known.estimates if grown else any(m.estimated_parts for m in messages)
-                 ) or counter.estimate or any(m.estimated_parts for m in new)
-    last_stamp = units[-1].stamp if units else (
-        known.system.stamp if known.system is not None else None)
-    added = _new_units(messages, _Reading(fmt, counter, restart, pin_at, last_stamp), request,
-                       reusable)
-    system_offset = 1 if known.system is not None else 0
-    candidates = known.candidates[:kept + system_offset]
-    for unit in added:
-        positions[id(unit.item)] = len(candidates)
-        outputs[id(unit.item)] = unit.outputs
-        candidates.append(unit.item)
-        spans[id(unit.item)] = unit.span
-    return _Conversation(
-        options=known.options, fmt=fmt, counter=counter, objects=list(given),
-        messages=messages, units=units + added, system=known.system, candidates=candidates,
-        positions=positions, outputs=outputs, spans=spans, estimates=estimates, pin_at=pin_at,
-        sent=known.sent[:common] + [message.output for message in new])
-
-
-def _fresh(request: _Request) -> _Conversation:
-    """A conversation read from nothing."""
-    given, name = request.given, request.name
-    detected, _ = _detect(given, 0, request.has_system, name)
-    fmt = request.fmt or detected or "openai"
-    if request.has_system and fmt != "anthropic":
-        raise DecodeError("system", request.system,
-                          f"is passed apart only in the Anthropic format, not {fmt}")
-    counter = resolve_counter(request.counter_spec,
-                              flavour="anthropic" if fmt == "anthropic" else "openai")
-    messages = [read_message(obj, fmt, f"{name}[{index}]", counter, request.limits)
-                for index, obj in enumerate(given)]
-    system: _Unit | None = None
-    estimates = counter.estimate or any(m.estimated_parts for m in messages)
-    stamp = _first_stamp(request.now, len(messages) + 1, None)
-    if request.has_system:
-        system_message = read_system(request.system, counter)
-        estimates = estimates or system_message.estimated_parts > 0
-        system = _unit(Span(-1, 0), [system_message], fmt, counter, request.limits, stamp,
-                       pinned=True)
-    pin_at = _pin_at(messages, fmt, 0)
-    units = _new_units(messages, _Reading(fmt, counter, 0, pin_at,
-                                          system.stamp if system is not None else None),
-                       request, {})
-    everything = units if system is None else [system, *units]
-    return _Conversation(
-        options=request.options, fmt=fmt, counter=counter, objects=list(given),
-        messages=messages, units=units, system=system,
-        candidates=[unit.item for unit in everything],
-        positions={id(unit.item): index for index, unit in enumerate(everything)},
-        outputs={id(unit.item): unit.outputs for unit in everything},
-        spans={id(unit.item): unit.span for unit in everything}, estimates=estimates,
-        pin_at=pin_at, sent=[message.output for message in messages])
-
-
-def _pin_at(messages: list[Message], fmt: str, start: int) -> int | None:
-    """The message whose unit is pinned: the first system message (OpenAI, Responses,
-    LangChain), so it stays first; Anthropic's first message, which must be the
-    user's. Looked for from ``start``."""
-    anthropic = fmt == "anthropic"
-    for index in range(start, len(messages)):
-        if (messages[index].category != SYSTEM) == anthropic:
-            return index
-    return None
-
-
-class _Reading(NamedTuple):
-    """Where new units start: the conversation's format and counter, the first
-    message to group (``restart``), the pinned message and the last stamp given."""
-
-    fmt: str
-    counter: TextCounter
-    restart: int
-    pin_at: int | None
-    last_stamp: int | None
-
-
-def _new_units(messages: list[Message], reading: _Reading, request: _Request,
-               reusable: Mapping[tuple[int, int], _Unit]) -> list[_Unit]:
-    """The units of ``messages[reading.restart:]``: a ``reusable`` unit of the same span
-    and pin as it was, the others made and stamped after ``reading.last_stamp``."""
-    fmt, counter, restart, pin_at, last_stamp = reading
-    spans = group(messages, fmt, restart, name=request.name)
-    if fmt == "anthropic":
-        spans = _anchor_turn(messages, spans)
-    units: list[_Unit] = []
-    for span in spans:  # reusable units can only lead: they lie within the known messages
-        old = reusable.get((span.start, span.end))
-        if old is None or old.item.pinned != (span.pinned or (
-                pin_at is not None and span.start <= pin_at < span.end)):
-            break
-        units.append(old)
-        last_stamp = old.stamp
-    stamp = _first_stamp(request.now, len(spans) - len(units), last_stamp)
-    for offset, span in enumerate(spans[len(units):]):
-        pinned = span.pinned or (pin_at is not None and span.start <= pin_at < span.end)
-        units.append(_unit(span, messages[span.start:span.end], fmt, counter,
-                           request.limits, stamp + offset, pinned=pinned))
-    return units
-
-
-def _anchor_turn(messages: list[Message], spans: list[Span]) -> list[Span]:
-    """The spans with an Anthropic trailing thinking turn's start made one pinned unit:
-    its user message, the first assistant message (which starts with the thinking
-    block) and that message's results. Later exchanges of the turn stay units of their
-    own: with the start always sent, the turn starts with its thinking block whatever
-    else is kept. (The start is never before the first span: the restart point is at or
-    before it.)"""
-    turn = trailing_turn(messages)
-    if turn is None or not spans:
-        return spans
-    first = next((k for k, span in enumerate(spans) if span.end > turn), None)
-    if first is None:
-        return spans
-    caller = next(k for k in range(turn + 1, len(messages)) if messages[k].category == CALLS)
-    last = next(k for k in range(first, len(spans)) if spans[k].end > caller)
-    anchor = Span(min(spans[first].start, turn), spans[last].end, exchange=True, pinned=True)
-    return [*spans[:first], anchor, *spans[last + 1:]]
-
-
-def _first_stamp(now: datetime | None, count: int, after: int | None) -> int:
-    """The stamp of the first of ``count`` new units: the last one at ``now``, each
-    earlier a microsecond before, and all after ``after`` (the last known stamp)."""
-    moment = datetime.now(UTC) if now is None else now
-    stamp = (moment - _EPOCH) // _MICROSECOND - max(count - 1, 0)
-    if after is not None and stamp <= after:
-        stamp = after + 1
-    return stamp
-
-
-def _unit(span: Span, part: list[Message], fmt: str, counter: TextCounter,
-          limits: Mapping[ContextKind, int], stamp: int, *, pinned: bool) -> _Unit:
-    """The unit of ``part`` and its item.
-
-    The item is built with :meth:`ContextItem.trusted`, without the constructor's
-    checks, because each is settled already: every text in it (the content and the
-    call ids) was checked to be Unicode when its message was read (``_checked_text``),
-    the metadata holds only those texts, ints and tuples, and the token counts are
-    checked to fit int64 here. In an agent loop this is the one item made per turn:
-    the checked constructor cost 7 us of the 21 us a later call may add to a 100 us
-    pipeline (benchmarks/bench_chat.py)."""
-    tokens = sum(m.tokens for m in part)
-    original = sum(m.original_tokens for m in part)
-    if not fits_int64(original):  # original >= tokens >= 0: counters return no negative
-        where = "system" if span.start < 0 else f"messages[{span.start}]"
-        raise DecodeError(where, original, "counts more tokens than an int64 holds")
-    exchange = span.exchange or any(m.category in (CALLS, RESULTS) for m in part)
-    kind = ContextKind.TOOL_OUTPUT if exchange else (
-        part[0].kind if len(part) == 1 else ContextKind.MESSAGE)
-    metadata: dict[str, Any] = {"chat.format": fmt, "chat.tokens": counter.name}
-    if span.start >= 0:
-        metadata[MESSAGE_START_KEY] = span.start
-        metadata[MESSAGE_COUNT_KEY] = len(part)
-    call_ids = tuple(call_id for m in part for call_id, _, _ in m.calls)
-    if call_ids:
-        metadata["chat.tool_call_ids"] = call_ids
-    estimated = sum(m.estimated_parts for m in part)
-    if estimated:
-        metadata["chat.estimated_parts"] = estimated
-    trimmed = tuple(MappingProxyType({**cut.record(), "message": span.start + offset,
-                                      "limit": limits[m.pieces[position].kind]})  # type: ignore[index]
-                    for offset, m in enumerate(part) for position, cut in m.trimmed)
-    if trimmed:
-        metadata[TRIMMED_KEY] = trimmed
-    item = ContextItem.trusted(
-        content="\n".join(m.line for m in part), tokens=tokens, kind=kind,
-        source=ContextSource.TOOL if exchange else ContextSource.CHAT, priority=None,
-        tags=(), metadata=MappingProxyType(metadata),
-        timestamp=_EPOCH + stamp * _MICROSECOND, future_relevance_hint=None,
-        pinned=pinned, original_tokens=original if trimmed else None)
-    return _Unit(span, item, stamp, tuple(m.output for m in part) if span.start >= 0 else ())
 
 
 # -- the pipeline -----------------------------------------------------------------------
@@ -565,7 +174,7 @@ def _shaped(messages: Any, key: str | None, kept: list[Any]) -> Any:
 @dataclass(slots=True)
 class _Outcome:
     messages: Any
-    conversation: _Conversation
+    conversation: Conversation
     placed: list[ContextItem]
     report: SelectionReport | None
     stripped: tuple[int, ...]
@@ -601,10 +210,10 @@ def _run(messages: Any, call: _Call, *, want_report: bool) -> _Outcome:
     pipeline, policy_budget = _pipeline(call.policy)
     resolved = _budget(call.max_tokens, call.target_tokens, call.budget, policy_budget)
     given, system_value, has_system, key = _unpack(messages, call.system)
-    request = _Request(given=given, system=system_value, has_system=has_system, fmt=format,
+    request = Request(given=given, system=system_value, has_system=has_system, fmt=format,
                        counter_spec=call.token_counter, limits=check_limits(call.trim), now=now,
                        name=key or "messages")
-    conversation = _read(request)
+    conversation = read_conversation(request)
     diagnostics: DiagnosticTraceCollector | None = None
     sink = call.collector
     if want_report:
@@ -622,7 +231,7 @@ def _run(messages: Any, call: _Call, *, want_report: bool) -> _Outcome:
     return _Outcome(_shaped(messages, key, kept), conversation, placed, report, stripped)
 
 
-def _kept_objects(conversation: _Conversation, placed: list[ContextItem]) -> list[Any]:
+def _kept_objects(conversation: Conversation, placed: list[ContextItem]) -> list[Any]:
     """The messages to send for the units ``placed``, in order: ``conversation.sent``
     less the messages of the units left out.
 
@@ -676,7 +285,7 @@ def _run_end(candidates: list[ContextItem], placed: list[ContextItem], first: in
     return low
 
 
-def _with_counter(run_info: RunInfo | None, conversation: _Conversation) -> RunInfo:
+def _with_counter(run_info: RunInfo | None, conversation: Conversation) -> RunInfo:
     """``run_info`` with the conversation's token counter, so logs and spans say how
     the run's tokens were counted (the application's own fields are kept)."""
     counter = conversation.counter.name
@@ -687,13 +296,13 @@ def _with_counter(run_info: RunInfo | None, conversation: _Conversation) -> RunI
                                    or conversation.estimates)
 
 
-def _kept_indices(conversation: _Conversation, placed: list[ContextItem]) -> list[int]:
+def _kept_indices(conversation: Conversation, placed: list[ContextItem]) -> list[int]:
     spans = conversation.spans
     return [index for item in placed for index in range(max(spans[id(item)].start, 0),
                                                           spans[id(item)].end)]
 
 
-def _strip_thinking(conversation: _Conversation, placed: list[ContextItem]
+def _strip_thinking(conversation: Conversation, placed: list[ContextItem]
                     ) -> tuple[list[Any], tuple[int, ...]]:
     """The kept messages, those after the first change (a message left out or
     trimmed) without their thinking blocks; and which were stripped."""
@@ -834,7 +443,7 @@ def ordering_problems(messages: Any, *, system: Any = None,
         raise InvalidValueError("format", format, f"must be one of {', '.join(FORMATS)} or None")
     given, _, has_system, key = _unpack(messages, system)
     name = key or "messages"
-    detected, _ = _detect(given, 0, has_system, name)
+    detected, _ = detect_format(given, 0, has_system, name)
     fmt = format or detected or "openai"
     counter = resolve_counter("estimate")
     read = [read_message(obj, fmt, f"{name}[{k}]", counter, {}) for k, obj in enumerate(given)]
