@@ -178,6 +178,43 @@ def test_the_start_of_the_trailing_thinking_turn_is_pinned_and_sent_unchanged() 
     assert {7, 8}.isdisjoint(tight.kept)  # ... and the later exchange is left out
 
 
+def test_the_last_turns_start_is_pinned_so_the_window_ends_with_the_lists_turn() -> None:
+    """Anthropic: the user message that starts the last turn is pinned, so no budget
+    ends the window with an earlier tool-use turn (whose assistant message need not
+    start with a thinking block, which Anthropic refuses when thinking is on, found by
+    the property test); when the list grows by a new turn, the pin moves to it and the
+    earlier question is scored again (the cached conversation regroups it)."""
+    call = {"type": "tool_use", "id": "t1", "name": "f", "input": {}}
+    messages: list[Any] = [
+        {"role": "user", "content": "first question " + "word " * 30},
+        {"role": "assistant", "content": [call]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                      "content": "result " * 10}]},
+        {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "hm", "signature": "s"},
+            {"type": "text", "text": "an answer " + "word " * 40}]},
+        {"role": "user", "content": "and now?"}]
+    tight = select_messages_with_report(messages, system="terse", max_tokens=120,
+                                        policy="documentqa", now=NOW)
+    assert tight.kept[-1] == 4
+    assert ordering_problems(tight.messages, system="terse") == []
+    pinned = {e.item.metadata.get("chat.message_index"): e.item.pinned
+              for e in tight.report.included}
+    assert pinned[4] is True
+    answered = [*messages, {"role": "assistant", "content": "ok"}]
+    select_messages(answered, system="terse", max_tokens=5000, now=NOW)
+    grown = [*answered, {"role": "user", "content": "last one"}]
+    later = select_messages_with_report(grown, system="terse", max_tokens=5000, now=NOW)
+    pins = {e.item.metadata.get("chat.message_index"): e.item.pinned
+            for e in later.report.included}
+    assert pins[6] is True
+    assert pins[4] is False
+    clear_message_cache()
+    fresh = select_messages_with_report(grown, system="terse", max_tokens=5000, now=NOW)
+    assert [e.item.pinned for e in fresh.report.included] == [
+        e.item.pinned for e in later.report.included]
+
+
 def test_strip_after_change_removes_thinking_after_the_first_dropped_message() -> None:
     """anthropic_thinking='strip_after_change': kept assistant messages after the first
     message left out are sent as copies without their thinking blocks (for models whose

@@ -35,12 +35,11 @@ from ._messages import (
     SYSTEM,
     Message,
     format_hint,
-    read_message,
-    read_system,
 )
+from ._reading import read_message, read_system
 from ._tokens import CounterSpec, TextCounter, resolve_counter
 from ._trim import TRIMMED_KEY
-from ._units import Span, group, trailing_turn
+from ._units import Span, group, last_turn_start, trailing_turn
 
 __all__ = [
     "CONVERSATIONS_KEPT",
@@ -232,9 +231,11 @@ def _extend(request: Request, known: Conversation | None, common: int) -> Conver
     # Units ending at or before ``limit`` are kept as they are.
     limit = min(common, known.units[-1].span.start if known.units else 0)
     if fmt == "anthropic":
-        turn = trailing_turn(messages)
-        if turn is not None:
-            limit = min(limit, turn)
+        # The trailing turn is regrouped (its start is one unit), and so is the unit of
+        # the last turn's start, pinned until a later turn starts.
+        for turn in (trailing_turn(messages), last_turn_start(known.messages)):
+            if turn is not None:
+                limit = min(limit, turn)
     kept = len(known.units)
     while kept and known.units[kept - 1].span.end > limit:
         kept -= 1
@@ -354,15 +355,21 @@ def _new_units(messages: list[Message], reading: _Reading, request: Request,
 
 
 def _anchor_turn(messages: list[Message], spans: list[Span]) -> list[Span]:
-    """The spans with an Anthropic trailing thinking turn's start made one pinned unit:
-    its user message, the first assistant message (which starts with the thinking
-    block) and that message's results. Later exchanges of the turn stay units of their
-    own: with the start always sent, the turn starts with its thinking block whatever
-    else is kept. (The start is never before the first span: the restart point is at or
-    before it.)"""
+    """The spans of an Anthropic list with its last turn's start pinned.
+
+    The unit holding the last user message that starts a turn is pinned, so the
+    window always ends with the turn the list ends with: dropping that message (the
+    question being answered) would end the window with an earlier turn, whose
+    tool-use assistant message need not start with a thinking block, which Anthropic
+    refuses when thinking is on. When the trailing turn holds thinking and tool calls,
+    its start is one pinned unit: its user message, the first assistant message (which
+    starts with the thinking block) and that message's results. Later exchanges of the
+    turn stay units of their own: with the start always sent, the turn starts with its
+    thinking block whatever else is kept. (The start is never before the first span:
+    the restart point is at or before it.)"""
     turn = trailing_turn(messages)
     if turn is None or not spans:
-        return spans
+        return _pin_turn_start(messages, spans)
     first = next((k for k, span in enumerate(spans) if span.end > turn), None)
     if first is None:
         return spans
@@ -370,6 +377,22 @@ def _anchor_turn(messages: list[Message], spans: list[Span]) -> list[Span]:
     last = next(k for k in range(first, len(spans)) if spans[k].end > caller)
     anchor = Span(min(spans[first].start, turn), spans[last].end, exchange=True, pinned=True)
     return [*spans[:first], anchor, *spans[last + 1:]]
+
+
+def _pin_turn_start(messages: list[Message], spans: list[Span]) -> list[Span]:
+    """The spans with the one holding the last turn's start pinned (a caller regroups
+    from at or before it, so it is among them)."""
+    start = last_turn_start(messages)
+    if start is None:
+        return spans
+    for index in range(len(spans) - 1, -1, -1):
+        span = spans[index]
+        if span.start <= start < span.end:
+            span.pinned = True  # grouped afresh for this call: no other holder
+            break
+        if span.end <= start:
+            break
+    return spans
 
 
 def _first_stamp(now: datetime | None, count: int, after: int | None) -> int:

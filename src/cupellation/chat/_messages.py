@@ -1,5 +1,7 @@
-"""Reading the messages of every supported format into one shape (:class:`Message`):
-what each message says, the tool calls it makes and answers, and its tokens.
+"""The one shape every supported format's messages are read into (:class:`Message`:
+what a message says, the tool calls it makes and answers, and its tokens), what
+shows a message's format, and the new objects trimming and stripping make. The
+readers, one per format, are in :mod:`._reading`.
 
 The formats: OpenAI Chat Completions (dicts, or the SDK's ``ChatCompletionMessage``),
 OpenAI Responses input items (dicts, or the SDK's output items), Anthropic Messages
@@ -14,39 +16,40 @@ Messages are never changed. A trimmed or stripped message is a new object built 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from .._model import ContextKind
-from ..exceptions import DecodeError
 from ._tokens import (
-    FILE_TOKENS,
     MESSAGE_OVERHEAD,
     NAME_OVERHEAD,
     TOOL_CALL_OVERHEAD,
     TextCounter,
-    anthropic_image_tokens,
-    image_size,
-    openai_image_tokens,
 )
 from ._trim import TrimmedText, trim_text
 
 __all__ = [
     "ASSISTANT",
     "CALLS",
+    "FILE_PARTS",
     "FORMATS",
+    "IMAGE_PARTS",
     "REASONING",
+    "RESPONSES_OUTPUTS",
     "RESPONSES_PAIRS",
     "RESULTS",
     "SYSTEM",
+    "TEXT_PARTS",
+    "THINKING_BLOCKS",
     "USER",
     "Message",
     "MessageFormat",
     "Piece",
+    "field_getter",
+    "field_of",
     "format_hint",
-    "read_message",
-    "read_system",
+    "json_text",
     "replaced",
     "without_thinking",
 ]
@@ -72,11 +75,11 @@ RESPONSES_PAIRS: Final[Mapping[str, str]] = {
     "shell_call": "shell_call_output",
     "apply_patch_call": "apply_patch_call_output",
 }
-_RESPONSES_OUTPUTS: Final = frozenset(RESPONSES_PAIRS.values())
-_THINKING: Final = frozenset({"thinking", "redacted_thinking"})
-_TEXT_PARTS: Final = frozenset({"text", "input_text", "output_text"})
-_IMAGE_PARTS: Final = frozenset({"image_url", "input_image", "image"})
-_FILE_PARTS: Final = frozenset({"file", "input_file", "document", "input_audio", "audio"})
+RESPONSES_OUTPUTS: Final = frozenset(RESPONSES_PAIRS.values())
+THINKING_BLOCKS: Final = frozenset({"thinking", "redacted_thinking"})
+TEXT_PARTS: Final = frozenset({"text", "input_text", "output_text"})
+IMAGE_PARTS: Final = frozenset({"image_url", "input_image", "image"})
+FILE_PARTS: Final = frozenset({"file", "input_file", "document", "input_audio", "audio"})
 _OPENAI_PARTS: Final = frozenset({"image_url", "input_audio", "refusal", "file"})
 _RESPONSES_PARTS: Final = frozenset({"input_text", "output_text", "input_image", "input_file"})
 _ANTHROPIC_BLOCKS: Final = frozenset({"tool_use", "tool_result", "thinking",
@@ -90,7 +93,7 @@ _KIND_OF: Final[Mapping[str, ContextKind]] = {
 }
 
 
-def _get(value: Any, key: str, default: Any = None) -> Any:
+def field_of(value: Any, key: str, default: Any = None) -> Any:
     """``value[key]`` for a mapping, ``value.key`` for an object (SDK models)."""
     if type(value) is dict:
         return value.get(key, default)
@@ -99,13 +102,13 @@ def _get(value: Any, key: str, default: Any = None) -> Any:
     return getattr(value, key, default)
 
 
-def _getter(value: Any) -> Any:
-    """``_get`` bound to ``value``: a dict's own ``get`` (the common case, in C)."""
+def field_getter(value: Any) -> Any:
+    """``field_of`` bound to ``value``: a dict's own ``get`` (the common case, in C)."""
     if type(value) is dict:
         return value.get
 
     def get(key: str, default: Any = None) -> Any:
-        return _get(value, key, default)
+        return field_of(value, key, default)
 
     return get
 
@@ -121,7 +124,7 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def _json_text(value: Any) -> str:
+def json_text(value: Any) -> str:
     return json.dumps(_jsonable(value), ensure_ascii=False, default=str, sort_keys=True)
 
 
@@ -238,7 +241,7 @@ def format_hint(message: Any) -> tuple[str, str] | None:
         return None
     kind = message.get("type")
     if isinstance(kind, str) and kind != "message" and (
-            kind in RESPONSES_PAIRS or kind in _RESPONSES_OUTPUTS or kind == "reasoning"
+            kind in RESPONSES_PAIRS or kind in RESPONSES_OUTPUTS or kind == "reasoning"
             or "role" not in message):
         return "openai-responses", f"is an item of type {kind!r}"
     role = message.get("role")
@@ -250,404 +253,17 @@ def format_hint(message: Any) -> tuple[str, str] | None:
     content = message.get("content")
     if isinstance(content, list):
         for part in content:
-            part_type = _get(part, "type")
+            part_type = field_of(part, "type")
             if type(part).__module__.startswith("anthropic.types"):
                 return "anthropic", f"has an Anthropic {type(part).__name__} block"
             if part_type in _ANTHROPIC_BLOCKS or (
-                    part_type == "image" and _get(part, "source") is not None):
+                    part_type == "image" and field_of(part, "source") is not None):
                 return "anthropic", f"has a {part_type!r} block"
             if part_type in _RESPONSES_PARTS:
                 return "openai-responses", f"has a {part_type!r} part"
             if part_type in _OPENAI_PARTS:
                 return "openai", f"has a {part_type!r} part"
     return None
-
-
-# -- reading ----------------------------------------------------------------------------
-
-
-class _Reader:
-    """Reads one message; ``where`` names it in errors (``messages[3]``)."""
-
-    __slots__ = ("fmt", "message", "where")
-
-    def __init__(self, fmt: str, where: str) -> None:
-        self.fmt = fmt
-        self.where = where
-        self.message: Message
-
-    def error(self, path: str, value: Any, problem: str) -> DecodeError:
-        return DecodeError(f"{self.where}{path}", value, problem)
-
-    def text(self, value: Any, path: str) -> str:
-        if not isinstance(value, str):
-            raise self.error(path, value, "must be a string")
-        return value
-
-    # -- content
-
-    def content(self, content: Any, path: tuple[str | int, ...], kind: ContextKind | None,
-                *, calls_in_blocks: bool) -> None:
-        """The pieces, calls, answers and parts of a content value (a string, a list of
-        parts or blocks, or None)."""
-        message = self.message
-        if content is None:
-            return
-        if isinstance(content, str):
-            if content:
-                message.pieces.append(Piece(content, path, kind))
-            return
-        if not isinstance(content, Sequence) or isinstance(content, bytes | bytearray):
-            raise self.error("." + ".".join(map(str, path)), content,
-                             "must be a string or a list of parts")
-        direct: list[Piece] = []
-        for index, part in enumerate(content):
-            piece = self.part(part, (*path, index), calls_in_blocks=calls_in_blocks)
-            if piece is not None:
-                direct.append(piece)
-        # A message's text is trimmed only when it is in one place: a message of
-        # several text parts is left whole.
-        if len(direct) == 1 and kind is not None:
-            direct[0].kind = kind
-        else:
-            for piece in direct:
-                piece.kind = None
-
-    def part(self, part: Any, path: tuple[str | int, ...], *,
-             calls_in_blocks: bool) -> Piece | None:
-        """Read one part or block; the piece made when it is a text part."""
-        message = self.message
-        where = "." + ".".join(map(str, path))
-        if isinstance(part, str):  # LangChain allows plain strings in a content list
-            if not part:
-                return None
-            piece = Piece(part, path, ContextKind.MESSAGE)
-            message.pieces.append(piece)
-            return piece
-        kind = _get(part, "type")
-        if not isinstance(kind, str):
-            raise self.error(f"{where}.type", kind, "must be a string")
-        if kind in _TEXT_PARTS:
-            text = self.text(_get(part, "text"), f"{where}.text")
-            if not text:
-                return None
-            piece = Piece(text, (*path, "text"), ContextKind.MESSAGE)
-            message.pieces.append(piece)
-            return piece
-        if kind == "refusal":
-            message.pieces.append(Piece(self.text(_get(part, "refusal"), f"{where}.refusal"),
-                                        (*path, "refusal"), None))
-        elif kind in _THINKING:
-            message.thinking = True
-            thought = _get(part, "thinking")
-            if isinstance(thought, str) and thought:
-                message.pieces.append(Piece(thought, (*path, "thinking"), None))
-        elif kind in _IMAGE_PARTS:
-            self.image(part, kind)
-        elif kind in _FILE_PARTS:
-            self.file(part, kind, path)
-        elif kind == "tool_use" and calls_in_blocks:
-            call_id = _get(part, "id")
-            name = _get(part, "name")
-            if not isinstance(call_id, str) or not call_id:
-                raise self.error(f"{where}.id", call_id, "must be a non-empty string")
-            if not isinstance(name, str) or not name:
-                raise self.error(f"{where}.name", name, "must be a non-empty string")
-            message.calls.append((call_id, name, _json_text(_get(part, "input", {}))))
-        elif kind in ("tool_use", "tool_call") and not calls_in_blocks:
-            pass  # LangChain repeats its tool_calls as blocks: counted once, from tool_calls
-        elif kind == "tool_result" and calls_in_blocks:
-            self.tool_result(part, path)
-        else:  # server tools, search results and blocks this version does not know
-            message.pieces.append(Piece(_json_text(part), path, None))
-        return None
-
-    def tool_result(self, block: Any, path: tuple[str | int, ...]) -> None:
-        message = self.message
-        where = "." + ".".join(map(str, path))
-        call_id = _get(block, "tool_use_id")
-        if not isinstance(call_id, str) or not call_id:
-            raise self.error(f"{where}.tool_use_id", call_id,
-                             "must be a string (the id of the tool_use answered)")
-        message.answers.append(call_id)
-        inner = _get(block, "content")
-        if isinstance(inner, str):
-            if inner:
-                message.pieces.append(Piece(inner, (*path, "content"), ContextKind.TOOL_OUTPUT))
-        elif inner is not None:
-            self.content(inner, (*path, "content"), ContextKind.TOOL_OUTPUT,
-                         calls_in_blocks=False)
-
-    def image(self, part: Any, kind: str) -> None:
-        message = self.message
-        message.estimated_parts += 1
-        if self.fmt == "anthropic":
-            source = _get(part, "source")
-            data = _get(source, "data") if source is not None else None
-            size = image_size(data) if isinstance(data, str) else None
-            message.part_tokens += anthropic_image_tokens(size)
-            return
-        url = _get(part, "image_url") if kind != "image" else None
-        detail = _get(part, "detail")
-        if url is not None and not isinstance(url, str):  # chat: {"url", "detail"}
-            detail = _get(url, "detail", detail)
-            url = _get(url, "url")
-        if url is None:  # LangChain's standard blocks: base64 / data / url
-            url = _get(part, "base64") or _get(part, "data") or _get(part, "url")
-        size = image_size(url) if isinstance(url, str) and not url.startswith("http") else None
-        message.part_tokens += openai_image_tokens(detail, size)
-
-    def file(self, part: Any, kind: str, path: tuple[str | int, ...]) -> None:
-        message = self.message
-        source = _get(part, "source")
-        if kind == "document" and _get(source, "type") == "text":
-            text = _get(source, "data")
-            if isinstance(text, str) and text:
-                message.pieces.append(Piece(text, (*path, "source", "data"), None))
-                return
-        message.estimated_parts += 1
-        message.part_tokens += FILE_TOKENS
-
-    # -- per format
-
-    def openai(self, obj: Any) -> None:
-        get = _getter(obj)
-        role = get("role")
-        if role not in ("system", "developer", "user", "assistant", "tool", "function"):
-            raise self.error(".role", role,
-                             "must be one of system, developer, user, assistant, tool, "
-                             "function")
-        message = self.message = Message(obj, _CATEGORY_OF_ROLE[role], role)
-        kind = _TEXT_KIND_OF_ROLE[role]
-        name = get("name")
-        message.has_name = isinstance(name, str) and role not in ("tool", "function")
-        self.content(get("content"), ("content",), kind, calls_in_blocks=False)
-        if role == "tool":
-            call_id = get("tool_call_id")
-            if not isinstance(call_id, str) or not call_id:
-                raise self.error(".tool_call_id", call_id,
-                                 "must be a string (the id of the call answered)")
-            message.answers.append(call_id)
-        elif role == "function":
-            if not isinstance(name, str) or not name:
-                raise self.error(".name", name, "must name the function answered")
-            message.answers.append(f"function:{name}")
-        for index, call in enumerate(get("tool_calls") or ()):
-            self.openai_call(call, index)
-        legacy = get("function_call")
-        if legacy is not None:
-            fn_name, arguments = self.function(legacy, ".function_call")
-            message.calls.append((f"function:{fn_name}", fn_name, arguments))
-        if message.calls:
-            message.category = CALLS
-
-    def openai_call(self, call: Any, index: int) -> None:
-        get = _getter(call)
-        call_id = get("id")
-        if not isinstance(call_id, str) or not call_id:
-            raise self.error(f".tool_calls[{index}].id", call_id, "must be a non-empty string")
-        path = f".tool_calls[{index}]"
-        custom = get("custom")
-        if custom is not None and get("function") is None:
-            name = self.text(_get(custom, "name"), f"{path}.custom.name")
-            arguments = _get(custom, "input", "")
-            self.message.calls.append((call_id, name, arguments if isinstance(arguments, str)
-                                       else _json_text(arguments)))
-            return
-        function = get("function")
-        if function is None:
-            raise self.error(f"{path}.function", function,
-                             "must be an object with 'name' and 'arguments'")
-        name, arguments = self.function(function, f"{path}.function")
-        self.message.calls.append((call_id, name, arguments))
-
-    def function(self, function: Any, path: str) -> tuple[str, str]:
-        name = _get(function, "name")
-        if not isinstance(name, str) or not name:
-            raise self.error(f"{path}.name", name, "must be a non-empty string")
-        arguments = _get(function, "arguments", "")
-        if not isinstance(arguments, str):
-            arguments = _json_text(arguments)
-        return name, arguments
-
-    def responses(self, obj: Any) -> None:
-        kind = _get(obj, "type")
-        role = _get(obj, "role")
-        if kind in (None, "message"):
-            if role not in ("system", "developer", "user", "assistant"):
-                raise self.error(".role", role,
-                                 "must be one of system, developer, user, assistant")
-            category = {"system": SYSTEM, "developer": SYSTEM, "user": USER}.get(role, ASSISTANT)
-            message = self.message = Message(obj, category, role)
-            text_kind = (ContextKind.SYSTEM_PROMPT if category == SYSTEM
-                         else ContextKind.MESSAGE)
-            self.content(_get(obj, "content"), ("content",), text_kind, calls_in_blocks=False)
-            return
-        if not isinstance(kind, str):
-            raise self.error(".type", kind, "must be a string")
-        message = self.message = Message(obj, ASSISTANT, kind)
-        if kind == "reasoning":
-            message.category = REASONING
-            for index, summary in enumerate(_get(obj, "summary") or ()):
-                text = _get(summary, "text")
-                if isinstance(text, str) and text:
-                    message.pieces.append(Piece(text, ("summary", index, "text"), None))
-            return
-        if kind in RESPONSES_PAIRS:
-            call_id = _get(obj, "call_id")
-            if not isinstance(call_id, str) or not call_id:
-                raise self.error(".call_id", call_id, "must be a non-empty string")
-            name = _get(obj, "name") or kind
-            arguments = _get(obj, "arguments")
-            if arguments is None:
-                arguments = _get(obj, "input")
-            if arguments is None:
-                arguments = _get(obj, "action")
-            message.calls.append((call_id, str(name), arguments if isinstance(arguments, str)
-                                  else _json_text(arguments if arguments is not None else {})))
-            message.category = CALLS
-            return
-        if kind in _RESPONSES_OUTPUTS:
-            call_id = _get(obj, "call_id")
-            if not isinstance(call_id, str) or not call_id:
-                raise self.error(".call_id", call_id, "must be a non-empty string")
-            message.category = RESULTS
-            message.answers.append(call_id)
-            output = _get(obj, "output")
-            if isinstance(output, str):
-                if output:
-                    message.pieces.append(Piece(output, ("output",), ContextKind.TOOL_OUTPUT))
-            elif output is not None:
-                self.content(output, ("output",), ContextKind.TOOL_OUTPUT,
-                             calls_in_blocks=False)
-            return
-        # Server-side tool calls (web search, ...), references and items this version
-        # does not know: model output, counted as their JSON.
-        message.pieces.append(Piece(_json_text(obj), (), None))
-
-    def anthropic(self, obj: Any) -> None:
-        role = _get(obj, "role")
-        if role not in ("user", "assistant", "system"):
-            raise self.error(".role", role,
-                             "must be 'user' or 'assistant' (the system prompt is passed "
-                             "apart)")
-        category = {"user": USER, "assistant": ASSISTANT}.get(role, SYSTEM)
-        message = self.message = Message(obj, category, role)
-        kind = ContextKind.SYSTEM_PROMPT if category == SYSTEM else ContextKind.MESSAGE
-        self.content(_get(obj, "content"), ("content",), kind,
-                     calls_in_blocks=category != SYSTEM)
-        if message.calls:
-            if role != "assistant":
-                raise self.error(".content", "tool_use", "holds tool_use blocks, which only an "
-                                 "assistant message may hold")
-            message.category = CALLS
-        if message.answers:
-            if role != "user":
-                raise self.error(".content", "tool_result", "holds tool_result blocks, which "
-                                 "only a user message may hold")
-            message.category = RESULTS
-            types_in_order = [_get(block, "type") for block in _get(obj, "content") or ()]
-            message.genuine_user = any(kind != "tool_result" for kind in types_in_order)
-            first_other = next((k for k, kind in enumerate(types_in_order)
-                                if kind != "tool_result"), len(types_in_order))
-            message.results_first = "tool_result" not in types_in_order[first_other:]
-        elif category == USER:
-            message.genuine_user = True
-
-    def langchain(self, obj: Any) -> None:
-        kind = _get(obj, "type")
-        role = {"system": "system", "human": "user", "ai": "assistant", "tool": "tool",
-                "function": "function"}.get(kind) if isinstance(kind, str) else None
-        if kind == "chat":
-            role = _get(obj, "role")
-            if role not in ("system", "user", "assistant"):
-                raise self.error(".role", role, "must be system, user or assistant")
-        if role is None:
-            raise self.error(".type", kind,
-                             "must be a system, human, ai, tool or function message")
-        message = self.message = Message(obj, _CATEGORY_OF_ROLE[role], role)
-        text_kind = _TEXT_KIND_OF_ROLE[role]
-        self.content(_get(obj, "content"), ("content",), text_kind, calls_in_blocks=False)
-        if role == "tool":
-            call_id = _get(obj, "tool_call_id")
-            if not isinstance(call_id, str) or not call_id:
-                raise self.error(".tool_call_id", call_id, "must be a non-empty string")
-            message.answers.append(call_id)
-        elif role == "function":
-            name = _get(obj, "name")
-            if not isinstance(name, str) or not name:
-                raise self.error(".name", name, "must name the function answered")
-            message.answers.append(f"function:{name}")
-        for index, call in enumerate(_get(obj, "tool_calls") or ()):
-            call_id = _get(call, "id")
-            name = _get(call, "name")
-            if not isinstance(call_id, str) or not call_id:
-                raise self.error(f".tool_calls[{index}].id", call_id,
-                                 "must be a non-empty string")
-            if not isinstance(name, str) or not name:
-                raise self.error(f".tool_calls[{index}].name", name,
-                                 "must be a non-empty string")
-            message.calls.append((call_id, name, _json_text(_get(call, "args", {}))))
-        if message.calls:
-            message.category = CALLS
-
-
-_CATEGORY_OF_ROLE: Final[Mapping[str, str]] = {
-    "system": SYSTEM, "developer": SYSTEM, "user": USER, "assistant": ASSISTANT,
-    "tool": RESULTS, "function": RESULTS}
-_TEXT_KIND_OF_ROLE: Final[Mapping[str, ContextKind]] = {
-    "system": ContextKind.SYSTEM_PROMPT, "developer": ContextKind.SYSTEM_PROMPT,
-    "user": ContextKind.MESSAGE, "assistant": ContextKind.MESSAGE,
-    "tool": ContextKind.TOOL_OUTPUT, "function": ContextKind.TOOL_OUTPUT}
-
-
-def read_message(obj: Any, fmt: str, where: str, counter: TextCounter,
-                 limits: Mapping[ContextKind, int]) -> Message:
-    """``obj`` read as a message of ``fmt``, counted, and trimmed to ``limits``.
-
-    Raises :class:`~cupellation.exceptions.DecodeError` naming ``where`` and the field
-    for a message the format does not allow.
-    """
-    reader = _Reader(fmt, where)
-    if obj is None or isinstance(obj, str | bytes | int | float):
-        raise DecodeError(where, obj, "must be a message (an object or a mapping)")
-    if fmt == "openai":
-        reader.openai(obj)
-    elif fmt == "openai-responses":
-        reader.responses(obj)
-    elif fmt == "anthropic":
-        reader.anthropic(obj)
-    else:
-        reader.langchain(obj)
-    message = reader.message
-    message.count(counter)
-    message.trim(limits, counter)
-    return _checked_text(message, where)
-
-
-def read_system(system: Any, counter: TextCounter) -> Message:
-    """Anthropic's top-level ``system`` (a string or a list of text blocks), read as a
-    pinned system message; never trimmed (it is not returned)."""
-    reader = _Reader("anthropic", "system")
-    message = reader.message = Message(system, SYSTEM, "system")
-    reader.content(system, (), None, calls_in_blocks=False)
-    message.count(counter)
-    return _checked_text(message, "system")
-
-
-def _checked_text(message: Message, where: str) -> Message:
-    """``message``, after checking its texts are Unicode (no lone surrogate, which no
-    UTF-8 output can hold). Its ``line`` holds every text it has (role, contents, call
-    ids, names and arguments, answered ids), so one check settles them all, once per
-    message: its unit's item is then built without checking them again."""
-    line = message.line
-    if not line.isascii():
-        try:
-            line.encode("utf-8")
-        except UnicodeEncodeError:
-            raise DecodeError(where, line, "holds text that is not Unicode (a lone "
-                                           "surrogate)") from None
-    return message
 
 
 # -- new objects ------------------------------------------------------------------------
@@ -681,6 +297,6 @@ def replaced(obj: Any, replacements: Mapping[tuple[str | int, ...], str]) -> Any
 
 def without_thinking(obj: Any) -> Any:
     """A copy of an Anthropic assistant message without its thinking blocks."""
-    content = _get(obj, "content")
-    kept = [block for block in content if _get(block, "type") not in _THINKING]
+    content = field_of(obj, "content")
+    kept = [block for block in content if field_of(block, "type") not in THINKING_BLOCKS]
     return _with(obj, ("content",), kept)

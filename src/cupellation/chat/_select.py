@@ -44,9 +44,9 @@ from ._conversation import (
 from ._messages import (
     FORMATS,
     MessageFormat,
-    read_message,
     without_thinking,
 )
+from ._reading import read_message
 from ._tokens import CounterSpec, TextCounter, resolve_counter
 from ._trim import check_limits
 from ._units import group
@@ -359,8 +359,9 @@ def select_messages(
       ``function_call_output``): kept or dropped together, so the result keeps the
       providers' ordering rules. A list that already breaks one raises
       :class:`~cupellation.exceptions.DecodeError` naming the message and the rule.
-      Anthropic: the first message (a user message) is pinned, and a trailing
-      tool-use turn with thinking blocks is one unit (see docs/decisions.md).
+      Anthropic: the first message (a user message) and the user message that starts
+      the last turn are pinned, and the start of a trailing tool-use turn with
+      thinking blocks is one pinned unit (see docs/decisions.md).
     - The budget: ``max_tokens`` (and ``target_tokens``, default ``max_tokens``), or
       ``budget``, or the policy's. ``policy`` is a :class:`~cupellation.policy.Policy`,
       a preset name (default ``"chat"``) or a :class:`~cupellation.Pipeline`; whatever

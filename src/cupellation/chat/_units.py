@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from ..exceptions import DecodeError
 from ._messages import ASSISTANT, CALLS, REASONING, RESULTS, SYSTEM, USER, Message
 
-__all__ = ["Span", "group", "trailing_turn"]
+__all__ = ["Span", "group", "last_turn_start", "trailing_turn"]
 
 _MODEL_OUTPUT = frozenset({REASONING, ASSISTANT, CALLS})
 
@@ -231,6 +231,15 @@ def _check_answered(problem: _Problems, index: int, asked: list[str],
                 f"immediately after: {', '.join(missing)}\"")
 
 
+def last_turn_start(messages: Sequence[Message]) -> int | None:
+    """The index of the last message that starts a turn (an Anthropic user message
+    with more than tool results), or None."""
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index].genuine_user:
+            return index
+    return None
+
+
 def trailing_turn(messages: Sequence[Message]) -> int | None:
     """Where the trailing turn of an Anthropic tool-use loop starts, when its start
     must be kept: the index of the last message that starts a turn (a user message
@@ -244,11 +253,7 @@ def trailing_turn(messages: Sequence[Message]) -> int | None:
     be dropped while a later exchange of the turn is kept; nor its user message, or
     the turn would run into the assistant message before it.
     """
-    start = None
-    for index in range(len(messages) - 1, -1, -1):
-        if messages[index].genuine_user:
-            start = index
-            break
+    start = last_turn_start(messages)
     if start is None:
         return None
     later = messages[start + 1:]
