@@ -37,6 +37,7 @@ from cupellation import (
     RecencyScorer,
     UShapedPlacer,
 )
+from cupellation.logs import AuditLog
 
 #: The target budget as a share of the candidates' tokens (max_tokens is twice it).
 TARGET_FRACTION = 0.4
@@ -62,6 +63,8 @@ __all__ = [
     "parse_sizes",
     "peak_bytes",
     "timed_runs",
+    "audit_log_runs",
+    "write_audit_log",
     "write_json",
 ]
 
@@ -422,3 +425,27 @@ def budget_for(items: Sequence[ContextItem]) -> ContextBudget:
     """A target of TARGET_FRACTION of the candidates' tokens, max_tokens twice that."""
     target = int(sum(item.tokens for item in items) * TARGET_FRACTION)
     return ContextBudget(max_tokens=2 * target, target_tokens=target)
+
+
+def audit_log_runs(events: int, candidates: int) -> int:
+    """How many runs of ``candidates`` candidates an audit log needs to hold at least
+    ``events`` events (at least one run): a run logs one event per candidate and 14
+    more."""
+    return max(1, -(-events // (candidates + 14)))
+
+
+def write_audit_log(path: Path, runs: int, seed: int, *, candidates: int,
+                    pinned_index: int | None = None, unique: bool = False) -> int:
+    """``runs`` runs of the reference pipeline (``budget_for`` its candidates) recorded
+    by an ``AuditLog`` at ``path``: every run offers ``make_items(candidates, seed,
+    pinned_index=...)``, or, with ``unique``, run k its own items of seed ``seed + k``.
+    Returns the number of lines (events) the log holds."""
+    pipeline = reference_pipeline()
+    items = make_items(candidates, seed, pinned_index=pinned_index)
+    with AuditLog(path) as audit:
+        for run in range(runs):
+            if unique and run:
+                items = make_items(candidates, seed + run, pinned_index=pinned_index)
+            pipeline.run(items, budget_for(items), audit)
+    with path.open("rb") as handle:
+        return sum(1 for _ in handle)

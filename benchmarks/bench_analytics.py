@@ -33,6 +33,7 @@ if str(_HERE) not in sys.path:
 
 from _harness import (  # noqa: E402
     Target,
+    audit_log_runs,
     budget_for,
     environment,
     format_columns,
@@ -40,11 +41,12 @@ from _harness import (  # noqa: E402
     make_items,
     peak_bytes,
     reference_pipeline,
+    write_audit_log,
     write_json,
 )
 from cupellation import ContextItem, Pipeline  # noqa: E402
 from cupellation.analytics import ReplaySummary, scaled_budget, search_min_budget  # noqa: E402
-from cupellation.logs import AuditLog, read_runs  # noqa: E402
+from cupellation.logs import read_runs  # noqa: E402
 from cupellation.policy import get_preset  # noqa: E402
 
 __all__ = ["main"]
@@ -82,13 +84,7 @@ def bench_find_min(n: int, repeats: int) -> dict[str, object]:
 
 
 def _write_log(path: Path, runs: int) -> int:
-    items = make_items(RUN_CANDIDATES, 5)
-    pipeline = reference_pipeline()
-    budget = budget_for(items)
-    with AuditLog(path) as audit:
-        for _ in range(runs):
-            pipeline.run(items, budget, audit)
-    return sum(1 for _ in path.open("rb"))
+    return write_audit_log(path, runs, 5, candidates=RUN_CANDIDATES)
 
 
 def _replay(path: Path) -> ReplaySummary:
@@ -99,7 +95,7 @@ def _replay(path: Path) -> ReplaySummary:
 
 
 def bench_replay(events: int, repeats: int, folder: Path) -> dict[str, object]:
-    runs = max(1, -(-events // (RUN_CANDIDATES + 14)))  # at least --events events
+    runs = audit_log_runs(events, RUN_CANDIDATES)  # at least --events events
     path = folder / "replay.jsonl"
     lines = _write_log(path, runs)
     rates: list[float] = []

@@ -41,6 +41,7 @@ if str(_HERE) not in sys.path:
 
 from _harness import (  # noqa: E402
     Target,
+    audit_log_runs,
     budget_for,
     environment,
     format_columns,
@@ -48,6 +49,7 @@ from _harness import (  # noqa: E402
     make_items,
     peak_bytes,
     reference_pipeline,
+    write_audit_log,
     write_json,
 )
 from cupellation import (  # noqa: E402
@@ -64,20 +66,10 @@ ITEMS = 1_000
 
 
 def write_log(path: Path, events: int, *, unique: bool) -> int:
-    """Append runs to ``path`` until it holds at least ``events`` events; the count."""
-    pipeline = reference_pipeline()
-    items = make_items(ITEMS, SEED, pinned_index=ITEMS // 2)
-    written = 0
-    run = 0
-    with AuditLog(path) as audit:
-        while written < events:
-            if unique and run:
-                items = make_items(ITEMS, SEED + run, pinned_index=ITEMS // 2)
-            pipeline.run(items, budget_for(items), audit)
-            written += ITEMS + 14
-            run += 1
-    with path.open("rb") as handle:
-        return sum(1 for _ in handle)
+    """Runs of the module's 1,000 candidates (a pinned one in the middle) logged to
+    ``path`` until it holds at least ``events`` events; the count."""
+    return write_audit_log(path, audit_log_runs(events, ITEMS), SEED, candidates=ITEMS,
+                           pinned_index=ITEMS // 2, unique=unique)
 
 
 def _read(path: Path) -> int:

@@ -87,6 +87,13 @@ from cupellation.logs import AuditLog, read_runs
 from cupellation.otel import SpanCollector, read_trace
 from cupellation.slicing import CountQuotaEntry
 
+# The Jaeger JSON builder is the tests' own (tests/otel/_support.py), so that the
+# campaign mutates the very document the decoder tests read.
+_TESTS_DIR = str(Path(__file__).resolve().parents[1] / "tests")
+if _TESTS_DIR not in sys.path:
+    sys.path.insert(0, _TESTS_DIR)
+from otel._support import jaeger_document  # noqa: E402
+
 __all__ = ["FORMATS", "Artifact", "Campaign", "campaign", "main"]
 
 #: The span formats hold the runs in the columns layout (the default); "OTLP/JSON,
@@ -168,44 +175,6 @@ class Artifact:
     original: Reports
 
 
-def _jaeger_tag(key: str, value: Any) -> dict[str, Any]:
-    if isinstance(value, bool):
-        return {"key": key, "type": "bool", "value": value}
-    if isinstance(value, int):
-        return {"key": key, "type": "int64", "value": value}
-    if isinstance(value, float):
-        return {"key": key, "type": "float64", "value": value}
-    if isinstance(value, list | tuple):  # Jaeger has no list values: JSON text
-        return {"key": key, "type": "string", "value": json.dumps(list(value))}
-    return {"key": key, "type": "string", "value": value}
-
-
-def _jaeger_document(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
-    """The spans as Jaeger's UI downloads them (microsecond times, events as logs)."""
-    traces: dict[str, list[dict[str, Any]]] = {}
-    for span in spans:
-        assert span.context is not None
-        assert span.start_time is not None
-        assert span.end_time is not None
-        trace_id = format(span.context.trace_id, "032x")
-        logs = [{"timestamp": event.timestamp // 1000, "fields": [
-            {"key": "event", "type": "string", "value": event.name},
-            *(_jaeger_tag(k, v) for k, v in (event.attributes or {}).items())]}
-            for event in span.events]
-        references = ([{"refType": "CHILD_OF", "traceID": trace_id,
-                        "spanID": format(span.parent.span_id, "016x")}]
-                      if span.parent is not None else [])
-        traces.setdefault(trace_id, []).append({
-            "traceID": trace_id, "spanID": format(span.context.span_id, "016x"),
-            "operationName": span.name, "references": references,
-            "startTime": span.start_time // 1000,
-            "duration": (span.end_time - span.start_time) // 1000,
-            "tags": [_jaeger_tag(k, v) for k, v in (span.attributes or {}).items()],
-            "logs": logs, "processID": "p1"})
-    return {"data": [{"traceID": t, "spans": s, "processes": {"p1": {"serviceName": "demo"}}}
-                     for t, s in traces.items()]}
-
-
 def artifacts(larger: int = 150) -> list[Artifact]:
     """Record the runs once, into every sink, and return the artifacts."""
     provider = TracerProvider(span_limits=_UNLIMITED)
@@ -245,7 +214,7 @@ def artifacts(larger: int = 150) -> list[Artifact]:
     otlp = json.dumps(otlp_json_document(finished)).encode()
     otlp_events = json.dumps(otlp_json_document(events_exporter.get_finished_spans())).encode()
     proto = encode_spans(finished).SerializeToString()
-    jaeger = json.dumps(_jaeger_document(finished)).encode()
+    jaeger = json.dumps(jaeger_document(finished)).encode()
     document = otlp_json_document(finished)
     backends = {
         "Phoenix spans": {"data": _phoenix_spans(finished), "next_cursor": None},

@@ -12,10 +12,9 @@ from functools import cache
 from importlib.resources import files
 from pathlib import Path
 from tempfile import TemporaryDirectory
-from typing import Any
 
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
@@ -25,6 +24,7 @@ from cupellation.logs import AuditLog
 from cupellation.otel import SpanCollector
 from cupellation.policy import Policy
 from cupellation_exporters import otlp_json_line
+from otel._support import jaeger_document
 
 
 class _Events(EventCollector):
@@ -48,47 +48,6 @@ class DemoArtifacts:
     otlp_json: str
     jaeger_json: str
     otlp_proto: bytes
-
-
-def _jaeger_tag(key: str, value: Any) -> dict[str, Any]:
-    if isinstance(value, bool):
-        return {"key": key, "type": "bool", "value": value}
-    if isinstance(value, int):
-        return {"key": key, "type": "int64", "value": value}
-    if isinstance(value, float):
-        return {"key": key, "type": "float64", "value": value}
-    if isinstance(value, list | tuple):  # Jaeger has no lists: JSON text
-        return {"key": key, "type": "string", "value": json.dumps(list(value))}
-    return {"key": key, "type": "string", "value": value}
-
-
-def _jaeger(spans: tuple[ReadableSpan, ...]) -> dict[str, Any]:
-    """The spans as Jaeger's UI downloads them: microsecond times, events as logs
-    named by their ``event`` field."""
-    out = []
-    for span in spans:
-        assert span.context is not None
-        assert span.start_time
-        assert span.end_time
-        entry: dict[str, Any] = {
-            "traceID": format(span.context.trace_id, "032x"),
-            "spanID": format(span.context.span_id, "016x"),
-            "operationName": span.name,
-            "references": [] if span.parent is None else [
-                {"refType": "CHILD_OF", "traceID": format(span.context.trace_id, "032x"),
-                 "spanID": format(span.parent.span_id, "016x")}],
-            "startTime": span.start_time // 1000,
-            "duration": (span.end_time - span.start_time) // 1000,
-            "tags": [_jaeger_tag(k, v) for k, v in (span.attributes or {}).items()],
-            "logs": [{"timestamp": event.timestamp // 1000,
-                      "fields": [_jaeger_tag("event", event.name)] + [
-                          _jaeger_tag(k, v) for k, v in (event.attributes or {}).items()]}
-                     for event in span.events],
-            "processID": "p1",
-        }
-        out.append(entry)
-    return {"data": [{"traceID": out[0]["traceID"], "spans": out,
-                      "processes": {"p1": {"serviceName": "tests", "tags": []}}}]}
 
 
 @cache
@@ -117,5 +76,5 @@ def demo_artifacts() -> DemoArtifacts:
                               for e in events.events),
         audit_log=audit_log,
         otlp_json=otlp_json_line(spans),
-        jaeger_json=json.dumps(_jaeger(spans)),
+        jaeger_json=json.dumps(jaeger_document(spans)),
         otlp_proto=encode_spans(spans).SerializeToString())

@@ -14,11 +14,8 @@ that is valid JSON comes back as that JSON (which the reader turns back into tex
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import time
-import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -31,12 +28,13 @@ import pytest
 
 from cupellation.otel import SpanData, fetch_spans
 
+from ._server import ROOT, Server, clean_env, serving, start, venv_executable
 from .fake_otlp import free_port
 
-ROOT: Final = Path(__file__).resolve().parents[2]
+__all__ = ["EXPERIMENT_HEADER", "ROOT", "MLflow", "mlflow_executable", "run_mlflow"]
+
 INSTALL_SCRIPT: Final = "scripts/install-mlflow.sh"
 STARTUP_TIMEOUT: Final = 120.0
-STOP_TIMEOUT: Final = 15.0
 STOP_GRACE: Final = 2.0
 """How long SIGTERM is given before SIGKILL (uvicorn waits ~10 s for open
 connections; the server's store is a temporary file, so nothing is lost)."""
@@ -48,31 +46,17 @@ EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 def mlflow_executable() -> Path:
     """The ``mlflow`` command of ``$MLFLOW_VENV`` (default ``.mlflow-venv``); fails the
     test (never skips) when it is missing, naming the script that installs it."""
-    venv = Path(os.environ.get("MLFLOW_VENV") or ROOT / ".mlflow-venv")
-    executable = venv / "bin" / "mlflow"
-    if not os.access(executable, os.X_OK):
-        pytest.fail(f"MLflow is not installed at {executable}: run `bash {INSTALL_SCRIPT}` "
-                    "(set MLFLOW_VENV if you installed it elsewhere)", pytrace=False)
-    return executable
+    return venv_executable("MLflow", "MLFLOW_VENV", ".mlflow-venv", "mlflow", INSTALL_SCRIPT)
 
 
-class MLflow:
-    """A running MLflow server: where to send OTLP and how to read spans back."""
+class MLflow(Server):
+    """A running MLflow server: where to send OTLP and how to read spans back.
+    ``base_url`` is what ``setup_otlp(endpoint=...)``, OTEL_EXPORTER_OTLP_ENDPOINT and
+    ``cupellation report --from mlflow`` take."""
 
     def __init__(self, process: subprocess.Popen[bytes], port: int, log_path: Path) -> None:
-        self.process = process
-        self.log_path = log_path
-        self.base_url = f"http://127.0.0.1:{port}"
-        """What ``setup_otlp(endpoint=...)``, OTEL_EXPORTER_OTLP_ENDPOINT and
-        ``cupellation report --from mlflow`` take."""
-
-    def healthy(self) -> bool:
-        """True if ``GET /health`` answers 200."""
-        try:
-            with urllib.request.build_opener().open(f"{self.base_url}/health", timeout=2) as answer:
-                return bool(answer.status == 200)
-        except (OSError, urllib.error.URLError):
-            return False
+        super().__init__("MLflow", process, f"http://127.0.0.1:{port}", "/health", log_path,
+                         STOP_GRACE)
 
     def new_experiment(self, label: str) -> str:
         """A new experiment's id (named ``label`` and a random suffix)."""
@@ -99,54 +83,16 @@ class MLflow:
                         f"{timeout} s, expected {expect}\n{self.log_tail()}", pytrace=False)
         return spans
 
-    def log_tail(self, lines: int = 40) -> str:
-        """The last ``lines`` lines of the server's log."""
-        try:
-            text = self.log_path.read_text(encoding="utf-8", errors="replace")
-        except OSError as error:
-            return f"(no MLflow log at {self.log_path}: {error})"
-        return f"--- last {lines} lines of {self.log_path} ---\n" + "\n".join(
-            text.splitlines()[-lines:])
-
-    def stop(self) -> None:
-        """SIGTERM to the server's process group (uvicorn and its worker), then SIGKILL
-        after ``STOP_GRACE`` s."""
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=STOP_GRACE)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(timeout=STOP_TIMEOUT)
-
 
 @contextmanager
 def run_mlflow(work_dir: Path) -> Iterator[MLflow]:
     """Start ``mlflow server`` with one worker on a free 127.0.0.1 port, its sqlite
     store, artifacts and log in ``work_dir``; wait for /health; stop it after."""
-    executable = mlflow_executable()
     port = free_port()
-    log_path = work_dir / "mlflow.log"
-    env = {name: value for name, value in os.environ.items()
-           if not name.startswith(("OTEL_", "MLFLOW_"))}
-    command = [str(executable), "server", "--host", "127.0.0.1", "--port", str(port),
+    command = [str(mlflow_executable()), "server", "--host", "127.0.0.1", "--port", str(port),
                "--workers", "1", "--backend-store-uri", f"sqlite:///{work_dir / 'mlflow.db'}",
                "--default-artifact-root", str(work_dir / "artifacts")]
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log,
-                                   stderr=subprocess.STDOUT, env=env, cwd=work_dir,
-                                   start_new_session=True)
-    server = MLflow(process, port, log_path)
-    try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT
-        while not server.healthy():
-            if process.poll() is not None:
-                pytest.fail(f"MLflow exited with {process.returncode} while starting\n"
-                            f"{server.log_tail()}", pytrace=False)
-            if time.monotonic() > deadline:
-                pytest.fail(f"MLflow did not answer /health within {STARTUP_TIMEOUT} s\n"
-                            f"{server.log_tail()}", pytrace=False)
-            time.sleep(0.25)
+    log_path = work_dir / "mlflow.log"
+    process = start(command, clean_env(("OTEL_", "MLFLOW_")), work_dir, log_path)
+    with serving(MLflow(process, port, log_path), STARTUP_TIMEOUT) as server:
         yield server
-    finally:
-        server.stop()

@@ -1,6 +1,8 @@
 """Shared pieces of the OpenTelemetry tests: private SDK providers, span processors
 that misbehave or watch, and converters from SDK spans to the file formats the
-decoder reads (OTLP/JSON with hex or base64 ids, OTLP protobuf, Jaeger's JSON)."""
+decoder reads (OTLP/JSON with hex or base64 ids, OTLP protobuf, Jaeger's JSON). The
+Jaeger builder is the one home of that format's fixtures: tests/api/_artifacts.py and
+benchmarks/mutation_campaign.py import it too."""
 
 from __future__ import annotations
 
