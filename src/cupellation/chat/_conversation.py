@@ -220,10 +220,11 @@ def _extend(request: Request, known: Conversation | None, common: int) -> Conver
     if known is None or common == 0:
         return _fresh(request)
     fmt, counter = known.fmt, known.counter
-    detected, why = detect_format(given, common, False, name)
-    if request.fmt is None and detected is not None and detected != fmt:
-        raise DecodeError(name, None, f"mixes formats: {why} ({detected}), but earlier "
-                                      f"messages are {fmt}; pass format= to say which")
+    if request.fmt is None:  # a format given is not second-guessed
+        detected, why = detect_format(given, common, False, name)
+        if detected is not None and detected != fmt:
+            raise DecodeError(name, None, f"mixes formats: {why} ({detected}), but earlier "
+                                          f"messages are {fmt}; pass format= to say which")
     new = [read_message(given[index], fmt, f"{name}[{index}]", counter, request.limits)
            for index in range(common, len(given))]
     messages = known.messages[:common] + new
