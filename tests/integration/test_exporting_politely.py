@@ -97,3 +97,21 @@ def test_a_failing_metrics_export_warns_once_per_process(
         "(the backend refused them or could not be reached)" in message)
     assert not [r for r in caplog.records if r.name.startswith("opentelemetry")
                 and "metric" in r.getMessage().lower()]
+
+
+def test_the_applications_own_metric_export_failures_are_not_held_back(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """After setup_otlp(metrics=True), the SDK metric exporters' loggers still pass what
+    the application's own exporters log there: only the lines logged inside
+    cupellation's wrapped export call are held back for its one warning."""
+    caplog.set_level(logging.WARNING)
+    with FakeHttpBackend("refuse") as fake:
+        otlp = setup_otlp(endpoint=fake.endpoint, metrics=True, timeout=2)
+        try:
+            for name in otlp_module._METRIC_LOGGERS:
+                logging.getLogger(name).error("Failed to export metrics batch: the app's own")
+        finally:
+            otlp.shutdown()
+    passed = [r for r in caplog.records if r.name in otlp_module._METRIC_LOGGERS
+              and "the app's own" in r.getMessage()]
+    assert len(passed) == len(otlp_module._METRIC_LOGGERS)

@@ -262,16 +262,21 @@ def metrics_asked() -> bool:
 
 
 class _MetricsWarnedOnce(logging.Filter):
-    """Keeps the OTLP metric exporters' failure lines out of the logs (their loggers
-    also say "metric" for nothing else): the last one is kept for the one warning
-    :class:`_WarnOnceMetricExporter` gives per process."""
+    """Keeps the failure lines our own wrapped OTLP metric exporter logs out of the
+    logs: the last one is kept for the one warning :class:`_WarnOnceMetricExporter`
+    gives per process. Only records logged inside our wrapper's call to the SDK
+    exporter, on its thread (the SDK logs synchronously there), are held back: the
+    same loggers' lines for the application's own metric exporters pass untouched."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        if "metric" not in message.lower():
+        if not getattr(_INSIDE_OUR_EXPORT, "active", False):
             return True
-        _METRICS_LAST[0] = message[:300]
+        _METRICS_LAST[0] = record.getMessage()[:300]
         return False
+
+
+#: Set while _WarnOnceMetricExporter calls the SDK exporter, on that thread.
+_INSIDE_OUR_EXPORT = threading.local()
 
 
 _METRICS_WARNED = [False]
@@ -298,6 +303,8 @@ class _WarnOnceMetricExporter(MetricExporter):
 
     def export(self, metrics_data: Any, timeout_millis: float = 10_000,
                **kwargs: Any) -> MetricExportResult:
+        _METRICS_LAST[0] = ""
+        _INSIDE_OUR_EXPORT.active = True
         try:
             result = self._exporter.export(metrics_data, timeout_millis=timeout_millis,
                                            **kwargs)
@@ -305,6 +312,8 @@ class _WarnOnceMetricExporter(MetricExporter):
             result, why = MetricExportResult.FAILURE, f"{type(exc).__name__}: {exc}"
         else:
             why = _METRICS_LAST[0] or "the backend refused them or could not be reached"
+        finally:
+            _INSIDE_OUR_EXPORT.active = False
         if result is not MetricExportResult.SUCCESS:
             with _METRICS_LOCK:
                 first = not _METRICS_WARNED[0]
