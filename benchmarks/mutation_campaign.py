@@ -43,6 +43,7 @@ import argparse
 import dataclasses
 import json
 import random
+import re
 import string
 import sys
 import tempfile
@@ -591,6 +592,61 @@ def _value(rng: random.Random, data: bytes, fmt: str, keys: bool = False
     return None if what is None else (what, json.dumps(document).encode())
 
 
+#: Text no output can hold (a lone surrogate), or that splits lines or hides: put into a
+#: string whole, or as a same-length JSON escape inside a string of embedded JSON (a
+#: column chunk), which keeps every byte count the spans carry.
+_HOSTILE_TEXTS = ("\ud800", "\udfff", "\u2028", "\x00", "\ufeff")
+_ESCAPED_RUN = re.compile(r'(?<=[\[,:])"([A-Za-z0-9_. ]{6})')  # a value, not a key
+
+
+def _hostile_text(rng: random.Random, value: str) -> str:
+    """``value`` with hostile text in it: a same-length ``\\ud800``-style escape
+    replacing six characters of a string inside embedded JSON when it holds one, else
+    one hostile character put in (or replacing it)."""
+    runs = list(_ESCAPED_RUN.finditer(value)) if value[:1] in "{[" else []
+    if runs:
+        run = rng.choice(runs)
+        escape = rng.choice(["\\ud800", "\\udfff", "\\u2028", "\\u0000"])
+        return value[:run.start(1)] + escape + value[run.start(1) + 6:]
+    hostile = rng.choice(_HOSTILE_TEXTS)
+    at = rng.randrange(len(value) + 1)
+    return rng.choice([hostile, value[:at] + hostile + value[at:]])
+
+
+def _text(rng: random.Random, data: bytes, fmt: str) -> tuple[str, bytes] | None:
+    """Put hostile text into one string value (see _hostile_text)."""
+    proto = fmt == "OTLP protobuf"
+    lines = _lines(data) if fmt in _LINE_FORMATS else []
+    if proto:
+        message = trace_pb2.TracesData()
+        message.ParseFromString(data)
+        document: Any = json_format.MessageToDict(message)
+    elif lines:
+        k = rng.choice([k for k, line in enumerate(lines) if line.strip()])
+        document = json.loads(lines[k])
+    else:
+        document = json.loads(data)
+    texts = [(path, value) for path, value in _walk(document) if isinstance(value, str)
+             and not (len(path) >= 2 and path[-2] == "<key>")]
+    if not texts:
+        return None
+    embedded = [(p, v) for p, v in texts if v[:1] in "{[" and _ESCAPED_RUN.search(v)]
+    path, value = rng.choice(embedded if embedded and rng.random() < 0.5 else texts)
+    new = _hostile_text(rng, value)
+    _set(document, path, new)
+    what = f"text {'/'.join(map(str, path))}: {value[:40]!r} -> {new[:40]!r}"
+    if proto:  # protobuf strings are UTF-8: a lone surrogate cannot be written at all
+        try:
+            return what, json_format.ParseDict(document, trace_pb2.TracesData()
+                                               ).SerializeToString()
+        except Exception:  # upb raises even SystemError on a lone surrogate
+            return None
+    if lines:  # escaped as JSON writes them (\ud800), as a hostile writer would
+        lines[k] = json.dumps(document, separators=(",", ":")).encode()
+        return f"line {k} {what}", b"\n".join(lines)
+    return what, json.dumps(document).encode()
+
+
 def _key(rng: random.Random, data: bytes, fmt: str) -> tuple[str, bytes] | None:
     return _value(rng, data, fmt, keys=True)
 
@@ -645,10 +701,11 @@ def _holders(document: Any, fmt: str) -> list[list[dict[str, Any]]]:
 
 #: Each mutation kind and its share of the campaign.
 MUTATIONS: tuple[tuple[str, Mutation, float], ...] = (
-    ("value", _value, 0.45),
+    ("value", _value, 0.4),
     ("key", _key, 0.15),
     ("line/event", _span_events, 0.2),
-    ("byte", _byte, 0.2),
+    ("byte", _byte, 0.15),
+    ("text", _text, 0.1),
 )
 
 

@@ -243,6 +243,29 @@ def test_a_changed_value_in_the_columns_is_a_digest_mismatch() -> None:
     assert not rebuilt.is_complete
 
 
+def test_a_lone_surrogate_escaped_in_the_columns_is_named_not_raised() -> None:
+    """Six characters of a value inside the columns' JSON replaced by the escape
+    ``\\ud800`` (same length: every byte count holds): JSON reads it as a lone
+    surrogate, which no event can hold; the row is named as undecodable and its
+    decision missing, never a UnicodeEncodeError out of the reader (found by the
+    mutation campaign's hostile-text mutations)."""
+    items = make_items(60, 2)
+    sdk = make_sdk()
+    run_both(PIPELINE, items, _budget(items, 0.4), sdk.collector("Full", "full"))
+    spans = [span_data(s) for s in sdk.spans]
+    at = next(k for k, s in enumerate(spans) if s.name == "cupel.stage.slice")
+    attributes = dict(spans[at].attributes)
+    chunk = attributes["cupel.columns.0"]
+    start = chunk.index('"cupel.exclusion.item_kind":["') + len('"cupel.exclusion.item_kind":["')
+    attributes["cupel.columns.0"] = chunk[:start] + "\\ud800" + chunk[start + 6:]
+    (rebuilt,) = runs_from_spans([*spans[:at], replace(spans[at], attributes=attributes),
+                                  *spans[at + 1:]])
+    assert not rebuilt.is_complete
+    text = "\n".join(rebuilt.report.incomplete)
+    assert "could not be decoded" in text
+    assert "lone surrogate" in text
+
+
 def test_part_spans_rebuild_from_every_file_format() -> None:
     """A run large enough for part spans, saved as OTLP/JSON (hex and base64 ids),
     Jaeger JSON and OTLP protobuf, rebuilds exactly from each."""

@@ -182,7 +182,7 @@ class _Run:
         if fill:
             flat["item.content"] = _NO_CONTENT
         try:
-            record = fast_record(_encode_json(flat)) if json_native else None
+            record = _fast_record(flat) if json_native else None
             event = record.event() if record is not None else event_from_dict(flat)
         except DecodeError as exc:
             self.failures[where] += 1
@@ -196,6 +196,18 @@ class _Run:
                                      "capture is unknown (its root span is missing)")
                 self.capture = "none"
         self.events.append(event)
+
+
+def _fast_record(flat: dict[str, Any]) -> Any:
+    """The log reader's typed record of ``flat`` (a column row), or None for the
+    spine's path: also when ``flat`` holds a lone surrogate (which ``json.loads`` makes
+    of a ``\\ud800`` escape and no JSON line can hold), which the spine's path then
+    names as a decoding failure instead of raising UnicodeEncodeError."""
+    try:
+        line = _encode_json(flat)
+    except UnicodeEncodeError:
+        return None
+    return fast_record(line)
 
 
 def _span_label(span: SpanData) -> str:
