@@ -17,7 +17,10 @@ ids) — are mutated one change at a time:
 - **key**: a key misspelt, or renamed to another key of the document;
 - **line / event**: a line (or a span event, or a span) deleted, repeated, or
   swapped with another;
-- **byte**: a bit flipped, a byte replaced, deleted or inserted.
+- **byte**: a bit flipped, a byte replaced, deleted or inserted;
+- **text**: hostile text in a string (a lone surrogate, U+2028, NUL, a BOM), put in
+  whole, or as a same-length JSON escape (``\\ud800``) inside a string of embedded
+  JSON such as a column chunk, so that every byte count the spans carry still holds.
 
 Each mutated artifact is decoded (``build_report`` over
 ``events_from_json_lines`` for an events file, ``read_runs`` for the audit log,
