@@ -194,7 +194,7 @@ _LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("collectors", frozenset({"_collectors"})),
     ("strategies", frozenset({"_tables", "scoring", "slicing", "placing"})),
     ("registry", frozenset({"_registry"})),
-    ("pipeline", frozenset({"_pipeline", "_attribution"})),
+    ("pipeline", frozenset({"_pipeline", "_run", "_attribution"})),
     ("projections", frozenset({"otel", "logs"})),
     ("built", frozenset({"policy", "conformance", "chat", "analytics"})),
     ("faces", frozenset({"cli", "_html", "html", "testing", "__init__",

@@ -17,6 +17,7 @@ from opentelemetry.sdk.trace import TracerProvider
 
 import cupellation._attribution as attribution_module
 import cupellation._pipeline as pipeline_module
+import cupellation._run as run_module
 import cupellation.events as events_module
 from cupellation import (
     ContextBudget,
@@ -74,13 +75,13 @@ def _refuse(what: str) -> Any:
 
 def _forbid(monkeypatch: pytest.MonkeyPatch, pipeline_names: Sequence[str],
             what: str) -> None:
-    """Replace ``pipeline_names`` in the pipeline and attribution modules (wherever
+    """Replace ``pipeline_names`` in the pipeline, run and attribution modules (wherever
     each is used), and the per-item event classes in cupellation.events (where a
     batch builds them), with traps."""
     for name in pipeline_names:
-        users = [module for module in (pipeline_module, attribution_module)
+        users = [module for module in (pipeline_module, run_module, attribution_module)
                  if hasattr(module, name)]
-        assert users, f"{name} is built by neither module"
+        assert users, f"{name} is built by none of these modules"
         for module in users:
             monkeypatch.setattr(module, name, _refuse(what))
     for name in ITEM_EVENTS:
