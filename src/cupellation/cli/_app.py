@@ -14,7 +14,17 @@ from typing import Any, NoReturn, Protocol, cast
 
 from .. import __version__
 from ..exceptions import CupelError, PipelineError
-from . import _analytics, _conformance, _demo, _export, _logcmds, _policycmds, _select
+from . import (
+    _analytics,
+    _auditcmd,
+    _conformance,
+    _demo,
+    _export,
+    _policycmds,
+    _reportcmd,
+    _select,
+    _whycmd,
+)
 from ._common import (
     EXIT_STATUS_LINE,
     FAILED,
@@ -54,15 +64,15 @@ class Subcommand(Protocol):
 #: ``add_parser(subparsers)`` (which calls ``subparsers.add_parser(<name>, ...)``
 #: with the same name as its key here) and ``run(args) -> int``, and register it.
 SUBCOMMANDS: dict[str, Subcommand] = {
-    "audit": _logcmds.AUDIT,
+    "audit": _auditcmd.AUDIT,
     "conformance": _conformance,
     "demo": _demo,
     "export": _export,
     "policy": _policycmds.POLICY,
     "presets": _policycmds.PRESETS,
-    "report": _logcmds.REPORT,
+    "report": _reportcmd.REPORT,
     "select": _select,
-    "why": _logcmds.WHY,
+    "why": _whycmd.WHY,
     # issue 17: the auditor's next questions (cli/_analytics.py)
     "replay": _analytics.REPLAY,
     "diff": _analytics.DIFF,
