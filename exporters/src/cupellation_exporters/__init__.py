@@ -77,10 +77,8 @@ from ._replay import (
     is_trace_source,
     read_replay_sources,
     replay,
-    replay_id,
-    spans_from_events,
-    spans_from_trace,
 )
+from ._replay_spans import replay_id, spans_from_events, spans_from_trace
 
 __all__ = [
     "otlp_target",
