@@ -197,7 +197,7 @@ _LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("pipeline", frozenset({"_pipeline", "_run", "_attribution"})),
     ("projections", frozenset({"otel", "logs"})),
     ("built", frozenset({"policy", "conformance", "chat", "analytics"})),
-    ("faces", frozenset({"cli", "_html", "html", "testing", "__init__",
+    ("faces", frozenset({"cli", "_html", "_htmlstyle", "html", "testing", "__init__",
                          "cupellation_entry_point", "cupellation_pytest_plugin"})),
     ("exporters", frozenset({"cupellation_exporters"})),
 )
