@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 from collections import Counter
-from collections.abc import Callable, Sequence
-from contextvars import Token
-from functools import partial
+from collections.abc import Sequence
 from typing import Any, Final
 
 import msgspec
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
-from opentelemetry.trace import Span, Status, StatusCode, Tracer
+from opentelemetry.trace import Span, Status, StatusCode
 
 from .._events.lines import LineEncoder, RunLineEncoder
 from .._events.settings import CAPTURE_ENV_VAR, resolve_capture, resolve_digest_key
@@ -31,7 +28,6 @@ from ..events import (
     RunFailed,
     RunStarted,
     StageCompleted,
-    StageName,
     StageStarted,
     TraceDetailLevel,
     UnknownEvent,
@@ -39,24 +35,9 @@ from ..events import (
     event_to_dict,
 )
 from ..exceptions import InvalidValueError
-from ._columns import (
-    BYTE_COUNT,
-    CHUNK_COUNT,
-    CHUNK_PREFIX,
-    CHUNKS_ON_CARRIER,
-    CHUNKS_PER_PART,
-    LAYOUT,
-    PART_COUNT,
-    PART_INDEX,
-    PART_SUFFIX,
-    ColumnSet,
-    SpanLayout,
-    chunk_ends,
-    columns_text,
-)
-from ._digest import DIGEST, block_digest, columns_digest
+from ._columns import LAYOUT, ColumnSet, SpanLayout
+from ._digest import DIGEST, columns_digest
 from ._encode import (
-    Encoded,
     exclusion_batch_attributes,
     exclusion_batch_columns,
     flat_stage,
@@ -64,7 +45,6 @@ from ._encode import (
     included_batch_columns,
     stage_event_attributes,
 )
-from ._metrics import Instruments
 from ._names import (
     BACKEND_ATTRIBUTES,
     CHECK_COUNT,
@@ -86,6 +66,7 @@ from ._names import (
     stage_span_name,
 )
 from ._providers import Providers
+from ._runstate import RunState, add_events, warn_unprojectable
 from ._values import (
     DEFAULT_VALUE_CAP,
     INPUT_MIME,
@@ -107,62 +88,6 @@ _logger = logging.getLogger("cupellation")
 CAPTURE_CONTENT_ENV: Final = CAPTURE_ENV_VAR
 
 _SPAN_STAGES = frozenset(SPAN_STAGES)
-
-
-def _warn_unprojectable(count: int) -> None:
-    if count > 0:
-        _logger.warning("cupellation: %d item events held values no span can carry "
-                        "(a non-finite number) and were left out", count)
-
-
-class _Run:
-    """One run's open spans, attached contexts and running totals."""
-
-    __slots__ = ("blocks", "dropped", "included", "instruments", "internal", "kept", "lines",
-                 "recording", "root",
-                 "root_attributes",
-                 "root_columns", "root_context", "root_token", "root_totals", "run_id", "stage",
-                 "stage_attributes", "stage_columns", "stage_exclusions", "stage_span",
-                 "stage_start_ns", "stage_token", "stage_totals", "target_tokens", "tracer")
-
-    def __init__(self, run_id: str, tracer: Tracer | None, instruments: Instruments | None,
-                 target_tokens: int) -> None:
-        self.run_id = run_id
-        self.tracer = tracer
-        self.instruments = instruments
-        self.target_tokens = target_tokens
-        self.root: Span | None = None
-        self.recording = False
-        self.root_context: otel_context.Context | None = None
-        self.root_token: Token[otel_context.Context] | None = None
-        self.root_attributes: dict[str, Any] = {}
-        self.root_totals = [0, 0]
-        self.stage: StageName | None = None
-        self.stage_span: Span | None = None
-        self.stage_token: Token[otel_context.Context] | None = None
-        self.stage_attributes: dict[str, Any] = {}
-        self.stage_totals = [0, 0]
-        self.stage_exclusions = 0
-        self.stage_start_ns: int | None = None
-        # The columns layout: the item-event rows gathered for the open stage span and
-        # for the root.
-        self.stage_columns = ColumnSet()
-        self.root_columns = ColumnSet()
-        # A spanless stage (Sort) between its start and completion: its start attributes.
-        self.internal: dict[str, Any] | None = None
-        # Inclusion batches held until the Place span has ended.
-        self.included: list[ItemEventBatch] = []
-        # Every batch of kept and dropped items, for output.value.
-        self.kept: list[ItemEventBatch] = []
-        self.dropped: list[ItemEventBatch] = []
-        # The columns layout's digest: the SHA-256 of the lines of the events that are
-        # not column rows, and each carrier's block digest (see ._digest).
-        self.lines = hashlib.sha256()
-        self.blocks: list[bytes] = []
-
-    @property
-    def spans_on(self) -> bool:
-        return self.root is not None and self.recording
 
 
 class SpanCollector:
@@ -215,7 +140,7 @@ class SpanCollector:
         self._capture = resolve_capture(content_capture, ContentCapture.NONE)
         self._providers = Providers(tracer_provider, meter_provider)
         self._lock = threading.Lock()
-        self._runs: dict[str, _Run] = {}
+        self._runs: dict[str, RunState] = {}
         self._key = resolve_digest_key(digest_key)
         self._lines = RunLineEncoder(self._capture, self._key)
         self._encoder = LineEncoder(self._capture)
@@ -315,11 +240,11 @@ class SpanCollector:
 
     # -- per-run state -------------------------------------------------------------------
 
-    def _get(self, run_id: str) -> _Run | None:
+    def _get(self, run_id: str) -> RunState | None:
         with self._lock:
             return self._runs.get(run_id)
 
-    def _pop(self, run_id: str) -> _Run | None:
+    def _pop(self, run_id: str) -> RunState | None:
         with self._lock:
             return self._runs.pop(run_id, None)
 
@@ -328,24 +253,8 @@ class SpanCollector:
         attached (innermost first), and forget it. Never raises."""
         run = self._pop(run_id)
         self._lines.forget(run_id)
-        if run is None:
-            return
-        steps: list[Callable[[], object]] = []
-        if run.stage_span is not None:
-            steps.append(run.stage_span.end)
-        if run.stage_token is not None:
-            steps.append(partial(otel_context.detach, run.stage_token))
-        if run.root is not None:
-            steps.append(run.root.end)
-        if run.root_token is not None:
-            steps.append(partial(otel_context.detach, run.root_token))
-        run.stage_span = run.root = None
-        run.stage_token = run.root_token = None
-        for step in steps:
-            try:
-                step()
-            except Exception:
-                _logger.debug("cupellation: cleaning up run %s raised", run_id, exc_info=True)
+        if run is not None:
+            run.end_open()
 
     # -- events --------------------------------------------------------------------------
 
@@ -379,7 +288,7 @@ class SpanCollector:
         instruments = self._providers.instruments()
         if tracer is None and instruments is None:
             return
-        run = _Run(event.run_id, tracer, instruments, event.budget.target_tokens)
+        run = RunState(event.run_id, tracer, instruments, event.budget.target_tokens)
         with self._lock:
             self._runs[event.run_id] = run
         if instruments is not None:
@@ -450,13 +359,13 @@ class SpanCollector:
             self._end_stage_span(run, attributes)
         else:
             del attributes[RUN_ID]
-            self._root_event(run, stage_span_name(stage), {**(run.internal or {}),
+            run.root_event(stage_span_name(stage), {**(run.internal or {}),
                                                            **attributes})
             run.internal = None
         if stage is PipelineStage.PLACE:
             self._flush_included(run)
 
-    def _end_stage_span(self, run: _Run, completion: dict[str, Any] | None,
+    def _end_stage_span(self, run: RunState, completion: dict[str, Any] | None,
                         error: str | None = None) -> None:
         """Set a stage span's last attributes and checks, end it and detach its context
         (the span is ended and the context detached even if setting attributes fails)."""
@@ -479,8 +388,7 @@ class SpanCollector:
                     new[EXCLUSION_COUNT] = run.stage_exclusions
                 if run.stage_columns:
                     name = stage_span_name(str(written.get(STAGE_NAME, "")))
-                    new.update(self._write_columns(run, span, name, run.stage_columns,
-                                                   end_ns))
+                    new.update(run.write_columns(span, name, run.stage_columns, end_ns))
                 count, length = check_totals({**written, **new})
                 new[CHECK_COUNT] = count + run.stage_totals[0]
                 new[CHECK_TEXT] = length + run.stage_totals[1]
@@ -492,13 +400,6 @@ class SpanCollector:
         finally:
             if token is not None:
                 otel_context.detach(token)
-
-    def _root_event(self, run: _Run, name: str, attributes: dict[str, Any]) -> None:
-        assert run.root is not None
-        count, length = check_totals(attributes)
-        run.root_totals[0] += count
-        run.root_totals[1] += length
-        run.root.add_event(name, attributes)
 
     def _on_batch(self, batch: ItemEventBatch) -> None:
         run = self._get(batch.run_id)
@@ -526,11 +427,11 @@ class SpanCollector:
                 else:
                     rows = exclusion_batch_attributes(batch, self._capture, stage)[0]
                     added = target.add(EXCLUSION_EVENT, rows)
-                    _warn_unprojectable(len(rows) - added)
+                    warn_unprojectable(len(rows) - added)
             else:
                 carrier = run.stage_span if on_stage else run.root
                 totals = run.stage_totals if on_stage else run.root_totals
-                added = self._add_events(
+                added = add_events(
                     carrier, EXCLUSION_EVENT,
                     exclusion_batch_attributes(batch, self._capture, stage), totals)
             if on_stage:
@@ -544,73 +445,18 @@ class SpanCollector:
                 run.root_columns.add_columns(INCLUDED_EVENT, *columns)
             else:
                 rows = included_batch_attributes(batch, self._capture)[0]
-                _warn_unprojectable(len(rows) - run.root_columns.add(INCLUDED_EVENT, rows))
+                warn_unprojectable(len(rows) - run.root_columns.add(INCLUDED_EVENT, rows))
         elif run.stage is PipelineStage.PLACE and run.stage_span is not None:
             run.included.append(batch)  # the chapter: recorded after Place completes
         else:
-            self._add_events(run.root, INCLUDED_EVENT,
-                             included_batch_attributes(batch, self._capture), run.root_totals)
+            add_events(run.root, INCLUDED_EVENT,
+                       included_batch_attributes(batch, self._capture), run.root_totals)
 
-    def _add_events(self, carrier: Span | None, name: str, encoded: Encoded,
-                    totals: list[int]) -> int:
-        """Add one span event per attribute mapping; returns how many were added."""
-        assert carrier is not None
-        attribute_list, count, length = encoded
-        add_event = carrier.add_event
-        added = 0
-        for attributes in attribute_list:
-            if attributes is not None:
-                add_event(name, attributes)
-                added += 1
-        totals[0] += count
-        totals[1] += length
-        _warn_unprojectable(len(attribute_list) - added)
-        return added
-
-    def _write_columns(self, run: _Run, span: Span, name: str, columns: ColumnSet,
-                       end_ns: int | None) -> dict[str, Any]:
-        """The column attributes for the span ``span`` (called ``name``) that carries
-        ``columns``; chunks past :data:`CHUNKS_ON_CARRIER` go on part spans, started and
-        ended here as ``span``'s children at ``end_ns``."""
-        data = columns_text(columns)
-        columns.blocks = {}
-        ends = chunk_ends(data)
-        starts = [0, *ends][:len(ends)]
-        chunks = [data[start:end].decode("utf-8") for start, end in zip(starts, ends,
-                                                                          strict=True)]
-        run.blocks.append(block_digest(name, data, [end - start for start, end in
-                                                    zip(starts, ends, strict=True)]))
-        own = chunks[:CHUNKS_ON_CARRIER]
-        rest = chunks[CHUNKS_ON_CARRIER:]
-        parts = (len(rest) + CHUNKS_PER_PART - 1) // CHUNKS_PER_PART
-        out: dict[str, Any] = {CHUNK_COUNT: len(chunks), PART_COUNT: parts,
-                               BYTE_COUNT: len(data)}
-        for k, chunk in enumerate(own):
-            out[f"{CHUNK_PREFIX}{k}"] = chunk
-        if parts:
-            assert run.tracer is not None
-            context = trace.set_span_in_context(span)
-            at = end_ns  # None: the tracer's clock
-            for part in range(parts):
-                first = CHUNKS_ON_CARRIER + part * CHUNKS_PER_PART
-                attributes: dict[str, Any] = {RUN_ID: run.run_id, PART_INDEX: part}
-                for k, chunk in enumerate(rest[part * CHUNKS_PER_PART:
-                                               (part + 1) * CHUNKS_PER_PART]):
-                    attributes[f"{CHUNK_PREFIX}{first + k}"] = chunk
-                count, length = check_totals(attributes)
-                attributes[CHECK_COUNT] = count
-                attributes[CHECK_TEXT] = length
-                attributes.update(BACKEND_ATTRIBUTES)
-                child = run.tracer.start_span(name + PART_SUFFIX, context=context,
-                                              attributes=attributes, start_time=at)
-                child.end(end_time=at)
-        return out
-
-    def _flush_included(self, run: _Run) -> None:
+    def _flush_included(self, run: RunState) -> None:
         batches, run.included = run.included, []
         for batch in batches:
-            self._add_events(run.root, INCLUDED_EVENT,
-                             included_batch_attributes(batch, self._capture), run.root_totals)
+            add_events(run.root, INCLUDED_EVENT,
+                       included_batch_attributes(batch, self._capture), run.root_totals)
 
     def _other(self, event: PipelineEvent) -> None:
         run = self._get(event.run_id)
@@ -627,7 +473,7 @@ class SpanCollector:
             run.stage_totals[1] += length
             run.stage_span.add_event(name, attributes)
         else:
-            self._root_event(run, name, attributes)
+            run.root_event(name, attributes)
 
     def _run_completed(self, event: RunCompleted) -> None:
         run = self._pop(event.run_id)
@@ -655,7 +501,7 @@ class SpanCollector:
             if run.instruments is not None:
                 run.instruments.run_ended("failed", event.duration_ms, event.error_type)
 
-    def _end_run(self, run: _Run, end: dict[str, Any], failed: RunFailed | None) -> None:
+    def _end_run(self, run: RunState, end: dict[str, Any], failed: RunFailed | None) -> None:
         """Close a run's open stage span, write the root's last events and attributes,
         end the root and detach its context. Each step runs even if an earlier one
         fails (the first failure is raised afterwards), so nothing stays open."""
@@ -679,16 +525,16 @@ class SpanCollector:
             if token is not None:
                 otel_context.detach(token)
 
-    def _finish_root(self, run: _Run, root: Span, end: dict[str, Any],
+    def _finish_root(self, run: RunState, root: Span, end: dict[str, Any],
                      failed: RunFailed | None, description: str | None) -> None:
         if run.internal is not None:  # a spanless stage that never completed
-            self._root_event(run, stage_span_name(run.stage or ""), run.internal)
+            run.root_event(stage_span_name(run.stage or ""), run.internal)
             run.internal = None
         self._flush_included(run)
         written = run.root_attributes
         new = {k: v for k, v in end.items() if k not in written}
         if run.root_columns:
-            new.update(self._write_columns(run, root, ROOT_SPAN, run.root_columns, None))
+            new.update(run.write_columns(root, ROOT_SPAN, run.root_columns, None))
         new[OUTPUT_VALUE] = output_value(
             outcome=str(end.get("cupel.run.outcome", "failed")),
             included_count=end.get("cupel.run.included_count"),
