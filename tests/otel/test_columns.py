@@ -303,7 +303,7 @@ def test_column_rows_decode_alike_through_the_typed_record_and_the_spine(
     events and report are exactly those the spine's own decoding gives, for a whole
     run and for one with a row whose reason disagrees with its item (incomplete either
     way)."""
-    import cupellation.otel._decode as decode  # noqa: PLC0415
+    import cupellation.otel._spandecode as decode  # noqa: PLC0415
 
     items = _with_wide_text(make_items(300, 4))
     sdk = make_sdk()
@@ -342,8 +342,8 @@ def test_columns_decode_column_by_column_exactly_as_row_by_row(capture: str) -> 
     import json as json_module  # noqa: PLC0415
 
     from cupellation.otel._columns import column_rows, columns_from_document  # noqa: PLC0415
-    from cupellation.otel._decode import column_flats  # noqa: PLC0415
     from cupellation.otel._names import exclusion_flat, included_flat  # noqa: PLC0415
+    from cupellation.otel._spandecode import column_flats  # noqa: PLC0415
 
     items = _with_wide_text(make_items(400, 5))
     sdk = make_sdk()

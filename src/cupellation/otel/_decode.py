@@ -7,20 +7,23 @@ spans lose that the fold cannot see in the events themselves (events or
 attributes a span limit dropped, truncated strings, a missing stage span, a
 stage span that is not the root's child) is added to the report's
 ``incomplete`` list, so a rebuilt report is either whole or says what it lacks.
+
+One span's events and columns are decoded in :mod:`._spandecode`; this module
+gathers each run's spans, checks what only the whole run shows (missing stage
+spans, part spans without a carrier, the digest), folds the events, and reads
+trace documents and files.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from os import PathLike
 from pathlib import Path
 from typing import Any
 
-import msgspec
 from msgspec.structs import replace as replace_struct
 
 from .._events.digest import (
@@ -31,49 +34,18 @@ from .._events.digest import (
     check_digest,
 )
 from .._events.lines import LineEncoder, verify_events
-from .._events.records import INCLUSIONS
 from .._events.settings import resolve_digest_key
 from .._report import ReportBuilder, SelectionReport
-from ..events import (
-    ContentCapture,
-    ItemExcluded,
-    ItemIncluded,
-    PipelineEvent,
-    RunCompleted,
-    RunFailed,
-    apply_content_capture,
-    event_from_dict,
-)
+from ..events import ContentCapture, PipelineEvent, RunCompleted, RunFailed
 from ..exceptions import DecodeError
-from ..logs._decode import fast_record
-from ..reasons import KNOWN_EXCLUSION_REASONS
 from ._backends import backend_of, documents_in, merged_spans, spans_from_backend_document
-from ._columns import (
-    BYTE_COUNT,
-    CHUNK_COUNT,
-    COLUMN_ATTRIBUTES,
-    LAYOUT,
-    PART_COUNT,
-    PART_INDEX,
-    PART_SUFFIX,
-    Columns,
-    column_rows,
-    columns_from_document,
-    is_chunk_attribute,
-)
-from ._digest import block_digest, columns_digest
+from ._columns import COLUMN_ATTRIBUTES, LAYOUT, PART_INDEX, PART_SUFFIX
+from ._digest import columns_digest
 from ._jaeger import is_jaeger_document, spans_from_jaeger_json
 from ._names import (
     ALL_STAGES,
     CHECK_COUNT,
     CHECK_TEXT,
-    EVENT_TYPES,
-    EXCLUSION_ATTRIBUTES,
-    EXCLUSION_EVENT,
-    INCLUDED_ATTRIBUTES,
-    INCLUDED_EVENT,
-    OTHER_ATTRIBUTES,
-    OTHER_EVENT,
     OUTCOME,
     ROOT_ATTRIBUTES,
     ROOT_SPAN,
@@ -82,26 +54,24 @@ from ._names import (
     STAGE_ATTRIBUTES,
     STAGE_NAME,
     STAGE_PREFIX,
-    check_totals,
-    exclusion_flat,
-    exclusion_head,
-    exclusion_key,
-    included_flat,
-    included_head,
-    included_key,
-    other_flat,
     run_flat,
-    share_item_fields,
     stage_flat,
     stage_from_label,
     stage_span_name,
 )
+from ._spandecode import (
+    Parts,
+    RunDecoding,
+    check_losses,
+    decode_columns,
+    decode_span_events,
+    span_label,
+    unknown_attributes,
+)
 from ._spans import (
     OTLP_EXTRA,
     SpanData,
-    SpanEventData,
     is_otlp_document,
-    shown,
     span_data,
     spans_from_otlp_json,
     spans_from_otlp_proto,
@@ -109,7 +79,6 @@ from ._spans import (
 
 __all__ = [
     "RebuiltRun",
-    "column_flats",
     "events_from_spans",
     "parse_trace",
     "read_trace",
@@ -120,13 +89,7 @@ __all__ = [
 
 _ROOT_KNOWN: frozenset[str] = ROOT_ATTRIBUTES | COLUMN_ATTRIBUTES | {LAYOUT}
 _STAGE_KNOWN: frozenset[str] = STAGE_ATTRIBUTES | COLUMN_ATTRIBUTES
-
-_encode_json = msgspec.json.encode
-#: How many undecodable events a report names one by one before it only counts them.
-_NAMED_FAILURES = 5
-#: A placeholder content for an item decoded without one; replaced by the spine's
-#: ``none`` capture placeholder right after decoding.
-_NO_CONTENT = "-"
+_PART_KNOWN: frozenset[str] = frozenset({RUN_ID, PART_INDEX, CHECK_COUNT, CHECK_TEXT})
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,308 +119,13 @@ class RebuiltRun:
         return self.report.is_complete
 
 
-class _Run:
-    """The decoding of one run: its spans, its events, the problems met."""
-
-    def __init__(self, run_id: str, spans: list[SpanData]) -> None:
-        self.run_id = run_id
-        self.spans = spans
-        self.events: list[PipelineEvent] = []
-        self.problems: list[str] = []
-        self.failures: Counter[str] = Counter()
-        self.failure_notes: list[str] = []
-        self.capture: str | None = None
-        # The columns digest's inputs: the events decoded from column rows (by id),
-        # and each carrier's block digest over the chunks received.
-        self.column_events: set[int] = set()
-        self.blocks: list[bytes] = []
-
-    def decode(self, flat: dict[str, Any], where: str, json_native: bool = False) -> None:
-        """Decode one flat event, or note why it could not be. ``json_native``: every
-        value is what ``json.loads`` makes (a column row), so the event may come
-        through the log reader's typed record of its JSON line, which checks it as the
-        spine does (anything that record does not decide takes the spine's path)."""
-        fill = (flat.get("type") in ("item_excluded", "item_included")
-                and "item.content" not in flat and self.capture in ("none", None))
-        if fill:
-            flat["item.content"] = _NO_CONTENT
-        try:
-            record = _fast_record(flat) if json_native else None
-            event = record.event() if record is not None else event_from_dict(flat)
-        except DecodeError as exc:
-            self.failures[where] += 1
-            if len(self.failure_notes) < _NAMED_FAILURES:
-                self.failure_notes.append(f"{where} (seq {flat.get('seq', '?')}): {exc}")
-            return
-        if fill and isinstance(event, ItemExcluded | ItemIncluded):
-            event = apply_content_capture(event, ContentCapture.NONE)
-            if self.capture is None:
-                self.problems.append("item events carry no content and the run's content "
-                                     "capture is unknown (its root span is missing)")
-                self.capture = "none"
-        self.events.append(event)
-
-
-def _fast_record(flat: dict[str, Any]) -> Any:
-    """The log reader's typed record of ``flat`` (a column row), or None for the
-    spine's path: also when ``flat`` holds a lone surrogate (which ``json.loads`` makes
-    of a ``\\ud800`` escape and no JSON line can hold), which the spine's path then
-    names as a decoding failure instead of raising UnicodeEncodeError."""
-    try:
-        line = _encode_json(flat)
-    except UnicodeEncodeError:
-        return None
-    return fast_record(line)
-
-
-def _span_label(span: SpanData) -> str:
-    return f"span {span.name}" + (f" ({span.span_id})" if span.span_id else "")
-
-
-def _check_losses(run: _Run, span: SpanData) -> None:
-    """Note what a span says it lost, and compare its integrity checks."""
-    label = _span_label(span)
-    lost = False
-    if span.dropped_events:
-        lost = True
-        run.problems.append(
-            f"{label} lost {span.dropped_events} events to a span event limit (the "
-            "OpenTelemetry SDK keeps the newest 128 by default): their decisions are "
-            "missing. Fix: raise OTEL_SPAN_EVENT_COUNT_LIMIT (or the SpanLimits' "
-            "max_events), or use the columns layout (SpanCollector(layout='columns'))")
-    if span.dropped_attributes:
-        lost = True
-        run.problems.append(f"{label} lost {span.dropped_attributes} attributes to an "
-                            "attribute limit. Fix: raise OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT "
-                            "(the SDK keeps 128 by default)")
-    events_lost = [e for e in span.events if e.dropped_attributes]
-    if events_lost:
-        lost = True
-        run.problems.append(
-            f"{label}: {len(events_lost)} events lost attributes to an attribute limit "
-            f"({sum(e.dropped_attributes for e in events_lost)} in all)")
-    expected_count = span.attributes.get(CHECK_COUNT)
-    expected_text = span.attributes.get(CHECK_TEXT)
-    if lost or not isinstance(expected_count, int) or not isinstance(expected_text, int):
-        return
-    count, text = check_totals(span.attributes)
-    for event in span.events:
-        if event.name.startswith("cupel."):
-            event_count, event_text = check_totals(event.attributes)
-            count += event_count
-            text += event_text
-    if count < expected_count:
-        run.problems.append(f"{label} holds {count} of the {expected_count} cupel.* attributes "
-                            "written on it and its events: some were dropped on the way")
-    elif text < expected_text:
-        run.problems.append(
-            f"{label}: its string values hold {text} of the {expected_text} characters "
-            "written: some were truncated (an attribute value length limit)")
-    elif (count, text) != (expected_count, expected_text):
-        run.problems.append(f"{label} holds more cupel.* data than was written on it "
-                            f"({count} attributes, {text} characters; {expected_count} and "
-                            f"{expected_text} written)")
-
-
-def _unknown_attributes(run: _Run, where: str, attributes: Mapping[str, Any],
-                        known: frozenset[str], open_prefix: str | None = None) -> None:
-    """Flag the ``cupel.*`` attributes the encoder never writes on this carrier (an
-    ``open_prefix`` holds the fields of a reason or event this version does not know)."""
-    unknown = [name for name in attributes if name.startswith("cupel.") and name not in known
-               and not (open_prefix is not None and name.startswith(open_prefix))
-               and is_chunk_attribute(name) is None]
-    if unknown:
-        run.problems.append(f"{where} carries cupel.* attributes this version does not "
-                            f"write, which were ignored: {', '.join(sorted(unknown))}")
-
-
-def _decode_span_event(run: _Run, span: SpanData, event: SpanEventData,
-                       carrier_stage: str | None, json_native: bool = False) -> None:
-    name, attributes = event.name, event.attributes
-    where = f"a {name} event on {span.name}"
-    if name == EXCLUSION_EVENT:
-        reason = attributes.get("cupel.exclusion.reason")
-        known = isinstance(reason, str) and reason in KNOWN_EXCLUSION_REASONS
-        _unknown_attributes(run, where, attributes, EXCLUSION_ATTRIBUTES,
-                            None if known else "cupel.exclusion.")
-        run.decode(exclusion_flat(attributes, run.run_id, carrier_stage), where, json_native)
-    elif name == INCLUDED_EVENT:
-        reason = attributes.get("cupel.item.reason")
-        known = isinstance(reason, str) and reason in INCLUSIONS
-        _unknown_attributes(run, where, attributes, INCLUDED_ATTRIBUTES,
-                            None if known else "cupel.item.reason.")
-        run.decode(included_flat(attributes, run.run_id), where, json_native)
-    elif name in EVENT_TYPES or name == OTHER_EVENT:
-        _unknown_attributes(run, where, attributes, OTHER_ATTRIBUTES.get(name, frozenset()),
-                            OTHER_EVENT + "." if name == OTHER_EVENT else None)
-        run.decode(other_flat(name, attributes, run.run_id), where)
-    elif name.startswith(STAGE_PREFIX) and carrier_stage is None:
-        _unknown_attributes(run, where, attributes, STAGE_ATTRIBUTES)
-        for flat in stage_flat(attributes, run.run_id):
-            run.decode(flat, f"the {name} event on {span.name}")
-
-
-def _decode_span_events(run: _Run, span: SpanData, carrier_stage: str | None) -> None:
-    for event in span.events:
-        _decode_span_event(run, span, event, carrier_stage)
-
-
-#: The parts of a carrier span's columns: (carrier name, carrier span id) -> part spans.
-_Parts = dict[tuple[str, str | None], list[SpanData]]
-_PART_KNOWN: frozenset[str] = frozenset({RUN_ID, PART_INDEX, CHECK_COUNT, CHECK_TEXT})
-_EXPORT_FIX = ("spans were lost between the process and the backend (an exporter queue or "
-               "batch limit, a receiver's size limit, or a backend dropping spans)")
-
-
-def _ranges(numbers: list[int]) -> str:
-    """``[1, 2, 3, 7]`` as ``"1-3, 7"`` (at most 10 ranges shown)."""
-    spans: list[str] = []
-    start = prev = numbers[0]
-    for number in [*numbers[1:], None]:
-        if number is not None and number == prev + 1:
-            prev = number
-            continue
-        spans.append(str(start) if start == prev else f"{start}-{prev}")
-        if number is not None:
-            start = prev = number
-    return ", ".join(spans[:10]) + (", ..." if len(spans) > 10 else "")
-
-
-def _gather_chunks(run: _Run, span: SpanData, label: str, parts: _Parts
-                   ) -> tuple[dict[int, str], set[int]] | None:
-    """The column chunks of ``span`` and its part spans by index, and the part indices
-    found; None (noted) when one chunk arrived twice with different text."""
-    chunks: dict[int, str] = {}
-    found_parts: set[int] = set()
-    for holder in [span, *parts.get((span.name, span.span_id), [])]:
-        if holder is not span:
-            index = holder.attributes.get(PART_INDEX)
-            if isinstance(index, int):
-                found_parts.add(index)
-        for name, value in holder.attributes.items():
-            k = is_chunk_attribute(name)
-            if k is None:
-                continue
-            if not isinstance(value, str):
-                run.problems.append(f"{label}: its column chunk {k} is not text")
-                continue
-            if k in chunks and chunks[k] != value:
-                run.problems.append(f"{label}: its column chunk {k} arrived twice, "
-                                    "with different text")
-                return None
-            chunks[k] = value
-    return chunks, found_parts
-
-
-def _columns_of(run: _Run, span: SpanData, parts: _Parts) -> dict[str, Columns] | None:
-    """The item-event columns a span holds (with its part spans), or None when it has
-    no columns or they cannot be read whole (which is noted)."""
-    total = span.attributes.get(CHUNK_COUNT)
-    if total is None:
-        return None
-    label = _span_label(span)
-    part_count = span.attributes.get(PART_COUNT, 0)
-    byte_count = span.attributes.get(BYTE_COUNT)
-    if not isinstance(total, int) or not isinstance(part_count, int) or total < 0:
-        run.problems.append(f"{label}: its column counts are damaged ({CHUNK_COUNT}="
-                            f"{shown(total)}, {PART_COUNT}={shown(part_count)}): the "
-                            "decisions it carried are missing")
-        return None
-    gathered = _gather_chunks(run, span, label, parts)
-    if gathered is None:
-        return None
-    chunks, found_parts = gathered
-    # The carrier's block digest, over the chunks as received (see ._digest).
-    pieces = [chunks[k].encode("utf-8", "surrogatepass") for k in sorted(chunks)]
-    run.blocks.append(block_digest(span.name, b"".join(pieces), list(map(len, pieces))))
-    missing = [k for k in range(total) if k not in chunks]
-    extra = sorted(k for k in chunks if k >= total)
-    if missing or extra:
-        lost_parts = sorted(set(range(part_count)) - found_parts)
-        what = (f"part spans {_ranges(lost_parts)} of {part_count} ({span.name}{PART_SUFFIX})"
-                f" and " if lost_parts else "")
-        if missing:
-            run.problems.append(
-                f"{label} lost {what}{len(missing)} of its {total} column chunks "
-                f"({_ranges(missing)}): the decisions it carried are missing. Cause: "
-                f"{_EXPORT_FIX}")
-        else:
-            run.problems.append(f"{label} holds column chunks past its {CHUNK_COUNT} "
-                                f"{total} ({_ranges(extra)}): the decisions it carried are "
-                                "not trusted")
-        return None
-    data = b"".join(pieces)
-    size = len(data)
-    if isinstance(byte_count, int) and size != byte_count:
-        run.problems.append(
-            f"{label}: its column chunks hold {size} of the {byte_count} bytes written: "
-            "some were truncated (an attribute value length limit under 2,048 bytes, "
-            "such as OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT); the decisions it carried are "
-            "missing")
-        return None
-    try:
-        return columns_from_document(json.loads(data))
-    except (ValueError, RecursionError) as exc:
-        run.problems.append(f"{label}: its columns are not readable JSON ({exc}): the "
-                            "decisions it carried are missing")
-        return None
-
-
-def column_flats(name: str, columns: Columns, run_id: str, carrier_stage: str | None
-                 ) -> list[dict[str, Any]]:
-    """The flat events of one event name's columns, column by column: each attribute
-    name is mapped once, and each row's flat is exactly what ``exclusion_flat`` or
-    ``included_flat`` makes of that row's attributes (a null is no attribute)."""
-    names, values, count = columns
-    excluded = name == EXCLUSION_EVENT
-    keys = map(exclusion_key if excluded else included_key, names)
-    pairs = [(key, column) for key, column in zip(keys, values, strict=True)
-             if key is not None]
-    head = exclusion_head(run_id, carrier_stage) if excluded else included_head(run_id)
-    flats: list[dict[str, Any]] = []
-    for k in range(count):
-        flat = head.copy()
-        for key, column in pairs:
-            value = column[k]
-            if value is not None:
-                flat[key] = value
-        flats.append(share_item_fields(flat) if excluded else flat)
-    return flats
-
-
-def _decode_columns(run: _Run, span: SpanData, parts: _Parts,
-                    carrier_stage: str | None) -> None:
-    document = _columns_of(run, span, parts)
-    if document is None:
-        return
-    first = len(run.events)
-    for name, columns in document.items():
-        if name not in (EXCLUSION_EVENT, INCLUDED_EVENT):
-            run.problems.append(f"{_span_label(span)}: its columns hold {columns[2]} "
-                                f"{name!r} rows this version does not write; ignored")
-            continue
-        known = EXCLUSION_ATTRIBUTES if name == EXCLUSION_EVENT else INCLUDED_ATTRIBUTES
-        if any(n.startswith("cupel.") and n not in known and is_chunk_attribute(n) is None
-               for n in columns[0]):
-            # An attribute this version does not write: row by row, as span events are,
-            # so each row says which of its attributes were ignored.
-            for row in column_rows(columns):
-                _decode_span_event(run, span, SpanEventData(name=name, attributes=row),
-                                   carrier_stage, json_native=True)
-            continue
-        where = f"a {name} event on {span.name}"
-        for flat in column_flats(name, columns, run.run_id, carrier_stage):
-            run.decode(flat, where, json_native=True)
-    run.column_events.update(map(id, run.events[first:]))
-
-
-def _check_parts(run: _Run, parts: _Parts, carriers: list[SpanData]) -> None:
+def _check_parts(run: RunDecoding, parts: Parts, carriers: list[SpanData]) -> None:
     """Losses on part spans, and part spans whose carrier is missing."""
     known = {(s.name, s.span_id) for s in carriers}
     for (name, parent), found in parts.items():
         for part in found:
-            _check_losses(run, part)
-            _unknown_attributes(run, f"the {part.name} span", part.attributes, _PART_KNOWN)
+            check_losses(run, part)
+            unknown_attributes(run, f"the {part.name} span", part.attributes, _PART_KNOWN)
         if (name, parent) not in known:
             run.problems.append(f"{len(found)} {name}{PART_SUFFIX} spans have no {name} "
                                 "span: the decisions they carry cannot be read")
@@ -480,7 +148,7 @@ def _expected_stages(root: SpanData) -> list[str]:
     return []
 
 
-def _decode_roots(run: _Run, roots: list[SpanData], parts: _Parts) -> None:
+def _decode_roots(run: RunDecoding, roots: list[SpanData], parts: Parts) -> None:
     if not roots:
         run.problems.append(f"the root span {ROOT_SPAN} is missing: the run's start, end "
                             "and included items are unknown")
@@ -493,33 +161,33 @@ def _decode_roots(run: _Run, roots: list[SpanData], parts: _Parts) -> None:
     if roots and run.capture is None:
         run.capture = "full"  # a root without the member: nothing says content was dropped
     for root in roots:
-        _check_losses(run, root)
-        _unknown_attributes(run, f"the {ROOT_SPAN} span", root.attributes, _ROOT_KNOWN)
+        check_losses(run, root)
+        unknown_attributes(run, f"the {ROOT_SPAN} span", root.attributes, _ROOT_KNOWN)
         for flat in run_flat(root.attributes):
             flat.setdefault("run_id", run.run_id)
             run.decode(flat, f"the {ROOT_SPAN} span")
-        _decode_span_events(run, root, None)
-        _decode_columns(run, root, parts, None)
+        decode_span_events(run, root, None)
+        decode_columns(run, root, parts, None)
 
 
-def _decode_stages(run: _Run, roots: list[SpanData], stages: list[SpanData],
-                   parts: _Parts) -> None:
+def _decode_stages(run: RunDecoding, roots: list[SpanData], stages: list[SpanData],
+                   parts: Parts) -> None:
     root_ids = {r.span_id for r in roots if r.span_id is not None}
     seen: set[str] = set()
     for span in stages:
-        _check_losses(run, span)
+        check_losses(run, span)
         label = span.attributes.get(STAGE_NAME)
         if not isinstance(label, str):
             label = span.name[len(STAGE_PREFIX):]
         seen.add(stage_from_label(label))
         if root_ids and span.parent_span_id not in root_ids:
-            run.problems.append(f"{_span_label(span)} is not a child of the run's "
+            run.problems.append(f"{span_label(span)} is not a child of the run's "
                                 f"{ROOT_SPAN} span")
-        _unknown_attributes(run, f"the {span.name} span", span.attributes, _STAGE_KNOWN)
+        unknown_attributes(run, f"the {span.name} span", span.attributes, _STAGE_KNOWN)
         for flat in stage_flat(span.attributes, run.run_id):
             run.decode(flat, f"the {span.name} span")
-        _decode_span_events(run, span, stage_from_label(label))
-        _decode_columns(run, span, parts, stage_from_label(label))
+        decode_span_events(run, span, stage_from_label(label))
+        decode_columns(run, span, parts, stage_from_label(label))
     if len(roots) == 1:
         for stage in _expected_stages(roots[0]):
             if stage not in seen:
@@ -527,9 +195,9 @@ def _decode_stages(run: _Run, roots: list[SpanData], stages: list[SpanData],
 
 
 def _rebuild(run_id: str, spans: list[SpanData], digest_key: bytes | None) -> RebuiltRun:
-    run = _Run(run_id, spans)
+    run = RunDecoding(run_id, spans)
     roots = [s for s in spans if s.name == ROOT_SPAN]
-    parts: _Parts = {}
+    parts: Parts = {}
     for span in spans:
         if span.name.endswith(PART_SUFFIX):
             parts.setdefault((span.name[:-len(PART_SUFFIX)], span.parent_span_id),
@@ -570,7 +238,7 @@ def _rebuild(run_id: str, spans: list[SpanData], digest_key: bytes | None) -> Re
                       digest=recorded)
 
 
-def _check_columns(run: _Run, recorded: str, digest_key: bytes | None) -> DigestCheck:
+def _check_columns(run: RunDecoding, recorded: str, digest_key: bytes | None) -> DigestCheck:
     """Check a columns-form digest (see ._digest): the lines of the events that are not
     column rows, in seq order, and the block digests of the chunks received."""
     encoder = LineEncoder(ContentCapture.FULL)
