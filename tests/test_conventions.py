@@ -370,3 +370,28 @@ def test_functions_stay_short_and_internal_ones_take_few_parameters() -> None:
             crowded.append(f"{name}: {count} parameters")
     assert long == []
     assert crowded == []
+
+
+_MAX_MODULE_LINES = 600
+#: Modules allowed past the limit for now, each with why (paths under src/ or
+#: exporters/src/). An entry whose module is back under the limit, or gone, fails the
+#: test below: the list only ever shrinks.
+_LONG_MODULES: dict[str, str] = {
+    "cupellation/chat/_select.py": "being reworked by issue 16; split next",
+    "cupellation/chat/_messages.py": "being reworked by issue 16; split next",
+}
+
+
+def test_modules_stay_under_600_lines_and_no_exemption_outlives_its_need() -> None:
+    """No module of src/ or exporters/src/ runs over 600 lines, but those _LONG_MODULES
+    names with a reason; and every module it names is still over the limit (one that
+    is back under it, or gone, must leave the list)."""
+    lines = {path.relative_to(base).as_posix(): len(path.read_text(encoding="utf-8").splitlines())
+             for base in (_SRC, _EXPORTERS) for path in sorted(base.rglob("*.py"))}
+    long = [f"{name}: {count} lines" for name, count in lines.items()
+            if count > _MAX_MODULE_LINES and name not in _LONG_MODULES]
+    stale = [f"{name}: {lines.get(name, 'no such module')}" for name in _LONG_MODULES
+             if lines.get(name, 0) <= _MAX_MODULE_LINES]
+    assert long == []
+    assert stale == []
+    assert all(reason.strip() for reason in _LONG_MODULES.values())
