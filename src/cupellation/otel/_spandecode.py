@@ -245,6 +245,26 @@ def _ranges(numbers: list[int]) -> str:
     return ", ".join(spans[:10]) + (", ..." if len(spans) > 10 else "")
 
 
+def _gaps(found: set[int], total: int) -> tuple[int, str]:
+    """How many of ``0 .. total - 1`` are not in ``found``, and which, as
+    :func:`_ranges` shows them; in time and memory of the size of ``found``."""
+    if total <= 0:
+        return 0, ""
+    present = sorted(k for k in found if 0 <= k < total)
+    gaps: list[int] = []  # the first and last of each gap, flattened
+    start = 0
+    for k in [*present, total]:
+        if k > start:
+            gaps += [start, k - 1]
+        start = k + 1
+    count = total - len(present)
+    if not count:
+        return 0, ""
+    shown = [str(a) if a == b else f"{a}-{b}" for a, b in zip(gaps[::2], gaps[1::2],
+                                                                 strict=True)]
+    return count, ", ".join(shown[:10]) + (", ..." if len(shown) > 10 else "")
+
+
 def _gather_chunks(run: RunDecoding, span: SpanData, label: str, parts: Parts
                    ) -> tuple[dict[int, str], set[int]] | None:
     """The column chunks of ``span`` and its part spans by index, and the part indices
@@ -292,16 +312,18 @@ def _columns_of(run: RunDecoding, span: SpanData, parts: Parts) -> dict[str, Col
     # The carrier's block digest, over the chunks as received (see ._digest).
     pieces = [chunks[k].encode("utf-8", "surrogatepass") for k in sorted(chunks)]
     run.blocks.append(block_digest(span.name, b"".join(pieces), list(map(len, pieces))))
-    missing = [k for k in range(total) if k not in chunks]
+    # Counted from what arrived, never by listing 0..total: the counts are data, and a
+    # damaged one (10**12) must not become a list that size.
+    missing, missing_text = _gaps(set(chunks), total)
     extra = sorted(k for k in chunks if k >= total)
     if missing or extra:
-        lost_parts = sorted(set(range(part_count)) - found_parts)
-        what = (f"part spans {_ranges(lost_parts)} of {part_count} ({span.name}{PART_SUFFIX})"
+        lost_parts, lost_text = _gaps(found_parts, part_count)
+        what = (f"part spans {lost_text} of {part_count} ({span.name}{PART_SUFFIX})"
                 f" and " if lost_parts else "")
         if missing:
             run.problems.append(
-                f"{label} lost {what}{len(missing)} of its {total} column chunks "
-                f"({_ranges(missing)}): the decisions it carried are missing. Cause: "
+                f"{label} lost {what}{missing} of its {total} column chunks "
+                f"({missing_text}): the decisions it carried are missing. Cause: "
                 f"{_EXPORT_FIX}")
         else:
             run.problems.append(f"{label} holds column chunks past its {CHUNK_COUNT} "
