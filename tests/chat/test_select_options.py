@@ -321,3 +321,22 @@ def test_a_growing_loop_sends_exactly_the_kept_units_messages(
                                                 policy=preset, now=NOW)
         assert [id(m) for m in sent] == [id(messages[k]) for k in selection.kept]
         assert len(selection.kept) + len(selection.dropped) == len(messages)
+
+
+def test_many_units_with_a_few_left_out_here_and_there_send_exactly_the_rest() -> None:
+    """80 short messages with five long ones among them, a budget that fits only the
+    short ones: the five are left out and every other message is sent, in order —
+    the kept messages come in six runs, past the runs copied as slices, so the rest
+    are looked up one by one (both paths of the mapping back to messages)."""
+    clear_message_cache()
+    messages: list[Any] = [{"role": "system", "content": "You are terse."}]
+    long_at = {10, 25, 40, 55, 70}
+    for index in range(1, 81):
+        text = "long " * 400 if index in long_at else f"short {index}"
+        messages.append({"role": "user" if index % 2 else "assistant", "content": text})
+    selection = select_messages_with_report(messages, max_tokens=700, policy="chat",
+                                            now=NOW)
+    assert set(selection.dropped) == long_at
+    sent = select_messages(messages, max_tokens=700, policy="chat", now=NOW)
+    assert [id(m) for m in sent] == [id(m) for k, m in enumerate(messages)
+                                     if k not in long_at]

@@ -240,16 +240,19 @@ def _kept_objects(conversation: Conversation, placed: list[ContextItem]) -> list
     out. In an agent loop the kept units' messages usually come in a few runs of
     consecutive messages (everything, or everything but the oldest exchanges): each
     run is then found by one binary search and copied as one slice, a cost that grows
-    with the runs, not the units. Past :data:`_RUNS_WORTH_SEARCHING` runs (units left
-    out here and there), each remaining unit's messages are looked up instead (~90 ns
-    a unit). At 100 units with three left out, 3 us instead of 7 us; at 500 units of
-    which 80% scattered ones are left out, the lookups as before
-    (benchmarks/bench_chat.py)."""
+    with the runs, not the units. When more than one unit in nine is left out (runs
+    are then likely many), or past :data:`_RUNS_WORTH_SEARCHING` runs, each (remaining)
+    unit's messages are looked up instead (~90 ns a unit). At 100 units with three left
+    out, 3 us instead of 7 us; at 500 units of which 370 are left out here and there,
+    the lookups alone (benchmarks/bench_chat.py)."""
     candidates = conversation.candidates
     sent = conversation.sent
     count = len(placed)
     if count == len(candidates):
         return list(sent)
+    outputs = conversation.outputs
+    if (len(candidates) - count) * 8 > count:
+        return list(itertools.chain.from_iterable(map(outputs.__getitem__, map(id, placed))))
     spans, positions = conversation.spans, conversation.positions
     kept: list[Any] = []
     first = 0
@@ -259,7 +262,6 @@ def _kept_objects(conversation: Conversation, placed: list[ContextItem]) -> list
         end = _run_end(candidates, placed, first, positions[id(placed[first])])
         kept += sent[max(spans[id(placed[first])].start, 0):spans[id(placed[end - 1])].end]
         first = end
-    outputs = conversation.outputs
     kept += itertools.chain.from_iterable(map(outputs.__getitem__, map(id, placed[first:])))
     return kept
 
