@@ -66,6 +66,24 @@ def test_audit_text_and_time_window(demo_log: Path, capsys: pytest.CaptureFixtur
     assert "no runs found in that time window" in capsys.readouterr().err
 
 
+def test_audit_lists_an_incomplete_run_and_a_damaged_line_and_exits_0(
+        demo_log: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """audit is a summary (as the README's exit codes say): a run missing an event and a
+    line cut short are listed (incomplete runs, damaged lines) and it exits 0,
+    where report on the same log exits 3 for the incomplete run."""
+    lines = demo_log.read_text(encoding="utf-8").splitlines()
+    at = next(k for k, line in enumerate(lines) if '"item_included"' in line)
+    damaged = tmp_path / "damaged.jsonl"
+    damaged.write_text("\n".join([*lines[:at], lines[at][:60], *lines[at + 1:]]) + "\n",
+                       encoding="utf-8")
+    assert main(["audit", str(damaged)]) == 0
+    out = capsys.readouterr().out
+    assert "Incomplete runs (1)" in out
+    assert "1 damaged line(s)" in out
+    run_id = json.loads(lines[at])["run_id"]
+    assert main(["report", str(damaged), "--run", run_id]) == 3
+
+
 def test_report_prints_a_table_or_the_seeds_json(demo_log: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     """report --run prints the run's tables; --format json is report.to_json(indent=2)

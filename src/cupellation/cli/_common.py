@@ -65,8 +65,9 @@ INTERNAL = 70
 EXIT_STATUS_LINE = """\
 exit status: 0 success; 1 the selection failed, or nothing was found; 2 bad input
 or usage, with one line on standard error; 3 the data was not whole (export: the
-backend did not take every span; report: the rebuilt report is incomplete); 130
-interrupted (Ctrl-C); 141 standard output was closed early (e.g. '| head')."""
+backend did not take every span; report: the rebuilt report is incomplete; replay: some
+runs could not be replayed); 130 interrupted (Ctrl-C); 141 standard output was closed
+early (e.g. '| head')."""
 
 #: ``select`` and ``demo``'s exit statuses, in detail.
 EXIT_CODES = """\
