@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from .._model import ContextKind
-from ..exceptions import DecodeError
+from .._model import ContextKind, check_text
+from ..exceptions import DecodeError, InvalidTextError
 from ._messages import (
     ASSISTANT,
     CALLS,
@@ -422,11 +422,9 @@ def _checked_text(message: Message, where: str) -> Message:
     UTF-8 output can hold). Its ``line`` holds every text it has (role, contents, call
     ids, names and arguments, answered ids), so one check settles them all, once per
     message: its unit's item is then built without checking them again."""
-    line = message.line
-    if not line.isascii():
-        try:
-            line.encode("utf-8")
-        except UnicodeEncodeError:
-            raise DecodeError(where, line, "holds text that is not Unicode (a lone "
-                                           "surrogate)") from None
+    try:
+        check_text(where, message.line)
+    except InvalidTextError:
+        raise DecodeError(where, message.line, "holds text that is not Unicode (a lone "
+                                               "surrogate)") from None
     return message

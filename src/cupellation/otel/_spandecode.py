@@ -233,16 +233,13 @@ _EXPORT_FIX = ("spans were lost between the process and the backend (an exporter
 
 def _ranges(numbers: list[int]) -> str:
     """``[1, 2, 3, 7]`` as ``"1-3, 7"`` (at most 10 ranges shown)."""
-    spans: list[str] = []
-    start = prev = numbers[0]
-    for number in [*numbers[1:], None]:
-        if number is not None and number == prev + 1:
-            prev = number
-            continue
-        spans.append(str(start) if start == prev else f"{start}-{prev}")
-        if number is not None:
-            start = prev = number
-    return ", ".join(spans[:10]) + (", ..." if len(spans) > 10 else "")
+    bounds: list[int] = []  # the first and last of each range, flattened
+    for number in numbers:
+        if bounds and number == bounds[-1] + 1:
+            bounds[-1] = number
+        else:
+            bounds += [number, number]
+    return _shown(bounds)
 
 
 def _gaps(found: set[int], total: int) -> tuple[int, str]:
@@ -251,18 +248,21 @@ def _gaps(found: set[int], total: int) -> tuple[int, str]:
     if total <= 0:
         return 0, ""
     present = sorted(k for k in found if 0 <= k < total)
-    gaps: list[int] = []  # the first and last of each gap, flattened
+    bounds: list[int] = []  # the first and last of each gap, flattened
     start = 0
     for k in [*present, total]:
         if k > start:
-            gaps += [start, k - 1]
+            bounds += [start, k - 1]
         start = k + 1
-    count = total - len(present)
-    if not count:
-        return 0, ""
-    shown = [str(a) if a == b else f"{a}-{b}" for a, b in zip(gaps[::2], gaps[1::2],
+    return total - len(present), _shown(bounds)
+
+
+def _shown(bounds: list[int]) -> str:
+    """Ranges given as their flattened first and last numbers, as ``"1-3, 7"`` (at
+    most 10 shown)."""
+    shown = [str(a) if a == b else f"{a}-{b}" for a, b in zip(bounds[::2], bounds[1::2],
                                                                  strict=True)]
-    return count, ", ".join(shown[:10]) + (", ..." if len(shown) > 10 else "")
+    return ", ".join(shown[:10]) + (", ..." if len(shown) > 10 else "")
 
 
 def _gather_chunks(run: RunDecoding, span: SpanData, label: str, parts: Parts
