@@ -566,33 +566,45 @@ def _mutate_json(rng: random.Random, document: Any, keys: bool) -> str | None:
     return f"{'key' if keys else 'value'} {'/'.join(map(str, path))}: {value!r} -> {new!r}"
 
 
-def _value(rng: random.Random, data: bytes, fmt: str, keys: bool = False
-           ) -> tuple[str, bytes] | None:
+def _rewritten(rng: random.Random, data: bytes, fmt: str,
+               change: Callable[[Any], str | None], *, ascii_lines: bool = False
+               ) -> tuple[str, bytes] | None:
+    """``data`` decoded (one line of it, for the line formats), changed in place by
+    ``change`` (which says how, or None for no change), and written back as ``fmt``
+    writes it; None when nothing changed or the result cannot be written as ``fmt``.
+    ``ascii_lines`` writes a changed line with JSON escapes (``\\ud800``), as a
+    hostile writer would, instead of raw UTF-8."""
     if fmt == "OTLP protobuf":
         message = trace_pb2.TracesData()
         message.ParseFromString(data)
         document = json_format.MessageToDict(message)
-        what = _mutate_json(rng, document, keys)
+        what = change(document)
         if what is None:
             return None
         try:
             changed = json_format.ParseDict(document, trace_pb2.TracesData())
-        except (json_format.ParseError, ValueError, TypeError):
-            return None  # not a protobuf message any more: a byte mutation covers that
+        except (json_format.ParseError, ValueError, TypeError, SystemError):
+            # Not a protobuf message any more (a byte mutation covers that); upb raises
+            # SystemError on a lone surrogate, which protobuf's UTF-8 strings cannot hold.
+            return None
         return what, changed.SerializeToString()
     if fmt in _LINE_FORMATS:
         lines = _lines(data)
-        content = [k for k, line in enumerate(lines) if line.strip()]
-        k = rng.choice(content)
+        k = rng.choice([k for k, line in enumerate(lines) if line.strip()])
         record = json.loads(lines[k])
-        what = _mutate_json(rng, record, keys)
+        what = change(record)
         if what is None:
             return None
-        lines[k] = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode()
+        lines[k] = json.dumps(record, ensure_ascii=ascii_lines, separators=(",", ":")).encode()
         return f"line {k} {what}", b"\n".join(lines)
     document = json.loads(data)
-    what = _mutate_json(rng, document, keys)
+    what = change(document)
     return None if what is None else (what, json.dumps(document).encode())
+
+
+def _value(rng: random.Random, data: bytes, fmt: str, keys: bool = False
+           ) -> tuple[str, bytes] | None:
+    return _rewritten(rng, data, fmt, lambda document: _mutate_json(rng, document, keys))
 
 
 #: Text no output can hold (a lone surrogate), or that splits lines or hides: put into a
@@ -618,36 +630,18 @@ def _hostile_text(rng: random.Random, value: str) -> str:
 
 def _text(rng: random.Random, data: bytes, fmt: str) -> tuple[str, bytes] | None:
     """Put hostile text into one string value (see _hostile_text)."""
-    proto = fmt == "OTLP protobuf"
-    lines = _lines(data) if fmt in _LINE_FORMATS else []
-    if proto:
-        message = trace_pb2.TracesData()
-        message.ParseFromString(data)
-        document: Any = json_format.MessageToDict(message)
-    elif lines:
-        k = rng.choice([k for k, line in enumerate(lines) if line.strip()])
-        document = json.loads(lines[k])
-    else:
-        document = json.loads(data)
-    texts = [(path, value) for path, value in _walk(document) if isinstance(value, str)
-             and not (len(path) >= 2 and path[-2] == "<key>")]
-    if not texts:
-        return None
-    embedded = [(p, v) for p, v in texts if v[:1] in "{[" and _ESCAPED_RUN.search(v)]
-    path, value = rng.choice(embedded if embedded and rng.random() < 0.5 else texts)
-    new = _hostile_text(rng, value)
-    _set(document, path, new)
-    what = f"text {'/'.join(map(str, path))}: {value[:40]!r} -> {new[:40]!r}"
-    if proto:  # protobuf strings are UTF-8: a lone surrogate cannot be written at all
-        try:
-            return what, json_format.ParseDict(document, trace_pb2.TracesData()
-                                               ).SerializeToString()
-        except Exception:  # upb raises even SystemError on a lone surrogate
+    def put(document: Any) -> str | None:
+        texts = [(path, value) for path, value in _walk(document) if isinstance(value, str)
+                 and not (len(path) >= 2 and path[-2] == "<key>")]
+        if not texts:
             return None
-    if lines:  # escaped as JSON writes them (\ud800), as a hostile writer would
-        lines[k] = json.dumps(document, separators=(",", ":")).encode()
-        return f"line {k} {what}", b"\n".join(lines)
-    return what, json.dumps(document).encode()
+        embedded = [(p, v) for p, v in texts if v[:1] in "{[" and _ESCAPED_RUN.search(v)]
+        path, value = rng.choice(embedded if embedded and rng.random() < 0.5 else texts)
+        new = _hostile_text(rng, value)
+        _set(document, path, new)
+        return f"text {'/'.join(map(str, path))}: {value[:40]!r} -> {new[:40]!r}"
+
+    return _rewritten(rng, data, fmt, put, ascii_lines=True)
 
 
 def _key(rng: random.Random, data: bytes, fmt: str) -> tuple[str, bytes] | None:
