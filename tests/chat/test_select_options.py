@@ -4,6 +4,7 @@ per-conversation cache of a growing agent loop."""
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -294,7 +295,8 @@ def test_the_run_records_its_token_counter_and_the_applications_run_info() -> No
     assert started.token_estimates is False
 
 
-@settings(max_examples=60, deadline=None)
+#: CUPELLATION_LOOP_EXAMPLES raises the examples for a long local run (800 pass).
+@settings(max_examples=int(os.environ.get("CUPELLATION_LOOP_EXAMPLES", "60")), deadline=None)
 @given(steps=st.lists(st.tuples(st.sampled_from(["exchange", "user", "assistant", "edit"]),
                                 st.sampled_from([1, 3, 8, 300])), min_size=20, max_size=60),
        max_tokens=st.integers(150, 3000), preset=st.sampled_from(["chat", "tooluse", "rag"]))
