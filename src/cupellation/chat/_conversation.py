@@ -150,7 +150,7 @@ def _remember(conversation: Conversation, replaced: Conversation | None) -> None
 
 
 def detect_format(given: Sequence[Any], start: int, has_system: bool, name: str
-            ) -> tuple[str | None, str]:
+                  ) -> tuple[str | None, str]:
     """The format ``given[start:]`` shows (None when it shows none), and why."""
     found: dict[str, str] = {}
     for index in range(start, len(given)):

@@ -83,7 +83,6 @@ files.
 from __future__ import annotations
 
 import json
-import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -108,7 +107,6 @@ __all__ = [
     "load_chat",
 ]
 
-_LOG = logging.getLogger("cupellation.chat")
 
 #: Counts the tokens of a text.
 TokenCounter = Callable[[str], int]
