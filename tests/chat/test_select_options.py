@@ -31,6 +31,8 @@ from cupellation.events import RunStarted
 from cupellation.exceptions import ConfigurationError, DecodeError, InvalidValueError
 from cupellation.policy import get_preset
 
+from ._conversations import FORMATS, render, weather_conversation
+
 NOW = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
 
 
@@ -342,3 +344,29 @@ def test_many_units_with_a_few_left_out_here_and_there_send_exactly_the_rest() -
     sent = select_messages(messages, max_tokens=700, policy="chat", now=NOW)
     assert [id(m) for m in sent] == [id(m) for k, m in enumerate(messages)
                                      if k not in long_at]
+
+
+@pytest.mark.parametrize("typed", [False, True], ids=["dicts", "sdk"])
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_growing_list_is_answered_as_a_first_call_on_it_would_be(fmt: str,
+                                                                   typed: bool) -> None:
+    """Step by step through a conversation in every format (Anthropic without a system
+    prompt, so its first message shows no format), a call on the grown list keeps the
+    same messages, with the same report, as a first call on that list: the outcome
+    never depends on what was remembered. (Remembered as OpenAI, the default for
+    plain text, an Anthropic list refused its first ``tool_use`` block as mixing
+    formats.)"""
+    rendered = render(fmt, "Be brief.", weather_conversation(), typed=typed)
+    messages = rendered.messages
+    for step in rendered.steps:
+        prefix = messages[:step[-1] + 1]
+        if fmt == "anthropic" and prefix[-1]["role"] == "assistant":
+            continue  # a list must not end with an assistant's tool_use unanswered
+        grown = select_messages_with_report(prefix, max_tokens=1100, now=NOW)
+        clear_message_cache()
+        first = select_messages_with_report(prefix, max_tokens=1100, now=NOW)
+        assert (grown.kept, grown.trimmed) == (first.kept, first.trimmed)
+        assert [id(m) for m in grown.messages] == [id(m) for m in first.messages]
+        assert [(e.item.content, e.reason) for e in grown.report.excluded] == [
+            (e.item.content, e.reason) for e in first.report.excluded]
+        select_messages(prefix, max_tokens=1100, now=NOW)  # remembered for the next step

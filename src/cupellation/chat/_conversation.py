@@ -81,6 +81,7 @@ class Conversation:
 
     options: tuple[Any, ...]
     fmt: str
+    fmt_shown: bool                      # given, or shown by a message (not a default)
     counter: TextCounter
     objects: list[Any]
     messages: list[Message]
@@ -220,11 +221,18 @@ def _extend(request: Request, known: Conversation | None, common: int) -> Conver
     if known is None or common == 0:
         return _fresh(request)
     fmt, counter = known.fmt, known.counter
+    fmt_shown = known.fmt_shown
     if request.fmt is None:  # a format given is not second-guessed
         detected, why = detect_format(given, common, False, name)
         if detected is not None and detected != fmt:
+            if not fmt_shown:
+                # The earlier messages showed no format (plain text reads as OpenAI by
+                # default): the list is read afresh as a whole, as a first call on it
+                # would, so the outcome never depends on what was remembered.
+                return _fresh(request)
             raise DecodeError(name, None, f"mixes formats: {why} ({detected}), but earlier "
                                           f"messages are {fmt}; pass format= to say which")
+        fmt_shown = fmt_shown or detected is not None
     new = [read_message(given[index], fmt, f"{name}[{index}]", counter, request.limits)
            for index in range(common, len(given))]
     messages = known.messages[:common] + new
@@ -268,7 +276,8 @@ def _extend(request: Request, known: Conversation | None, common: int) -> Conver
         candidates.append(unit.item)
         spans[id(unit.item)] = unit.span
     return Conversation(
-        options=known.options, fmt=fmt, counter=counter, objects=list(given),
+        options=known.options, fmt=fmt, fmt_shown=fmt_shown, counter=counter,
+        objects=list(given),
         messages=messages, units=units + added, system=known.system, candidates=candidates,
         positions=positions, outputs=outputs, spans=spans, estimates=estimates, pin_at=pin_at,
         sent=known.sent[:common] + [message.output for message in new])
@@ -300,7 +309,9 @@ def _fresh(request: Request) -> Conversation:
                        request, {})
     everything = units if system is None else [system, *units]
     return Conversation(
-        options=request.options, fmt=fmt, counter=counter, objects=list(given),
+        options=request.options, fmt=fmt,
+        fmt_shown=request.fmt is not None or detected is not None, counter=counter,
+        objects=list(given),
         messages=messages, units=units, system=system,
         candidates=[unit.item for unit in everything],
         positions={id(unit.item): index for index, unit in enumerate(everything)},
