@@ -60,7 +60,7 @@ def test_library_code_never_configures_global_telemetry_or_logging() -> None:
 
 def test_the_top_level_stays_small_and_the_spine_modules_are_public() -> None:
     """About 40 names at the top level (the pipeline's parts, the agent builder's
-    select_messages and RunInfo); events and reasons have public modules whose JSON
+    select_messages, MessageHistory and RunInfo); events and reasons have public modules whose JSON
     helpers take and give text."""
     assert len(cupellation.__all__) <= 42
     for name in ("Pipeline", "ContextItem", "ContextBudget", "DiagnosticTraceCollector",

@@ -30,7 +30,7 @@ from ._model import ContextBudget, ContextItem, ContextKind, ContextSource, Over
 from ._pipeline import Pipeline
 from ._report import ReportBuilder, SelectionReport, build_report
 from ._version import __version__
-from .chat import select_messages
+from .chat import MessageHistory, select_messages
 from .events import RunInfo
 from .exceptions import CupelError
 from .placing import ChronologicalPlacer, UShapedPlacer
@@ -84,6 +84,7 @@ __all__ = [
     "FunctionScorer",
     "GreedySlice",
     "KindScorer",
+    "MessageHistory",
     "KnapsackSlice",
     "MetadataKeyScorer",
     "MetadataTrustScorer",

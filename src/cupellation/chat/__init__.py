@@ -30,6 +30,7 @@ read JSON transcripts as one item per text, tool call and tool result (what
 from __future__ import annotations
 
 from ._conversation import CONVERSATIONS_KEPT, MESSAGE_COUNT_KEY, clear_message_cache
+from ._history import MessageHistory
 from ._messages import MessageFormat
 from ._select import (
     MessageSelection,
@@ -74,6 +75,7 @@ __all__ = [
     "ChatFormat",
     "CounterSpec",
     "MessageFormat",
+    "MessageHistory",
     "MessageSelection",
     "TextCounter",
     "ThinkingMode",

@@ -39,7 +39,7 @@ from ._messages import (
 from ._reading import read_message, read_system
 from ._tokens import CounterSpec, TextCounter, resolve_counter
 from ._trim import TRIMMED_KEY
-from ._units import Span, group, last_turn_start, trailing_turn
+from ._units import OpenEnd, Span, group, last_turn_start, trailing_turn
 
 __all__ = [
     "CONVERSATIONS_KEPT",
@@ -50,6 +50,8 @@ __all__ = [
     "Unit",
     "clear_message_cache",
     "detect_format",
+    "extend_conversation",
+    "fresh_conversation",
     "read_conversation",
 ]
 
@@ -175,11 +177,13 @@ class Request:
     share (a plain slotted class: it is made on every call)."""
 
     __slots__ = ("counter_spec", "fmt", "given", "has_system", "limits", "name", "now",
-                 "options", "system")
+                 "open_end", "options", "regroup_from", "system")
 
     def __init__(self, *, given: Sequence[Any], system: Any, has_system: bool,
                  fmt: str | None, counter_spec: CounterSpec | TextCounter,
-                 limits: Mapping[ContextKind, int], now: datetime | None, name: str) -> None:
+                 limits: Mapping[ContextKind, int], now: datetime | None, name: str,
+                 open_end: list[OpenEnd] | None = None,
+                 regroup_from: int | None = None) -> None:
         self.given = given
         self.system = system
         self.has_system = has_system
@@ -188,6 +192,11 @@ class Request:
         self.limits = limits
         self.now = now
         self.name = name
+        # A list still being appended to (MessageHistory): the problems of its open
+        # end are put here instead of raised (see group), and the units from the
+        # message ``regroup_from`` on (the earlier open end) are grouped again.
+        self.open_end = open_end
+        self.regroup_from = regroup_from
         # A system prompt other than text is compared by identity: the conversation
         # holds it, so its id is not reused while the conversation is remembered.
         self.options: tuple[Any, ...] = (
@@ -211,6 +220,17 @@ def read_conversation(request: Request) -> Conversation:
     return conversation
 
 
+def extend_conversation(request: Request, known: Conversation) -> Conversation:
+    """``known`` grown by the messages ``request.given`` holds past its own (a
+    MessageHistory's append: ``known`` itself is left as it was)."""
+    return _extend(request, known, len(known.objects))
+
+
+def fresh_conversation(request: Request) -> Conversation:
+    """The conversation of ``request.given``, read from nothing."""
+    return _fresh(request)
+
+
 def _extend(request: Request, known: Conversation | None, common: int) -> Conversation:
     """A conversation for ``request.given``, reusing ``known``'s first ``common``
     messages, and its units up to the last one that appending may change (the last
@@ -221,24 +241,17 @@ def _extend(request: Request, known: Conversation | None, common: int) -> Conver
     if known is None or common == 0:
         return _fresh(request)
     fmt, counter = known.fmt, known.counter
-    fmt_shown = known.fmt_shown
-    if request.fmt is None:  # a format given is not second-guessed
-        detected, why = detect_format(given, common, False, name)
-        if detected is not None and detected != fmt:
-            if not fmt_shown:
-                # The earlier messages showed no format (plain text reads as OpenAI by
-                # default): the list is read afresh as a whole, as a first call on it
-                # would, so the outcome never depends on what was remembered.
-                return _fresh(request)
-            raise DecodeError(name, None, f"mixes formats: {why} ({detected}), but earlier "
-                                          f"messages are {fmt}; pass format= to say which")
-        fmt_shown = fmt_shown or detected is not None
+    fmt_shown = _format_shown(request, known, common)
+    if fmt_shown is None:
+        return _fresh(request)
     new = [read_message(given[index], fmt, f"{name}[{index}]", counter, request.limits)
            for index in range(common, len(given))]
     messages = known.messages[:common] + new
     grown = common == len(known.messages)
     # Units ending at or before ``limit`` are kept as they are.
     limit = min(common, known.units[-1].span.start if known.units else 0)
+    if request.regroup_from is not None:
+        limit = min(limit, request.regroup_from)
     if fmt == "anthropic":
         # The trailing turn is regrouped (its start is one unit), and so is the unit of
         # the last turn's start, pinned until a later turn starts.
@@ -281,6 +294,23 @@ def _extend(request: Request, known: Conversation | None, common: int) -> Conver
         messages=messages, units=units + added, system=known.system, candidates=candidates,
         positions=positions, outputs=outputs, spans=spans, estimates=estimates, pin_at=pin_at,
         sent=known.sent[:common] + [message.output for message in new])
+
+
+def _format_shown(request: Request, known: Conversation, common: int) -> bool | None:
+    """Whether the grown list shows its format (``known``'s, checked against the new
+    messages), or None when it must be read afresh: the earlier messages showed no
+    format (plain text reads as OpenAI by default) and a new one shows another, so
+    the list is read as a whole, as a first call on it would, and the outcome never
+    depends on what was remembered."""
+    if request.fmt is not None:  # a format given is not second-guessed
+        return True
+    detected, why = detect_format(request.given, common, False, request.name)
+    if detected is None or detected == known.fmt:
+        return known.fmt_shown or detected is not None
+    if not known.fmt_shown:
+        return None
+    raise DecodeError(request.name, None, f"mixes formats: {why} ({detected}), but earlier "
+                                          f"messages are {known.fmt}; pass format= to say which")
 
 
 def _fresh(request: Request) -> Conversation:
@@ -347,7 +377,7 @@ def _new_units(messages: list[Message], reading: _Reading, request: Request,
     """The units of ``messages[reading.restart:]``: a ``reusable`` unit of the same span
     and pin as it was, the others made and stamped after ``reading.last_stamp``."""
     fmt, counter, restart, pin_at, last_stamp = reading
-    spans = group(messages, fmt, restart, name=request.name)
+    spans = group(messages, fmt, restart, name=request.name, open_end=request.open_end)
     if fmt == "anthropic":
         spans = _anchor_turn(messages, spans)
     units: list[Unit] = []

@@ -52,11 +52,16 @@ from ._trim import check_limits
 from ._units import group
 
 __all__ = [
+    "Choice",
+    "Chosen",
     "MessageSelection",
     "ThinkingMode",
+    "choice",
+    "choose",
     "ordering_problems",
     "select_messages",
     "select_messages_with_report",
+    "selection",
 ]
 
 #: What happens to Anthropic thinking blocks of kept messages (see select_messages).
@@ -171,64 +176,99 @@ def _shaped(messages: Any, key: str | None, kept: list[Any]) -> Any:
     return {**messages, key: kept}
 
 
-@dataclass(slots=True)
-class _Outcome:
-    messages: Any
-    conversation: Conversation
+class Choice(NamedTuple):
+    """How a call selects, once its options are checked (see :func:`choice`)."""
+
+    pipeline: Pipeline
+    budget: ContextBudget
+    collector: TraceCollector | None
+    run_info: RunInfo | None
+    anthropic_thinking: ThinkingMode
+    want_report: bool
+
+
+class Chosen(NamedTuple):
+    """What a call chose: the messages to send, the units placed, the report (when
+    asked for) and the messages sent without their thinking blocks."""
+
+    kept: list[Any]
     placed: list[ContextItem]
     report: SelectionReport | None
     stripped: tuple[int, ...]
 
 
-class _Call(NamedTuple):
-    """The options of one select_messages call, as given (see its docstring); a
-    named tuple, made on every call in half the time of a frozen dataclass."""
-
-    system: Any
-    max_tokens: int | None
-    target_tokens: int | None
-    budget: ContextBudget | None
-    policy: Policy | Pipeline | str | None
-    collector: TraceCollector | None
-    token_counter: CounterSpec | TextCounter
-    trim: Mapping[Any, int] | None
-    format: str | None
-    anthropic_thinking: ThinkingMode
-    now: datetime | None
-    run_info: RunInfo | None
-
-
-def _run(messages: Any, call: _Call, *, want_report: bool) -> _Outcome:
-    format, anthropic_thinking, now = call.format, call.anthropic_thinking, call.now
-    if format is not None and format not in FORMATS:
-        raise InvalidValueError("format", format, f"must be one of {', '.join(FORMATS)} or None")
+def choice(*, max_tokens: int | None, target_tokens: int | None,
+           budget: ContextBudget | None, policy: Policy | Pipeline | str | None,
+           collector: TraceCollector | None, anthropic_thinking: ThinkingMode,
+           run_info: RunInfo | None, want_report: bool) -> Choice:
+    """The checked options of a call that selects (see :func:`select_messages`)."""
     if anthropic_thinking not in ("keep", "strip_after_change"):
         raise InvalidValueError("anthropic_thinking", anthropic_thinking,
                                 "must be 'keep' or 'strip_after_change'")
+    pipeline, policy_budget = _pipeline(policy)
+    return Choice(pipeline, _budget(max_tokens, target_tokens, budget, policy_budget),
+                  collector, run_info, anthropic_thinking, want_report)
+
+
+def choose(conversation: Conversation, how: Choice) -> Chosen:
+    """Run the pipeline on ``conversation``'s units and map the placed units back to
+    the messages to send."""
+    diagnostics: DiagnosticTraceCollector | None = None
+    sink = how.collector
+    if how.want_report:
+        diagnostics = DiagnosticTraceCollector(TraceDetailLevel.FULL)
+        sink = diagnostics if sink is None else FanOutCollector(diagnostics, sink)
+    placed = how.pipeline.run(conversation.candidates, how.budget, sink,
+                              run_info=None if sink is None else _with_counter(how.run_info,
+                                                                                 conversation))
+    kept = _kept_objects(conversation, placed)
+    stripped: tuple[int, ...] = ()
+    if how.anthropic_thinking == "strip_after_change" and conversation.fmt == "anthropic":
+        kept, stripped = _strip_thinking(conversation, placed)
+    report = diagnostics.build_report() if diagnostics is not None else None
+    return Chosen(kept, placed, report, stripped)
+
+
+def selection(conversation: Conversation, messages: Any, chosen: Chosen) -> MessageSelection:
+    """The :class:`MessageSelection` of a call: ``messages`` in the shape given."""
+    assert chosen.report is not None
+    kept = _kept_indices(conversation, chosen.placed)
+    kept_set = set(kept)
+    return MessageSelection(
+        messages=messages, report=chosen.report, kept=tuple(kept),
+        dropped=tuple(k for k in range(len(conversation.messages)) if k not in kept_set),
+        trimmed=tuple(k for k in kept if conversation.messages[k].trimmed),
+        thinking_stripped=chosen.stripped,
+        tokens=sum(item.tokens for item in chosen.placed),
+        token_counter=conversation.counter.name, token_estimates=conversation.estimates)
+
+
+class _Call(NamedTuple):
+    """The reading options of one select_messages call, as given (see its docstring);
+    a named tuple, made on every call in half the time of a frozen dataclass."""
+
+    system: Any
+    token_counter: CounterSpec | TextCounter
+    trim: Mapping[Any, int] | None
+    format: str | None
+    now: datetime | None
+
+
+def _run(messages: Any, call: _Call, how: Choice) -> tuple[Conversation, Chosen, Any]:
+    """Read ``messages`` (remembered, grown or afresh) and select: the conversation,
+    what was chosen, and the kept messages in the shape given."""
+    format, now = call.format, call.now
+    if format is not None and format not in FORMATS:
+        raise InvalidValueError("format", format, f"must be one of {', '.join(FORMATS)} or None")
     if now is not None and (not isinstance(now, datetime) or now.utcoffset() is None):
         raise InvalidValueError("now", now, "must be a timezone-aware datetime or None")
-    pipeline, policy_budget = _pipeline(call.policy)
-    resolved = _budget(call.max_tokens, call.target_tokens, call.budget, policy_budget)
     given, system_value, has_system, key = _unpack(messages, call.system)
     request = Request(given=given, system=system_value, has_system=has_system, fmt=format,
                        counter_spec=call.token_counter, limits=check_limits(call.trim), now=now,
                        name=key or "messages")
     conversation = read_conversation(request)
-    diagnostics: DiagnosticTraceCollector | None = None
-    sink = call.collector
-    if want_report:
-        diagnostics = DiagnosticTraceCollector(TraceDetailLevel.FULL)
-        sink = (diagnostics if call.collector is None
-                else FanOutCollector(diagnostics, call.collector))
-    placed = pipeline.run(conversation.candidates, resolved, sink,
-                          run_info=None if sink is None else _with_counter(call.run_info,
-                                                                             conversation))
-    kept = _kept_objects(conversation, placed)
-    stripped: tuple[int, ...] = ()
-    if anthropic_thinking == "strip_after_change" and conversation.fmt == "anthropic":
-        kept, stripped = _strip_thinking(conversation, placed)
-    report = diagnostics.build_report() if diagnostics is not None else None
-    return _Outcome(_shaped(messages, key, kept), conversation, placed, report, stripped)
+    chosen = choose(conversation, how)
+    return conversation, chosen, _shaped(messages, key, chosen.kept)
 
 
 def _kept_objects(conversation: Conversation, placed: list[ContextItem]) -> list[Any]:
@@ -393,11 +433,10 @@ def select_messages(
     Raises :class:`~cupellation.exceptions.PinnedBudgetError` when the pinned units
     alone exceed the budget, and what :meth:`~cupellation.Pipeline.run` raises.
     """
-    call = _Call(system=system, max_tokens=max_tokens, target_tokens=target_tokens,
-                 budget=budget, policy=policy, collector=collector,
-                 token_counter=token_counter, trim=trim, format=format,
-                 anthropic_thinking=anthropic_thinking, now=now, run_info=run_info)
-    return _run(messages, call, want_report=False).messages
+    how = choice(max_tokens=max_tokens, target_tokens=target_tokens, budget=budget,
+                 policy=policy, collector=collector, anthropic_thinking=anthropic_thinking,
+                 run_info=run_info, want_report=False)
+    return _run(messages, _Call(system, token_counter, trim, format, now), how)[2]
 
 
 def select_messages_with_report(
@@ -418,22 +457,12 @@ def select_messages_with_report(
 ) -> MessageSelection:
     """:func:`select_messages`, with its report and what it did to each message (a
     :class:`MessageSelection`). The arguments are the same."""
-    call = _Call(system=system, max_tokens=max_tokens, target_tokens=target_tokens,
-                 budget=budget, policy=policy, collector=collector,
-                 token_counter=token_counter, trim=trim, format=format,
-                 anthropic_thinking=anthropic_thinking, now=now, run_info=run_info)
-    outcome = _run(messages, call, want_report=True)
-    conversation = outcome.conversation
-    assert outcome.report is not None
-    kept = _kept_indices(conversation, outcome.placed)
-    kept_set = set(kept)
-    return MessageSelection(
-        messages=outcome.messages, report=outcome.report, kept=tuple(kept),
-        dropped=tuple(k for k in range(len(conversation.messages)) if k not in kept_set),
-        trimmed=tuple(k for k in kept if conversation.messages[k].trimmed),
-        thinking_stripped=outcome.stripped,
-        tokens=sum(item.tokens for item in outcome.placed),
-        token_counter=conversation.counter.name, token_estimates=conversation.estimates)
+    how = choice(max_tokens=max_tokens, target_tokens=target_tokens, budget=budget,
+                 policy=policy, collector=collector, anthropic_thinking=anthropic_thinking,
+                 run_info=run_info, want_report=True)
+    conversation, chosen, shaped = _run(messages, _Call(system, token_counter, trim, format,
+                                                        now), how)
+    return selection(conversation, shaped, chosen)
 
 
 def ordering_problems(messages: Any, *, system: Any = None,

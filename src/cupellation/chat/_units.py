@@ -31,13 +31,14 @@ dropping whole units, in their order, keeps every rule.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..exceptions import DecodeError
 from ._messages import ASSISTANT, CALLS, REASONING, RESULTS, SYSTEM, USER, Message
 
-__all__ = ["Span", "group", "last_turn_start", "trailing_turn"]
+__all__ = ["OpenEnd", "Span", "group", "last_turn_start", "trailing_turn"]
 
 _MODEL_OUTPUT = frozenset({REASONING, ASSISTANT, CALLS})
 
@@ -53,30 +54,56 @@ class Span:
     pinned: bool = False      # Anthropic: the start of a trailing thinking turn
 
 
+class OpenEnd(NamedTuple):
+    """A rule the list breaks only because it ends where it does (a call not answered
+    yet, a reasoning item whose output is still to come): appending may settle it.
+    ``at`` is the index of the message that breaks it; the rest is the DecodeError's."""
+
+    at: int
+    field: str
+    value: object
+    problem: str
+
+
 class _Problems:
-    """Collects problems, or raises the first as a DecodeError naming the message."""
+    """Collects problems, or raises the first as a DecodeError naming the message;
+    problems of the list's open end go to ``open_end`` when given (see group)."""
 
-    __slots__ = ("found", "name")
+    __slots__ = ("found", "name", "open_end")
 
-    def __init__(self, found: list[str] | None, name: str) -> None:
+    def __init__(self, found: list[str] | None, name: str,
+                 open_end: list[OpenEnd] | None = None) -> None:
         self.found = found
         self.name = name
+        self.open_end = open_end
 
     def __call__(self, index: int, path: str, value: object, problem: str) -> None:
         if self.found is None:
             raise DecodeError(f"{self.name}[{index}]{path}", value, problem)
         self.found.append(f"{self.name}[{index}]{path}: {problem}")
 
+    def at_end(self, index: int, path: str, value: object, problem: str) -> None:
+        """A problem appending may settle: put aside when ``open_end`` is given."""
+        if self.open_end is None:
+            self(index, path, value, problem)
+        else:
+            self.open_end.append(OpenEnd(index, f"{self.name}[{index}]{path}", value, problem))
+
 
 def group(messages: Sequence[Message], fmt: str, start: int = 0,
-          problems: list[str] | None = None, name: str = "messages") -> list[Span]:
+          problems: list[str] | None = None, name: str = "messages",
+          open_end: list[OpenEnd] | None = None) -> list[Span]:
     """The units of ``messages[start:]`` (``start`` must begin a unit).
 
     A list that breaks a rule raises :class:`~cupellation.exceptions.DecodeError`
     naming the message (``messages[4].tool_call_id``) and the rule; with
     ``problems`` given, each problem is added there instead and grouping goes on.
+    With ``open_end`` given, the problems only the list's end causes (calls not
+    answered yet, a trailing reasoning item) are added there instead: a list still
+    being appended to (:class:`~cupellation.chat.MessageHistory`) is grouped as far
+    as it goes, its open exchange a unit that the next messages complete.
     """
-    report = _Problems(problems, name)
+    report = _Problems(problems, name, open_end)
     if fmt == "anthropic":
         return _anthropic(messages, start, report)
     if fmt == "openai-responses":
@@ -113,11 +140,12 @@ def _chat(messages: Sequence[Message], start: int, problem: _Problems) -> list[S
             pending = {call_id for call_id, _, _ in message.calls}
             caller = unit
     if caller is not None and pending:
-        _unanswered(problem, caller.start, sorted(pending))
+        _unanswered(problem.at_end, caller.start, sorted(pending))
     return units
 
 
-def _unanswered(problem: _Problems, index: int, ids: list[str]) -> None:
+def _unanswered(problem: Callable[[int, str, object, str], None], index: int,
+                ids: list[str]) -> None:
     problem(index, ".tool_calls", ids,
             "has tool calls that no tool message answers next; OpenAI refuses it: \"An "
             "assistant message with 'tool_calls' must be followed by tool messages "
@@ -164,15 +192,16 @@ def _responses(messages: Sequence[Message], start: int, problem: _Problems) -> l
             continue
         units.append(Span(index, index + 1))
     for call_id, (_, item) in pending.items():
-        problem(item, ".call_id", call_id,
-                "has no output after it; OpenAI refuses it: \"No tool output found for "
-                f"function call {call_id}.\"")
+        problem.at_end(item, ".call_id", call_id,
+                       "has no output after it; OpenAI refuses it: \"No tool output found "
+                       f"for function call {call_id}.\"")
     for index in range(start, len(messages)):
         if messages[index].category != REASONING:
             continue
         following = messages[index + 1] if index + 1 < len(messages) else None
         if following is None or following.category not in _MODEL_OUTPUT:
-            problem(index, "", messages[index].role,
+            (problem if following is not None else problem.at_end)(
+                index, "", messages[index].role,
                     "is a reasoning item with no item after it that it produced; OpenAI "
                     "refuses it: \"... of type 'reasoning' was provided without its "
                     "required following item.\"")
@@ -216,12 +245,12 @@ def _anthropic(messages: Sequence[Message], start: int, problem: _Problems) -> l
             _check_answered(problem, index - 1, [c[0] for c in caller.calls], [])
         units.append(Span(index, index + 1, exchange=message.category == CALLS))
     if len(messages) > start and messages[-1].category == CALLS:
-        _check_answered(problem, len(messages) - 1,
+        _check_answered(problem.at_end, len(messages) - 1,
                         [c[0] for c in messages[-1].calls], [])
     return units
 
 
-def _check_answered(problem: _Problems, index: int, asked: list[str],
+def _check_answered(problem: Callable[[int, str, object, str], None], index: int, asked: list[str],
                     answered: list[str]) -> None:
     missing = [call_id for call_id in asked if call_id not in answered]
     if missing:

@@ -1,0 +1,201 @@
+"""``MessageHistory``: a conversation an agent loop appends each message to as it
+arrives, so that choosing a window costs the pipeline and little more.
+
+:func:`~cupellation.select_messages` takes the whole list on every call and finds
+what it read before by the identity of the list's messages; the new messages are
+read in the call. A history reads each message when it is appended (its texts
+checked, counted and grouped into units then), so :meth:`MessageHistory.select` only
+runs the pipeline on the units and maps the kept ones back to messages: in an agent
+loop the reading moves out of the call, to the moment each message arrives
+(benchmarks/bench_chat.py measures both).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from .._collectors import TraceCollector
+from .._model import ContextBudget
+from .._pipeline import Pipeline
+from ..events import RunInfo
+from ..exceptions import DecodeError, InvalidValueError
+from ..policy import Policy
+from ._conversation import Conversation, Request, extend_conversation, fresh_conversation
+from ._messages import FORMATS, MessageFormat
+from ._select import MessageSelection, ThinkingMode, choice, choose, selection
+from ._tokens import CounterSpec, TextCounter
+from ._trim import check_limits
+from ._units import OpenEnd
+
+__all__ = ["MessageHistory"]
+
+
+class MessageHistory:
+    """A provider's message list, read message by message as an agent loop appends it,
+    and the window that fits a budget chosen from it on demand.
+
+    ::
+
+        history = MessageHistory([system_message, user_message], trim={"ToolOutput": 800})
+        while True:
+            window = history.select(max_tokens=8000)
+            reply = client.chat.completions.create(model="gpt-4o", messages=window)
+            history.append(reply.choices[0].message)
+            for call in reply.choices[0].message.tool_calls or ():
+                history.append({"role": "tool", "tool_call_id": call.id,
+                                "content": run_tool(call)})
+
+    The messages, formats, options and results are those of
+    :func:`~cupellation.select_messages` (read its docstring); what differs is when
+    the work is done. :meth:`append` and :meth:`extend` read the new messages at
+    once (checked, counted, trimmed, grouped into units, stamped ``now``), and raise
+    :class:`~cupellation.exceptions.DecodeError` naming the message, leaving the
+    history as it was, when one cannot be read or breaks a provider's rule that no
+    later message can mend. A tool call whose results are still to come is not such
+    a break: the history groups its exchange when they arrive, and :meth:`select`
+    refuses the list (as the provider would) until they have.
+
+    ``format``, ``token_counter``, ``trim`` and Anthropic's ``system`` prompt are
+    fixed when the history is made. Appending and selecting may come from different
+    threads, but appends must not run at once (a lock refuses the second with
+    :class:`RuntimeError` rather than lose a message); a selection sees the messages
+    appended before it started.
+    """
+
+    __slots__ = ("_append_lock", "_limits", "_reading", "_state")
+
+    def __init__(self, messages: Iterable[Any] = (), *, system: Any = None,
+                 format: MessageFormat | None = None,
+                 token_counter: CounterSpec | TextCounter = "auto",
+                 trim: Mapping[Any, int] | None = None, now: datetime | None = None) -> None:
+        if format is not None and format not in FORMATS:
+            raise InvalidValueError("format", format,
+                                    f"must be one of {', '.join(FORMATS)} or None")
+        self._limits = check_limits(trim)
+        self._reading = (system, system is not None, format, token_counter)
+        self._append_lock = threading.Lock()
+        # The conversation read so far and the problems of its open end, replaced
+        # together (one attribute: a selection reads a consistent pair).
+        self._state: tuple[Conversation, list[OpenEnd]] = (
+            fresh_conversation(self._request([], None, [], [])), [])
+        self.extend(messages, now=now)
+
+    def _request(self, given: list[Any], now: datetime | None, open_end: list[OpenEnd],
+                 was_open: list[OpenEnd]) -> Request:
+        system, has_system, fmt, counter_spec = self._reading
+        return Request(given=given, system=system, has_system=has_system, fmt=fmt,
+                       counter_spec=counter_spec, limits=self._limits, now=now,
+                       name="messages", open_end=open_end,
+                       regroup_from=min((problem.at for problem in was_open),
+                                        default=None))
+
+    def append(self, message: Any, *, now: datetime | None = None) -> None:
+        """Read ``message`` and add it to the end (``now``: its time, by default the
+        current time; see :func:`~cupellation.select_messages`)."""
+        self.extend((message,), now=now)
+
+    def extend(self, messages: Iterable[Any], *, now: datetime | None = None) -> None:
+        """Read ``messages`` and add them to the end, in order; all or none."""
+        if now is not None and (not isinstance(now, datetime) or now.utcoffset() is None):
+            raise InvalidValueError("now", now, "must be a timezone-aware datetime or None")
+        if isinstance(messages, str | bytes | Mapping):
+            raise InvalidValueError("messages", messages,
+                                    "must be an iterable of messages (append() takes one)")
+        new = list(messages)
+        if not new:
+            return
+        if not self._append_lock.acquire(blocking=False):
+            raise RuntimeError("MessageHistory: two appends at once (appends must come "
+                               "one after the other)")
+        try:
+            known, was_open = self._state
+            open_end: list[OpenEnd] = []
+            grown = extend_conversation(
+                self._request(known.objects + new, now, open_end, was_open), known)
+            self._state = (grown, open_end)
+        finally:
+            self._append_lock.release()
+
+    def select(self, *, max_tokens: int | None = None, target_tokens: int | None = None,
+               budget: ContextBudget | None = None,
+               policy: Policy | Pipeline | str | None = None,
+               collector: TraceCollector | None = None,
+               anthropic_thinking: ThinkingMode = "keep",
+               run_info: RunInfo | None = None) -> list[Any]:
+        """The messages that fit the budget, in conversation order: a list of the
+        objects appended (trimmed or thinking-stripped ones as new objects). The
+        options are :func:`~cupellation.select_messages`' (Anthropic's system prompt,
+        given to the history, is counted, always kept and never returned: pass
+        :attr:`system` to the API beside the list)."""
+        how = choice(max_tokens=max_tokens, target_tokens=target_tokens, budget=budget,
+                     policy=policy, collector=collector,
+                     anthropic_thinking=anthropic_thinking, run_info=run_info,
+                     want_report=False)
+        return choose(self._complete(), how).kept
+
+    def select_with_report(self, *, max_tokens: int | None = None,
+                           target_tokens: int | None = None,
+                           budget: ContextBudget | None = None,
+                           policy: Policy | Pipeline | str | None = None,
+                           collector: TraceCollector | None = None,
+                           anthropic_thinking: ThinkingMode = "keep",
+                           run_info: RunInfo | None = None) -> MessageSelection:
+        """:meth:`select`, with its report and what it did to each message (a
+        :class:`~cupellation.chat.MessageSelection`; indices into :attr:`messages`)."""
+        how = choice(max_tokens=max_tokens, target_tokens=target_tokens, budget=budget,
+                     policy=policy, collector=collector,
+                     anthropic_thinking=anthropic_thinking, run_info=run_info,
+                     want_report=True)
+        conversation = self._complete()
+        chosen = choose(conversation, how)
+        return selection(conversation, chosen.kept, chosen)
+
+    def _complete(self) -> Conversation:
+        """The conversation, refused while the list breaks a rule at its end."""
+        conversation, open_end = self._state
+        if open_end:
+            problem = open_end[0]
+            raise DecodeError(problem.field, problem.value, problem.problem)
+        return conversation
+
+    @property
+    def messages(self) -> list[Any]:
+        """The messages appended, in order (a new list of the objects appended)."""
+        return list(self._state[0].objects)
+
+    @property
+    def system(self) -> Any:
+        """Anthropic's system prompt, as given (None when there is none)."""
+        return self._reading[0]
+
+    @property
+    def format(self) -> str:
+        """The messages' format: the one given, or the one they show (``"openai"``
+        while they show none)."""
+        return self._state[0].fmt
+
+    @property
+    def token_counter(self) -> str:
+        """The name of the token counter the messages are counted with."""
+        return self._state[0].counter.name
+
+    @property
+    def token_estimates(self) -> bool:
+        """Whether any count is an estimate."""
+        return self._state[0].estimates
+
+    @property
+    def pending(self) -> tuple[str, ...]:
+        """What the list waits for before :meth:`select` can send it (a tool call's
+        results, a reasoning item's output), one line each; empty when nothing."""
+        return tuple(f"{problem.field}: {problem.problem}" for problem in self._state[1])
+
+    def __len__(self) -> int:
+        return len(self._state[0].objects)
+
+    def __repr__(self) -> str:
+        return (f"MessageHistory({len(self)} messages, format={self.format!r}, "
+                f"token_counter={self.token_counter!r})")

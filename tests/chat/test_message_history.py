@@ -1,0 +1,181 @@
+"""MessageHistory: an agent loop appends messages as they arrive, and each selection
+answers as select_messages on the same list would; bad messages are refused on
+append, naming the message, and leave the history as it was."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from typing import Any, cast
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cupellation import DiagnosticTraceCollector, MessageHistory, TraceDetailLevel
+from cupellation.chat import (
+    MessageFormat,
+    MessageSelection,
+    clear_message_cache,
+    select_messages_with_report,
+)
+from cupellation.events import RunStarted
+from cupellation.exceptions import CupelError, DecodeError, InvalidValueError
+
+from ._conversations import FORMATS, render, weather_conversation
+from .test_select_property import conversations
+
+NOW = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
+EXAMPLES = int(os.environ.get("CUPELLATION_CHAT_EXAMPLES", "160")) // 2
+
+
+def _outcome(selection: MessageSelection, given: list[Any]) -> tuple[Any, ...]:
+    """What a selection decided, comparable between two reads of the same list: the
+    messages kept (the given objects, or equal copies where edited), trimmed,
+    stripped, the tokens, and every unit's content and reason."""
+    edited = set(selection.trimmed) | set(selection.thinking_stripped)
+    sent = [("edited", repr(message)) if index in edited else ("given", id(given[index]))
+            for index, message in zip(selection.kept, selection.messages, strict=True)]
+    report = selection.report
+    return (selection.kept, selection.dropped, selection.trimmed,
+            selection.thinking_stripped, selection.tokens, sent,
+            [(e.item.content, e.item.tokens, e.item.pinned, e.reason) for e in report.included],
+            [(e.item.content, e.item.tokens, e.item.pinned, e.reason) for e in report.excluded])
+
+
+def _either(action: Any, given: list[Any]) -> tuple[Any, ...]:
+    try:
+        return ("selected", *_outcome(action(), given))
+    except CupelError as exc:
+        return ("refused", type(exc).__name__, str(exc))
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(fmt=st.sampled_from(FORMATS), typed=st.booleans(), steps=conversations(),
+       max_tokens=st.integers(0, 1500), preset=st.sampled_from(["chat", "tooluse", "rag"]),
+       trim=st.none() | st.integers(20, 120),
+       thinking=st.sampled_from(["keep", "strip_after_change"]),
+       format_given=st.booleans())
+def test_each_append_then_select_answers_as_select_messages_on_the_list(
+        fmt: str, typed: bool, steps: Any, max_tokens: int, preset: str,
+        trim: int | None, thinking: Any, format_given: bool) -> None:
+    """Generated transcripts in every format, appended one message at a time (so
+    tool exchanges are open between the call and its results): after every append,
+    the history's selection equals a first select_messages call on the same list —
+    the same messages kept, trimmed and stripped, the same units with the same
+    reasons — or both refuse it with the same error (an exchange still open, a
+    budget the pinned units pass)."""
+    rendered = render(fmt, "You are terse.", steps, typed=typed)
+    form = cast(MessageFormat, fmt) if format_given or rendered.system is None else None
+    limits = None if trim is None else {"ToolOutput": trim, "Message": trim + 10}
+    history = MessageHistory(system=rendered.system, format=form, trim=limits, now=NOW)
+    choice: dict[str, Any] = {"max_tokens": max_tokens, "policy": preset,
+                              "anthropic_thinking": thinking}
+    for count, message in enumerate(rendered.messages, start=1):
+        history.append(message, now=NOW)
+        prefix = rendered.messages[:count]
+        clear_message_cache()
+        expected = _either(lambda: select_messages_with_report(
+            prefix, system=rendered.system, format=form, trim=limits, now=NOW,  # noqa: B023
+            **choice), prefix)
+        assert _either(lambda: history.select_with_report(**choice), prefix) == expected
+        assert history.messages == prefix
+    assert expected[0] == "selected" or expected[1] != "DecodeError"
+    if expected[0] == "selected":  # select sends what select_with_report reports
+        reported = history.select_with_report(**choice)
+        stripped = {reported.kept.index(k) for k in reported.thinking_stripped}
+        assert [id(m) if k not in stripped else repr(m)
+                for k, m in enumerate(history.select(**choice))] == [
+            id(m) if k not in stripped else repr(m) for k, m in enumerate(reported.messages)]
+
+
+@pytest.mark.parametrize("typed", [False, True], ids=["dicts", "sdk"])
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_history_made_whole_and_one_grown_message_by_message_agree(fmt: str,
+                                                                      typed: bool) -> None:
+    """The golden conversation in every format, given whole to a history and appended
+    message by message to another: the same window at every budget, with the same
+    report; an OpenAI-shaped first message read as OpenAI is read again as a whole
+    when a later message shows another format (Anthropic without a system prompt)."""
+    rendered = render(fmt, "Be brief.", weather_conversation(), typed=typed)
+    whole = MessageHistory(rendered.messages, now=NOW) if rendered.system is None else (
+        MessageHistory(rendered.messages, system=rendered.system, now=NOW))
+    grown = MessageHistory(system=rendered.system, now=NOW)
+    for message in rendered.messages:
+        grown.append(message, now=NOW)
+    assert grown.format == whole.format == fmt
+    for max_tokens in (1100, 1500, 5000):
+        assert _outcome(grown.select_with_report(max_tokens=max_tokens), rendered.messages) == (
+            _outcome(whole.select_with_report(max_tokens=max_tokens), rendered.messages))
+    assert len(grown.select(max_tokens=1100)) < len(rendered.messages)
+
+
+def test_an_open_exchange_is_refused_by_select_until_its_results_arrive() -> None:
+    """An assistant message calling two tools is appended at once (the loop has not
+    run them yet): ``pending`` says what is missing and select refuses the list as
+    OpenAI would; after one result it still does; after both it sends all."""
+    history = MessageHistory([{"role": "user", "content": "weather in Paris and Oslo?"}])
+    history.append({"role": "assistant", "content": None, "tool_calls": [
+        {"id": f"c{k}", "type": "function",
+         "function": {"name": "weather", "arguments": f'{{"k": {k}}}'}} for k in (1, 2)]})
+    assert len(history.pending) == 1
+    assert "c1, c2" in history.pending[0]
+    with pytest.raises(DecodeError, match=r"messages\[1\]\.tool_calls: .*c1, c2"):
+        history.select(max_tokens=1000)
+    history.append({"role": "tool", "tool_call_id": "c1", "content": "18C"})
+    with pytest.raises(DecodeError, match=r"did not have response messages: c2"):
+        history.select(max_tokens=1000)
+    history.append({"role": "tool", "tool_call_id": "c2", "content": "4C"})
+    assert history.pending == ()
+    assert len(history.select(max_tokens=1000)) == 4
+
+
+def test_a_message_that_cannot_be_read_is_refused_naming_it_and_changes_nothing() -> None:
+    """A message of a wrong shape, a result answering no call, a batch with one bad
+    message: each raises DecodeError naming the message by its index in the whole
+    history, and the history (messages, window) is what it was."""
+    history = MessageHistory([{"role": "system", "content": "terse"},
+                              {"role": "user", "content": "hi"}], now=NOW)
+    before = history.select_with_report(max_tokens=1000)
+    with pytest.raises(DecodeError, match=r"messages\[2\]"):
+        history.append({"role": "tool", "tool_call_id": "nope", "content": "x"})
+    with pytest.raises(DecodeError, match=r"messages\[3\]"):
+        history.extend([{"role": "assistant", "content": "fine"}, {"role": 7}])
+    with pytest.raises(DecodeError, match=r"messages\[2\]"):
+        history.append("just text")
+    assert len(history) == 2
+    after = history.select_with_report(max_tokens=1000)
+    assert _outcome(after, history.messages) == _outcome(before, history.messages)
+
+
+def test_options_are_checked_where_they_are_given() -> None:
+    """A format that does not exist, a naive ``now``, a string where messages go, a
+    system prompt outside the Anthropic format: each refused with the option named."""
+    with pytest.raises(InvalidValueError, match="format"):
+        MessageHistory(format=cast(Any, "gemini"))
+    history = MessageHistory()
+    with pytest.raises(InvalidValueError, match="now"):
+        history.append({"role": "user", "content": "hi"}, now=datetime(2026, 1, 1))
+    with pytest.raises(InvalidValueError, match="messages"):
+        history.extend(cast(Any, "hello"))
+    with pytest.raises(DecodeError, match="system"):
+        MessageHistory(system="be brief", format="openai")
+    assert len(history) == 0
+    assert history.select(max_tokens=100) == []
+
+
+def test_a_traced_selection_records_the_counter_and_the_anthropic_system_is_kept_apart(
+        ) -> None:
+    """An Anthropic history with its system prompt apart: the prompt is counted and
+    pinned but never sent in the list, ``system`` gives it back for the API call, and
+    the run's ``run_started`` names the counter and says its counts are estimates."""
+    rendered = render("anthropic", "Be brief.", weather_conversation(), typed=True)
+    history = MessageHistory(rendered.messages, system=rendered.system, now=NOW)
+    collector = DiagnosticTraceCollector(TraceDetailLevel.ITEM)
+    selection = history.select_with_report(max_tokens=5000, collector=collector)
+    assert history.system == "Be brief."
+    assert selection.messages == rendered.messages
+    assert any(e.item.content.startswith("system") for e in selection.report.included)
+    started = next(event for event in collector.events if isinstance(event, RunStarted))
+    assert started.token_counter == history.token_counter
+    assert started.token_estimates is history.token_estimates is True
