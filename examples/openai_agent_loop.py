@@ -1,4 +1,4 @@
-"""An OpenAI SDK agent loop whose every request is cut to the budget by select_messages.
+"""An OpenAI SDK agent loop whose every request is cut to the budget by a MessageHistory.
 
     python examples/openai_agent_loop.py
 
@@ -7,9 +7,11 @@ transport answers them instead of the API (httpx's MockTransport, or httpx2's fo
 SDK releases built on it), so the script runs offline. The stand-in API refuses a list
 that breaks OpenAI's tool-call rules with the API's own 400, as the real one does.
 
-The loop appends what the SDK returns (typed ``ChatCompletionMessage`` objects) beside
-plain dicts, and passes ``select_messages(messages, ...)`` to the SDK: the same list
-shape, the same objects, whole tool exchanges only.
+The loop appends each message to a ``MessageHistory`` as it arrives: what the SDK
+returns (typed ``ChatCompletionMessage`` objects) and the tools' results as plain dicts.
+Each message is read and counted when appended, so ``history.select_with_report(...)``
+before each request only chooses: the same objects back, whole tool exchanges only.
+(``select_messages(messages, ...)`` does the same from the whole list on every call.)
 """
 
 import importlib
@@ -18,7 +20,7 @@ from typing import Any
 
 import openai
 
-from cupellation.chat import ordering_problems, select_messages_with_report
+from cupellation.chat import MessageHistory, ordering_problems
 
 _base = importlib.import_module(f"{openai.__name__}._base_client")
 http: Any = importlib.import_module("httpx2" if hasattr(_base, "httpx2") else "httpx")
@@ -63,32 +65,31 @@ def get_weather(city: str) -> str:
 
 client = openai.OpenAI(api_key="sk-offline", base_url="http://api.invalid/v1", max_retries=0,
                        http_client=http.Client(transport=http.MockTransport(fake_api)))
-messages: list[Any] = [
+history = MessageHistory([
     {"role": "system", "content": "You are a weather assistant. Call get_weather per city."},
     {"role": "user", "content": "What is the weather in six cities?"},
-]
+], trim={"ToolOutput": 150})
 tools: Any = [{"type": "function", "function": {
     "name": "get_weather", "description": "Hourly weather for a city",
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
                    "required": ["city"]}}}]
 
 while True:
-    selection = select_messages_with_report(messages, max_tokens=BUDGET,
-                                            trim={"ToolOutput": 150})
+    selection = history.select_with_report(max_tokens=BUDGET)
     response = client.chat.completions.create(model="gpt-4o", messages=selection.messages,
                                               tools=tools)
     reply = response.choices[0].message  # a typed ChatCompletionMessage
-    print(f"request {len(sent)}: sent {len(selection.kept)} of {len(messages)} messages, "
+    print(f"request {len(sent)}: sent {len(selection.kept)} of {len(history)} messages, "
           f"{selection.tokens} tokens ({selection.token_counter}); "
           f"trimmed {len(selection.trimmed)}, left out {len(selection.dropped)}")
-    messages.append(reply)
+    history.append(reply)
     if not reply.tool_calls:
         break
     for call in reply.tool_calls:
         arguments = json.loads(call.function.arguments)  # type: ignore[union-attr]
-        messages.append({"role": "tool", "tool_call_id": call.id,
-                         "content": get_weather(arguments["city"])})
+        history.append({"role": "tool", "tool_call_id": call.id,
+                        "content": get_weather(arguments["city"])})
 
-print("final answer:", messages[-1].content)
+print("final answer:", history.messages[-1].content)
 print("every request kept the tool-call rules:",
       all(ordering_problems(request) == [] for request in sent))

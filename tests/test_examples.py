@@ -46,8 +46,9 @@ def _run_offline(script: str, folder: Path) -> subprocess.CompletedProcess[str]:
 
 def test_openai_agent_loop_sends_real_requests_within_budget(tmp_path: Path) -> None:
     """The OpenAI SDK loop runs offline (network blocked): the SDK's requests, cut by
-    select_messages with tool outputs trimmed, are accepted by a stand-in that refuses
-    what OpenAI refuses; later requests leave whole exchanges out, counted exactly."""
+    a MessageHistory the loop appends to, with tool outputs trimmed, are accepted by a
+    stand-in that refuses what OpenAI refuses; later requests leave whole exchanges out,
+    counted exactly."""
     result = _run_offline("openai_agent_loop.py", tmp_path)
     assert result.returncode == 0, result.stderr
     assert "request 4: sent 5 of 11 messages" in result.stdout

@@ -54,10 +54,27 @@ def _no_network() -> Iterator[None]:
         yield
 
 
+def test_the_message_history_example_continues_the_quickstart() -> None:
+    """The MessageHistory block, run after the agent builders' quickstart as README
+    presents it: its history gives the quickstart's window, then sends the new
+    exchange whole and the system prompt first."""
+    blocks = re.findall(r"```python\n(.*?)```", README, re.S)
+    assert "MessageHistory" in blocks[1]
+    namespace: dict[str, Any] = {}
+    with _no_network():
+        for block in blocks[:2]:
+            exec(compile(block, "README.md", "exec"), namespace)
+    window, history = namespace["window"], namespace["history"]
+    assert window[0] is namespace["messages"][0]
+    assert window[-2:] == history.messages[-2:]
+    assert window[-2] is namespace["reply"]
+    assert len(history) == len(namespace["messages"]) + 2
+
+
 def test_python_examples_run_and_select_both_items() -> None:
     """Both pipeline examples execute as written and select both candidates; the
     quickstart fits in ten lines."""
-    blocks = re.findall(r"```python\n(.*?)```", README, re.S)[1:]
+    blocks = re.findall(r"```python\n(.*?)```", README, re.S)[2:]
     assert len(blocks) == 2, "README should have the quickstart and the fuller example"
     assert len(blocks[0].strip().splitlines()) <= 10
     for block in blocks:
@@ -100,7 +117,7 @@ def test_the_test_command_installs_each_component_and_runs_every_test() -> None:
 def test_python_example_prints_the_report_as_json(capsys: pytest.CaptureFixture[str]) -> None:
     """The README's ``print(report.to_json())`` prints JSON text in the seeds' shape."""
     blocks = re.findall(r"```python\n(.*?)```", README, re.S)
-    exec(compile(blocks[1], "README.md", "exec"), {})
+    exec(compile(next(b for b in blocks if "to_json()" in b), "README.md", "exec"), {})
     printed = capsys.readouterr().out.strip().splitlines()[-1]
     assert set(json.loads(printed)) >= {"events", "included", "excluded",
                                         "total_candidates", "total_tokens_considered"}
