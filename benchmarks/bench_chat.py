@@ -22,7 +22,10 @@ For each turn, in the same process: the one-time count of the new exchange's tex
 the call, the same call again (nothing new: every unit remembered), and the pipeline
 alone on the same units, first run and warm (see part_two for why the first run is
 the baseline). The overhead of a later call is ``(call - count - pipeline) /
-pipeline``. The target: later calls add at most 20% to the pipeline. Medians over the
+pipeline``. Beside it, the same loop with a ``MessageHistory``: the exchange appended
+(timed: the history reads it then, counts cached) and ``history.select`` (timed), whose
+overhead is ``(select - pipeline) / pipeline``. The target: later calls add at most 20%
+to the pipeline. Medians over the
 last 50 turns, over ``--repeats`` loops (each with fresh texts, so nothing is counted
 from an earlier loop's cache). ``--turns 99 250 500`` runs loops of other sizes too.
 """
@@ -224,6 +227,10 @@ def part_two(repeats: int, turns: int = 99, last: int = 50) -> dict[str, float]:
                 "warm", less_count=False, of="history")}
 
 
+def _verdict(overhead: float) -> str:
+    return "met" if overhead <= TARGET else "NOT met"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=7)
@@ -255,16 +262,19 @@ def main(argv: list[str] | None = None) -> int:
                      "overhead of MessageHistory.select",
                      "MessageHistory.select, against the warm pipeline"):
             print(f"  {name:<48} {two[name] * 100:7.1f}%")
-        met = two["overhead"] <= TARGET
         print(f"  target: later calls add <= {TARGET:.0%} to the pipeline's untraced time "
               f"(its first run on the turn's units; the new exchange's one-time count "
-              f"apart): {'met' if met else 'NOT met'}")
+              f"apart): select_messages {_verdict(two['overhead'])}, MessageHistory.select "
+              f"{_verdict(two['overhead of MessageHistory.select'])} (its reading done "
+              f"on append: {two['MessageHistory.extend ms']:.3f} ms per exchange)")
     first = next(iter(loops.values()))
     if args.json is not None:
         args.json.write_text(json.dumps({
             "part_one_ms": one, "agent_loop": first,
             "agent_loops": {str(turns): two for turns, two in loops.items()},
-            "target": TARGET, "met": first["overhead"] <= TARGET}, indent=2) + "\n",
+            "target": TARGET, "met": first["overhead"] <= TARGET,
+            "met by MessageHistory": first["overhead of MessageHistory.select"] <= TARGET},
+            indent=2) + "\n",
             encoding="utf-8")
     return 0
 
