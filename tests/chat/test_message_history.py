@@ -126,7 +126,7 @@ def test_an_open_exchange_is_refused_by_select_until_its_results_arrive() -> Non
     with pytest.raises(DecodeError, match=r"did not have response messages: c2"):
         history.select(max_tokens=1000)
     history.append({"role": "tool", "tool_call_id": "c2", "content": "4C"})
-    assert history.pending == ()
+    assert not history.pending
     assert len(history.select(max_tokens=1000)) == 4
 
 
