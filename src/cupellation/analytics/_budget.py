@@ -222,6 +222,12 @@ def find_min_budget_for(pipeline: Pipeline, items: Sequence[ContextItem],
     items alone do not fit (PinnedBudgetError, or the Throw overflow strategy)
     counts as not including the item.
 
+    The answer always includes the item (a dry run at it did). It is the smallest
+    when inclusion is monotonic in the budget, as the chapter assumes of GreedySlice
+    and KnapsackSlice; GreedySlice is not strictly so (a larger budget can let a
+    denser, larger item take the room: an item of 10 tokens kept at 50 and left out
+    at 100 beside one of 95), and the search may then answer a larger budget.
+
     Raises :class:`~cupellation.exceptions.SpecArgumentError` with the chapter's
     messages (``"targetItem must be an element of items"``, ``"searchCeiling must
     be >= targetItem.Tokens"``) and
