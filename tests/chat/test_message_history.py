@@ -179,3 +179,39 @@ def test_a_traced_selection_records_the_counter_and_the_anthropic_system_is_kept
     started = next(event for event in collector.events if isinstance(event, RunStarted))
     assert started.token_counter == history.token_counter
     assert started.token_estimates is history.token_estimates is True
+
+
+def test_a_copy_branches_and_a_pickled_history_reads_its_messages_again() -> None:
+    """``copy()`` shares what was read: appending different exchanges to the original
+    and the copy gives each the window select_messages gives its own list, and neither
+    sees the other's. A pickled (or deep-copied) history, trimmed, reads its messages
+    again: the same window, the same trimming, the same units' order and reasons."""
+    import copy  # noqa: PLC0415
+    import pickle  # noqa: PLC0415
+
+    base = [{"role": "system", "content": "terse"}, {"role": "user", "content": "go"}]
+    history = MessageHistory(base, trim={"ToolOutput": 40}, now=NOW)
+    twin = copy.copy(history)
+    branches = {}
+    for name, target in (("left", history), ("right", twin)):
+        exchange = [{"role": "assistant", "content": None, "tool_calls": [
+                        {"id": f"c-{name}", "type": "function",
+                         "function": {"name": name, "arguments": "{}"}}]},
+                    {"role": "tool", "tool_call_id": f"c-{name}", "content": name * 200}]
+        target.extend(exchange, now=NOW)
+        branches[name] = [*base, *exchange]
+    for name, target in (("left", history), ("right", twin)):
+        assert target.messages == branches[name]
+        clear_message_cache()
+        expected = select_messages_with_report(branches[name], trim={"ToolOutput": 40},
+                                               max_tokens=300, now=NOW)
+        assert _outcome(target.select_with_report(max_tokens=300), branches[name]) == (
+            _outcome(expected, branches[name]))
+    for restored in (pickle.loads(pickle.dumps(history)), copy.deepcopy(history)):
+        assert len(restored) == len(history)
+        got = restored.select_with_report(max_tokens=300)
+        want = history.select_with_report(max_tokens=300)
+        assert (got.kept, got.trimmed, got.tokens) == (want.kept, want.trimmed, want.tokens)
+        assert [(e.item.content, e.reason) for e in got.report.included] == [
+            (e.item.content, e.reason) for e in want.report.included]
+        assert got.trimmed == (3,)

@@ -62,7 +62,8 @@ class MessageHistory:
     fixed when the history is made. Appending and selecting may come from different
     threads, but appends must not run at once (a lock refuses the second with
     :class:`RuntimeError` rather than lose a message); a selection sees the messages
-    appended before it started.
+    appended before it started. :meth:`copy` branches a history without reading
+    anything again; a pickled or deep-copied history reads its messages again.
     """
 
     __slots__ = ("_append_lock", "_limits", "_reading", "_state")
@@ -193,9 +194,37 @@ class MessageHistory:
         results, a reasoning item's output), one line each; empty when nothing."""
         return tuple(f"{problem.field}: {problem.problem}" for problem in self._state[1])
 
+    def copy(self) -> MessageHistory:
+        """A history with the same messages, read once for both: appends to either
+        leave the other as it was (an agent exploring two branches)."""
+        twin = MessageHistory.__new__(MessageHistory)
+        twin._limits, twin._reading, twin._state = self._limits, self._reading, self._state
+        twin._append_lock = threading.Lock()
+        return twin
+
+    __copy__ = copy
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled (and deep-copied) as its messages and options: the copy reads them
+        again, so each unit is stamped anew (the last at the moment the original's
+        last unit was stamped, earlier ones a microsecond apart before it)."""
+        conversation = self._state[0]
+        system, _, fmt, counter_spec = self._reading
+        last = conversation.units[-1].item.timestamp if conversation.units else None
+        return (_restored, (conversation.objects, system, fmt, counter_spec,
+                            dict(self._limits), last))
+
     def __len__(self) -> int:
         return len(self._state[0].objects)
 
     def __repr__(self) -> str:
         return (f"MessageHistory({len(self)} messages, format={self.format!r}, "
                 f"token_counter={self.token_counter!r})")
+
+
+def _restored(messages: list[Any], system: Any, fmt: MessageFormat | None,
+              counter_spec: CounterSpec | TextCounter, limits: dict[Any, int],
+              now: datetime | None) -> MessageHistory:
+    """A pickled history read again (see MessageHistory.__reduce__)."""
+    return MessageHistory(messages, system=system, format=fmt, token_counter=counter_spec,
+                          trim=limits or None, now=now)
