@@ -533,7 +533,7 @@ def _log_options(draw: Draw) -> list[tuple[float, Callable[[Draw], list[str]]]]:
 
 def _audit(draw: Draw) -> list[str]:
     table = [*_log_options(draw), (0.3, lambda d: ["--since", d.moment()]),
-             (0.3, lambda d: ["--until", d.moment()])]
+             (0.3, lambda d: ["--until", d.moment()]), (0.3, lambda d: ["--strict"])]
     return ["audit", *_log_inputs(draw), *_options(draw, table)]
 
 

@@ -84,6 +84,25 @@ def test_audit_lists_an_incomplete_run_and_a_damaged_line_and_exits_0(
     assert main(["report", str(damaged), "--run", run_id]) == 3
 
 
+def test_audit_strict_exits_3_for_a_log_that_is_not_whole(
+        demo_log: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """audit --strict prints the same summary and exits 3, with one line saying why,
+    when a line is damaged (a run then incomplete); a whole log exits 0."""
+    assert main(["audit", str(demo_log), "--strict"]) == 0
+    lines = demo_log.read_text(encoding="utf-8").splitlines()
+    at = next(k for k, line in enumerate(lines) if '"item_included"' in line)
+    damaged = tmp_path / "damaged.jsonl"
+    damaged.write_text("\n".join([*lines[:at], lines[at][:60], *lines[at + 1:]]) + "\n",
+                       encoding="utf-8")
+    capsys.readouterr()
+    assert main(["audit", str(damaged), "--strict", "--format", "json"]) == 3
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["runs"]["incomplete"] == 1
+    assert captured.err.strip().splitlines() == [
+        "cupellation audit: not whole: 1 incomplete run(s), 1 damaged line(s), "
+        "0 unreadable source(s) (--strict)"]
+
+
 def test_report_prints_a_table_or_the_seeds_json(demo_log: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     """report --run prints the run's tables; --format json is report.to_json(indent=2)

@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from ..logs import LoggedRun, ReadStats
+from ._common import NOT_WHOLE
 from ._logcmds import new_console, read_each, when_text
 from ._logread import EXIT_CODES_HELP, NOTHING_FOUND, OK, add_log_arguments, safe, stats_lines
 
@@ -131,7 +132,8 @@ class _Audit:
             description="Summarise the runs in log files: runs, candidates considered and "
                         "excluded, exclusion reasons by count and tokens, the utilisation "
                         "of the target budget, incomplete runs and damaged lines.",
-            epilog=EXIT_CODES_HELP)
+            epilog=EXIT_CODES_HELP + " With --strict: 3 when a run is incomplete or a line "
+                                     "is damaged (the summary is printed all the same).")
         add_log_arguments(parser)
         parser.add_argument("--since", metavar="TIME",
                             help="only runs started at or after TIME (ISO 8601; no offset "
@@ -139,6 +141,9 @@ class _Audit:
         parser.add_argument("--until", metavar="TIME",
                             help="only runs started at or before TIME (ISO 8601)")
         parser.add_argument("--format", choices=["text", "json"], default="text")
+        parser.add_argument("--strict", action="store_true",
+                            help="exit 3 when any run is incomplete or any line damaged "
+                                 "(for a CI check over stored logs)")
         return parser
 
     def run(self, args: argparse.Namespace, /) -> int:
@@ -155,6 +160,13 @@ class _Audit:
             print("cupellation audit: no runs found" + (
                 " in that time window" if args.since or args.until else ""), file=sys.stderr)
             return NOTHING_FOUND
+        if args.strict and (summary.runs > summary.complete or stats.damaged_lines
+                            or stats.source_errors):
+            print(f"cupellation audit: not whole: {summary.runs - summary.complete} "
+                  f"incomplete run(s), {stats.damaged_lines} damaged line(s), "
+                  f"{len(stats.source_errors)} unreadable source(s) (--strict)",
+                  file=sys.stderr)
+            return NOT_WHOLE
         return OK
 
 
