@@ -321,10 +321,10 @@ def test_two_span_collectors_in_one_fan_out_leave_no_span_current() -> None:
 
 def test_column_rows_decode_alike_through_the_typed_record_and_the_spine(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """Column rows go through the log reader's typed record of their JSON line; the
-    events and report are exactly those the spine's own decoding gives, for a whole
-    run and for one with a row whose reason disagrees with its item (incomplete either
-    way)."""
+    """Column rows go through the log reader's typed records of their JSON array (or,
+    row by row, of their JSON lines); the events and report are exactly those the
+    spine's own decoding gives, for a whole run and for one with a row whose reason
+    disagrees with its item (incomplete either way)."""
     import cupellation.otel._spandecode as decode  # noqa: PLC0415
 
     items = _with_wide_text(make_items(300, 4))
@@ -345,8 +345,13 @@ def test_column_rows_decode_alike_through_the_typed_record_and_the_spine(
                        len(broken), "cupel.columns.part_count": 0})
     mangled = [*spans[:at], replace(spans[at], attributes=attributes), *spans[at + 1:]]
     fast = [runs_from_spans(spans)[0], runs_from_spans(mangled)[0]]
+    monkeypatch.setattr(decode, "_row_records", lambda flats: None)
+    by_row = [runs_from_spans(spans)[0], runs_from_spans(mangled)[0]]
     monkeypatch.setattr(decode, "fast_record", lambda line: None)
     slow = [runs_from_spans(spans)[0], runs_from_spans(mangled)[0]]
+    for one, other in zip(fast, by_row, strict=True):
+        assert one.events == other.events
+        assert one.report == other.report
     for one, other in zip(fast, slow, strict=True):
         assert one.events == other.events
         assert one.report == other.report
@@ -392,3 +397,53 @@ def test_columns_decode_column_by_column_exactly_as_row_by_row(capture: str) -> 
                 list(flat.items()) for flat in expected]
             checked += len(rows)
     assert checked == 400
+
+
+@pytest.mark.parametrize("damage", [None, "\ud800", float("nan"), float("inf"), True, 2**64,
+                                    -1, "Deduplicated", "Nonesuch"],
+                         ids=["none", "surrogate", "nan", "inf", "bool", "huge", "negative",
+                              "other-reason", "unknown-reason"])
+def test_a_batch_of_column_rows_decodes_exactly_as_row_by_row(damage: object) -> None:
+    """One column block's rows decoded together (one JSON array, one msgspec call)
+    give exactly the events and named failures that row-by-row decoding through each
+    row's JSON line gives: undamaged, and with one row's value replaced by a lone
+    surrogate, a NaN or infinity, a bool, an integer past int64, a negative count,
+    or a reason name that does not fit the row (each either makes the whole batch
+    fall back to the row-by-row path, or leaves the row to the spine's path)."""
+    import cupellation.otel._spandecode as decode  # noqa: PLC0415
+
+    items = make_items(120, 3)
+    sdk = make_sdk()
+    run_both(PIPELINE, items, _budget(items, 0.4), sdk.collector("Full", "full"))
+    flats: list[dict[str, Any]] = []
+    original = decode.column_flats
+
+    def keep(*args: Any) -> list[dict[str, Any]]:
+        out = original(*args)
+        flats.extend(out)
+        return out
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(decode, "column_flats", keep)
+        runs_from_spans(sdk.spans)
+    rows = [dict(flat) for flat in flats if flat["type"] == "item_excluded"][:40]
+    assert len(rows) == 40
+    if damage is not None:
+        key = {str: "item.kind", float: "score", bool: "candidate_index",
+               int: "item.tokens"}[type(damage)]
+        if damage in ("Deduplicated", "Nonesuch"):
+            key = "reason.name"
+        rows[17][key] = damage
+    together = decode.RunDecoding("r", [])
+    together.capture = "full"
+    together.decode_rows([dict(row) for row in rows], "here")
+    one_by_one = decode.RunDecoding("r", [])
+    one_by_one.capture = "full"
+    for row in rows:
+        one_by_one.decode(dict(row), "here", json_native=True)
+    assert together.events == one_by_one.events
+    assert together.failure_notes == one_by_one.failure_notes
+    assert len(together.events) == 40 - sum(together.failures.values())
+    batch = decode._row_records([dict(row) for row in rows])
+    if damage is None:
+        assert batch == [decode._fast_record(dict(row)) for row in rows]

