@@ -447,3 +447,25 @@ def test_a_batch_of_column_rows_decodes_exactly_as_row_by_row(damage: object) ->
     batch = decode._row_records([dict(row) for row in rows])
     if damage is None:
         assert batch == [decode._fast_record(dict(row)) for row in rows]
+
+
+@pytest.mark.parametrize("text", [
+    b'{"a":[1,2.5,-0.0,1e5,18446744073709551616,"x",null,true]}', b'[1e400]', b'[-1e400]',
+    b'[NaN]', b'[Infinity]', b'["\\ud800"]', b'["\\udc00\\ud800"]', b'["\xed\xa0\x80"]',
+    b'\xef\xbb\xbf[1]', b'["\\uD83D\\uDE00"]', b'["a\nb"]', b'[1,]', b'[01]', b'["\xff"]',
+    b'[1] x', b'', b'[0.1e-400, 123456789012345678901234567890.5]'],
+    ids=lambda text: repr(text)[:30])
+def test_the_columns_text_reads_as_json_loads_reads_it(text: bytes) -> None:
+    """The columns' JSON text, read by msgspec with json.loads behind it, gives what
+    json.loads gives (NaN, infinities, lone surrogates and a byte order mark
+    included: msgspec refuses those and json.loads reads them), and refuses what it
+    refuses."""
+    from cupellation.otel._spandecode import _read_json  # noqa: PLC0415
+
+    try:
+        expected: Any = json.loads(text)
+    except ValueError:
+        with pytest.raises(ValueError):  # noqa: PT011 - json.loads' own errors
+            _read_json(text)
+        return
+    assert repr(_read_json(text)) == repr(expected)
