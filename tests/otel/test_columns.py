@@ -5,6 +5,8 @@ limits and Tempo's 2,048-byte value truncation; a lost part or chunk is named in
 from __future__ import annotations
 
 import json
+import math
+import random
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -345,7 +347,7 @@ def test_column_rows_decode_alike_through_the_typed_record_and_the_spine(
                        len(broken), "cupel.columns.part_count": 0})
     mangled = [*spans[:at], replace(spans[at], attributes=attributes), *spans[at + 1:]]
     fast = [runs_from_spans(spans)[0], runs_from_spans(mangled)[0]]
-    monkeypatch.setattr(decode, "_row_records", lambda flats: None)
+    monkeypatch.setattr(decode, "_row_records", lambda flats, plain=False: None)
     by_row = [runs_from_spans(spans)[0], runs_from_spans(mangled)[0]]
     monkeypatch.setattr(decode, "fast_record", lambda line: None)
     slow = [runs_from_spans(spans)[0], runs_from_spans(mangled)[0]]
@@ -437,6 +439,13 @@ def test_a_batch_of_column_rows_decodes_exactly_as_row_by_row(damage: object) ->
     together = decode.RunDecoding("r", [])
     together.capture = "full"
     together.decode_rows([dict(row) for row in rows], "here")
+    if (isinstance(damage, str) and damage.isascii()) or not isinstance(damage, str | float):
+        # Values msgspec can have read: converted without the JSON array, alike.
+        converted = decode.RunDecoding("r", [])
+        converted.capture = "full"
+        converted.decode_rows([dict(row) for row in rows], "here", plain=True)
+        assert converted.events == together.events
+        assert converted.failure_notes == together.failure_notes
     one_by_one = decode.RunDecoding("r", [])
     one_by_one.capture = "full"
     for row in rows:
@@ -468,4 +477,78 @@ def test_the_columns_text_reads_as_json_loads_reads_it(text: bytes) -> None:
         with pytest.raises(ValueError):  # noqa: PT011 - json.loads' own errors
             _read_json(text)
         return
-    assert repr(_read_json(text)) == repr(expected)
+    value, by_msgspec = _read_json(text)
+    assert repr(value) == repr(expected)
+    # What msgspec read holds no lone surrogate and no NaN or infinity (the rows'
+    # records may then be converted without a JSON array); it reads all other texts
+    # but one with a byte order mark.
+    assert by_msgspec == (_plain(value) and not text.startswith(b"\xef\xbb\xbf"))
+
+
+def _plain(value: Any) -> bool:
+    """No lone surrogate in any string, no NaN or infinity, at any depth."""
+    if isinstance(value, str):
+        return not any(0xD800 <= ord(c) <= 0xDFFF for c in value)
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, list):
+        return all(map(_plain, value))
+    if isinstance(value, dict):
+        return all(map(_plain, value)) and all(map(_plain, value.values()))
+    return True
+
+
+_VALUES: list[Any] = [
+    "2025-01-01T00:00:00Z", "2025-01-01T00:00:00+02:00", "2025-01-01t00:00:00z",
+    "2025-01-01 00:00:00Z", "2025-01-01T00:00:00", "2025-01-01", "2025-02-30T00:00:00Z",
+    "2025-01-01T00:00:60Z", "2025-01-01T00:00:00.1234567891Z", "2025-01-01T00:00:00+24:00",
+    "10000-01-01T00:00:00Z", 0, 1, -1, 2**63 - 1, 2**63, -(2**63) - 1, 2**64, 10**30, 0.0,
+    -0.0, 1.5, 1e308, 5e-324, 1.0, True, False, None, "", "x", "0", "1.0", [], ["a"],
+    ["a", 1], [[]], {}, {"a": 1}, "Memory", "Chat", "BudgetExceeded", "Deduplicated",
+    "Slice", "item_excluded", "item_included", "{}", '{"a":1}', "[1]", "\x00", "🙂"]
+
+
+def test_converting_plain_rows_gives_the_records_their_json_array_gives() -> None:
+    """Rows holding only what msgspec can have read (no lone surrogate, no NaN or
+    infinity), randomly damaged (1 to 3 members each replaced by a time in another
+    form, an integer past int64, a bool, null, a list, an object, a name, or
+    removed), give through ``msgspec.convert`` exactly the records (byte for byte
+    when encoded) or the refusal that one JSON array of them gives."""
+    import msgspec  # noqa: PLC0415
+
+    import cupellation.otel._spandecode as decode  # noqa: PLC0415
+
+    items = make_items(100, 8)
+    sdk = make_sdk()
+    run_both(PIPELINE, items, _budget(items, 0.4), sdk.collector("Full", "full"))
+    flats: list[dict[str, Any]] = []
+    original = decode.column_flats
+
+    def keep(*args: Any) -> list[dict[str, Any]]:
+        out = original(*args)
+        flats.extend(dict(flat) for flat in out)
+        return out
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(decode, "column_flats", keep)
+        runs_from_spans(sdk.spans)
+    keys = sorted({key for flat in flats for key in flat} | {"extra"})
+    rng = random.Random(11)
+    refused = 0
+    for _ in range(3000):
+        row = dict(rng.choice(flats))
+        for _ in range(rng.randint(1, 3)):
+            key = rng.choice(keys)
+            if rng.random() < 0.1:
+                row.pop(key, None)
+            else:
+                row[key] = rng.choice(_VALUES)
+        converted = decode._row_records([row], plain=True)
+        decoded = decode._row_records([row])
+        assert (converted is None) == (decoded is None)
+        if converted is None:
+            refused += 1
+        else:
+            assert msgspec.json.encode(converted) == msgspec.json.encode(decoded)
+            assert repr(converted) == repr(decoded)
+    assert 0 < refused < 3000
