@@ -57,6 +57,7 @@ def test_batched_and_one_by_one_folds_give_the_same_report() -> None:
         damaged = list(events)
         for _ in range(rng.randint(1, 6)):
             k = rng.randrange(len(damaged))
+            event = damaged[k]
             action = rng.randrange(5)
             if action == 0:
                 del damaged[k]
@@ -65,10 +66,10 @@ def test_batched_and_one_by_one_folds_give_the_same_report() -> None:
             elif action == 2:
                 other = damaged[rng.randrange(len(damaged))]
                 damaged.insert(k, msgspec.structs.replace(other, seq=damaged[k].seq))
-            elif action == 3 and isinstance(damaged[k], ItemExcluded):
-                damaged[k] = msgspec.structs.replace(damaged[k], stage=str(damaged[k].stage))
+            elif action == 3 and isinstance(event, ItemExcluded):
+                damaged[k] = msgspec.structs.replace(event, stage=str(event.stage))
             else:
-                damaged[k] = msgspec.structs.replace(damaged[k], seq=damaged[k].seq + 3)
+                damaged[k] = msgspec.structs.replace(event, seq=event.seq + 3)
         damaged.sort(key=lambda e: e.seq)
         batched = ReportBuilder(run_id)
         _fold(batched, damaged)
