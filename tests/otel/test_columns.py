@@ -5,6 +5,8 @@ limits and Tempo's 2,048-byte value truncation; a lost part or chunk is named in
 from __future__ import annotations
 
 import json
+import math
+import random
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -321,10 +323,10 @@ def test_two_span_collectors_in_one_fan_out_leave_no_span_current() -> None:
 
 def test_column_rows_decode_alike_through_the_typed_record_and_the_spine(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """Column rows go through the log reader's typed record of their JSON line; the
-    events and report are exactly those the spine's own decoding gives, for a whole
-    run and for one with a row whose reason disagrees with its item (incomplete either
-    way)."""
+    """Column rows go through the log reader's typed records of their JSON array (or,
+    row by row, of their JSON lines); the events and report are exactly those the
+    spine's own decoding gives, for a whole run and for one with a row whose reason
+    disagrees with its item (incomplete either way)."""
     import cupellation.otel._spandecode as decode  # noqa: PLC0415
 
     items = _with_wide_text(make_items(300, 4))
@@ -345,8 +347,13 @@ def test_column_rows_decode_alike_through_the_typed_record_and_the_spine(
                        len(broken), "cupel.columns.part_count": 0})
     mangled = [*spans[:at], replace(spans[at], attributes=attributes), *spans[at + 1:]]
     fast = [runs_from_spans(spans)[0], runs_from_spans(mangled)[0]]
+    monkeypatch.setattr(decode, "_row_records", lambda flats, plain=False: None)
+    by_row = [runs_from_spans(spans)[0], runs_from_spans(mangled)[0]]
     monkeypatch.setattr(decode, "fast_record", lambda line: None)
     slow = [runs_from_spans(spans)[0], runs_from_spans(mangled)[0]]
+    for one, other in zip(fast, by_row, strict=True):
+        assert one.events == other.events
+        assert one.report == other.report
     for one, other in zip(fast, slow, strict=True):
         assert one.events == other.events
         assert one.report == other.report
@@ -392,3 +399,156 @@ def test_columns_decode_column_by_column_exactly_as_row_by_row(capture: str) -> 
                 list(flat.items()) for flat in expected]
             checked += len(rows)
     assert checked == 400
+
+
+@pytest.mark.parametrize("damage", [None, "\ud800", float("nan"), float("inf"), True, 2**64,
+                                    -1, "Deduplicated", "Nonesuch"],
+                         ids=["none", "surrogate", "nan", "inf", "bool", "huge", "negative",
+                              "other-reason", "unknown-reason"])
+def test_a_batch_of_column_rows_decodes_exactly_as_row_by_row(damage: object) -> None:
+    """One column block's rows decoded together (one JSON array, one msgspec call)
+    give exactly the events and named failures that row-by-row decoding through each
+    row's JSON line gives: undamaged, and with one row's value replaced by a lone
+    surrogate, a NaN or infinity, a bool, an integer past int64, a negative count,
+    or a reason name that does not fit the row (each either makes the whole batch
+    fall back to the row-by-row path, or leaves the row to the spine's path)."""
+    import cupellation.otel._spandecode as decode  # noqa: PLC0415
+
+    items = make_items(120, 3)
+    sdk = make_sdk()
+    run_both(PIPELINE, items, _budget(items, 0.4), sdk.collector("Full", "full"))
+    flats: list[dict[str, Any]] = []
+    original = decode.column_flats
+
+    def keep(*args: Any) -> list[dict[str, Any]]:
+        out = original(*args)
+        flats.extend(out)
+        return out
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(decode, "column_flats", keep)
+        runs_from_spans(sdk.spans)
+    rows = [dict(flat) for flat in flats if flat["type"] == "item_excluded"][:40]
+    assert len(rows) == 40
+    if damage is not None:
+        key = {str: "item.kind", float: "score", bool: "candidate_index",
+               int: "item.tokens"}[type(damage)]
+        if damage in ("Deduplicated", "Nonesuch"):
+            key = "reason.name"
+        rows[17][key] = damage
+    together = decode.RunDecoding("r", [])
+    together.capture = "full"
+    together.decode_rows([dict(row) for row in rows], "here")
+    if (isinstance(damage, str) and damage.isascii()) or not isinstance(damage, str | float):
+        # Values msgspec can have read: converted without the JSON array, alike.
+        converted = decode.RunDecoding("r", [])
+        converted.capture = "full"
+        converted.decode_rows([dict(row) for row in rows], "here", plain=True)
+        assert converted.events == together.events
+        assert converted.failure_notes == together.failure_notes
+    one_by_one = decode.RunDecoding("r", [])
+    one_by_one.capture = "full"
+    for row in rows:
+        one_by_one.decode(dict(row), "here", json_native=True)
+    assert together.events == one_by_one.events
+    assert together.failure_notes == one_by_one.failure_notes
+    assert len(together.events) == 40 - sum(together.failures.values())
+    batch = decode._row_records([dict(row) for row in rows])
+    if damage is None:
+        assert batch == [decode._fast_record(dict(row)) for row in rows]
+
+
+@pytest.mark.parametrize("text", [
+    b'{"a":[1,2.5,-0.0,1e5,18446744073709551616,"x",null,true]}', b'[1e400]', b'[-1e400]',
+    b'[NaN]', b'[Infinity]', b'["\\ud800"]', b'["\\udc00\\ud800"]', b'["\xed\xa0\x80"]',
+    b'\xef\xbb\xbf[1]', b'["\\uD83D\\uDE00"]', b'["a\nb"]', b'[1,]', b'[01]', b'["\xff"]',
+    b'[1] x', b'', b'[0.1e-400, 123456789012345678901234567890.5]'],
+    ids=lambda text: repr(text)[:30])
+def test_the_columns_text_reads_as_json_loads_reads_it(text: bytes) -> None:
+    """The columns' JSON text, read by msgspec with json.loads behind it, gives what
+    json.loads gives (NaN, infinities, lone surrogates and a byte order mark
+    included: msgspec refuses those and json.loads reads them), and refuses what it
+    refuses."""
+    from cupellation.otel._spandecode import _read_json  # noqa: PLC0415
+
+    try:
+        expected: Any = json.loads(text)
+    except ValueError:
+        with pytest.raises(ValueError):  # noqa: PT011 - json.loads' own errors
+            _read_json(text)
+        return
+    value, by_msgspec = _read_json(text)
+    assert repr(value) == repr(expected)
+    # What msgspec read holds no lone surrogate and no NaN or infinity (the rows'
+    # records may then be converted without a JSON array); it reads all other texts
+    # but one with a byte order mark.
+    assert by_msgspec == (_plain(value) and not text.startswith(b"\xef\xbb\xbf"))
+
+
+def _plain(value: Any) -> bool:
+    """No lone surrogate in any string, no NaN or infinity, at any depth."""
+    if isinstance(value, str):
+        return not any(0xD800 <= ord(c) <= 0xDFFF for c in value)
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, list):
+        return all(map(_plain, value))
+    if isinstance(value, dict):
+        return all(map(_plain, value)) and all(map(_plain, value.values()))
+    return True
+
+
+_VALUES: list[Any] = [
+    "2025-01-01T00:00:00Z", "2025-01-01T00:00:00+02:00", "2025-01-01t00:00:00z",
+    "2025-01-01 00:00:00Z", "2025-01-01T00:00:00", "2025-01-01", "2025-02-30T00:00:00Z",
+    "2025-01-01T00:00:60Z", "2025-01-01T00:00:00.1234567891Z", "2025-01-01T00:00:00+24:00",
+    "10000-01-01T00:00:00Z", 0, 1, -1, 2**63 - 1, 2**63, -(2**63) - 1, 2**64, 10**30, 0.0,
+    -0.0, 1.5, 1e308, 5e-324, 1.0, True, False, None, "", "x", "0", "1.0", [], ["a"],
+    ["a", 1], [[]], {}, {"a": 1}, "Memory", "Chat", "BudgetExceeded", "Deduplicated",
+    "Slice", "item_excluded", "item_included", "{}", '{"a":1}', "[1]", "\x00", "🙂"]
+
+
+def test_converting_plain_rows_gives_the_records_their_json_array_gives() -> None:
+    """Rows holding only what msgspec can have read (no lone surrogate, no NaN or
+    infinity), randomly damaged (1 to 3 members each replaced by a time in another
+    form, an integer past int64, a bool, null, a list, an object, a name, or
+    removed), give through ``msgspec.convert`` exactly the records (byte for byte
+    when encoded) or the refusal that one JSON array of them gives."""
+    import msgspec  # noqa: PLC0415
+
+    import cupellation.otel._spandecode as decode  # noqa: PLC0415
+
+    items = make_items(100, 8)
+    sdk = make_sdk()
+    run_both(PIPELINE, items, _budget(items, 0.4), sdk.collector("Full", "full"))
+    flats: list[dict[str, Any]] = []
+    original = decode.column_flats
+
+    def keep(*args: Any) -> list[dict[str, Any]]:
+        out = original(*args)
+        flats.extend(dict(flat) for flat in out)
+        return out
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(decode, "column_flats", keep)
+        runs_from_spans(sdk.spans)
+    keys = sorted({key for flat in flats for key in flat} | {"extra"})
+    rng = random.Random(11)
+    refused = 0
+    for _ in range(3000):
+        row = dict(rng.choice(flats))
+        for _ in range(rng.randint(1, 3)):
+            key = rng.choice(keys)
+            if rng.random() < 0.1:
+                row.pop(key, None)
+            else:
+                row[key] = rng.choice(_VALUES)
+        converted = decode._row_records([row], plain=True)
+        decoded = decode._row_records([row])
+        assert (converted is None) == (decoded is None)
+        if converted is None:
+            refused += 1
+        else:
+            assert msgspec.json.encode(converted) == msgspec.json.encode(decoded)
+            assert repr(converted) == repr(decoded)
+    assert 0 < refused < 3000

@@ -47,8 +47,8 @@ from .._model import ContextKind, ContextSource
 from ..events import EVENT_SCHEMA_VERSION, PipelineEvent
 from ..reasons import KNOWN_EXCLUSION_REASONS, reason_field_types
 
-__all__ = ["ENVELOPE_KEYS", "RECORD_KEYS", "FastDecoder", "canonical_bytes", "fast_event",
-           "fast_record", "find_record"]
+__all__ = ["ENVELOPE_KEYS", "RECORD_KEYS", "FastDecoder", "canonical_bytes", "checked_record",
+           "fast_event", "fast_record", "find_record"]
 
 #: The keys that make a JSON object one of our records.
 RECORD_KEYS: Final = ("schema", "type", "run_id", "seq")
@@ -115,6 +115,12 @@ def fast_record(line: bytes) -> Any:
         record = _decode(line)
     except (ValueError, RecursionError):  # msgspec's errors, and text that is not UTF-8
         return None
+    return checked_record(record)
+
+
+def checked_record(record: Any) -> Any:
+    """``record`` (as ``RECORD_DECODER`` decodes it) when the checks its struct types
+    cannot make hold, else None: what :func:`fast_record` makes of its line."""
     if record.schema not in _READABLE:
         return None
     kind = type(record)
