@@ -225,12 +225,7 @@ def _rebuild(run_id: str, spans: list[SpanData], digest_key: bytes | None) -> Re
     _fold(builder, run.events)
     end = builder.end_event
     recorded = None if end is None else end.digest
-    if recorded is None:
-        check = DigestCheck(Verification.UNVERIFIED)
-    elif recorded.startswith((COLUMNS_SHA256_PREFIX, COLUMNS_HMAC_PREFIX)):
-        check = _check_columns(run, recorded, digest_key)
-    else:
-        check = verify_events(run.events, digest_key)
+    check = _checked(run, recorded, digest_key)
     builder.set_digest_check(check)
     report = builder.result()
     problems = tuple(dict.fromkeys(run.problems))
@@ -299,6 +294,25 @@ def _run_end(events: list[PipelineEvent], k: int) -> int:
             break
         end += 1
     return end
+
+
+def _checked(run: RunDecoding, recorded: str | None, digest_key: bytes | None
+             ) -> DigestCheck:
+    """The check of the run's recorded digest against its rebuilt events. Spans made
+    in process may hold text no line can (a lone surrogate in the run id or a stage
+    name, which only the spans' attributes carry unchecked): their digest cannot be
+    computed, and the run reads as a mismatch that says so, never a crash."""
+    if recorded is None:
+        return DigestCheck(Verification.UNVERIFIED)
+    try:
+        if recorded.startswith((COLUMNS_SHA256_PREFIX, COLUMNS_HMAC_PREFIX)):
+            return _check_columns(run, recorded, digest_key)
+        return verify_events(run.events, digest_key)
+    except UnicodeEncodeError as exc:
+        return DigestCheck(Verification.MISMATCH, (
+            "the run digest cannot be checked: its events hold text that is not Unicode "
+            f"({exc.object[exc.start:exc.end]!r}, as in a run id or stage name written "
+            "to the spans): they are not what was written"))
 
 
 def _check_columns(run: RunDecoding, recorded: str, digest_key: bytes | None) -> DigestCheck:
