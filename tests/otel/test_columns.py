@@ -424,6 +424,28 @@ def test_columns_decode_column_by_column_exactly_as_row_by_row(capture: str) -> 
     assert checked == 400
 
 
+def _column_rows(count: int, seed: int) -> list[dict[str, Any]]:
+    """The flat rows the span reader makes of a Full run's columns (copies, as
+    ``column_flats`` gives them to the decoder)."""
+    import cupellation.otel._spandecode as decode  # noqa: PLC0415
+
+    items = make_items(count, seed)
+    sdk = make_sdk()
+    run_both(PIPELINE, items, _budget(items, 0.4), sdk.collector("Full", "full"))
+    flats: list[dict[str, Any]] = []
+    original = decode.column_flats
+
+    def keep(*args: Any) -> list[dict[str, Any]]:
+        out = original(*args)
+        flats.extend(dict(flat) for flat in out)
+        return out
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(decode, "column_flats", keep)
+        runs_from_spans(sdk.spans)
+    return flats
+
+
 @pytest.mark.parametrize("damage", [None, "\ud800", float("nan"), float("inf"), True, 2**64,
                                     -1, "Deduplicated", "Nonesuch"],
                          ids=["none", "surrogate", "nan", "inf", "bool", "huge", "negative",
@@ -437,20 +459,7 @@ def test_a_batch_of_column_rows_decodes_exactly_as_row_by_row(damage: object) ->
     fall back to the row-by-row path, or leaves the row to the spine's path)."""
     import cupellation.otel._spandecode as decode  # noqa: PLC0415
 
-    items = make_items(120, 3)
-    sdk = make_sdk()
-    run_both(PIPELINE, items, _budget(items, 0.4), sdk.collector("Full", "full"))
-    flats: list[dict[str, Any]] = []
-    original = decode.column_flats
-
-    def keep(*args: Any) -> list[dict[str, Any]]:
-        out = original(*args)
-        flats.extend(out)
-        return out
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(decode, "column_flats", keep)
-        runs_from_spans(sdk.spans)
+    flats = _column_rows(120, 3)
     rows = [dict(flat) for flat in flats if flat["type"] == "item_excluded"][:40]
     assert len(rows) == 40
     if damage is not None:
@@ -541,20 +550,7 @@ def test_converting_plain_rows_gives_the_records_their_json_array_gives() -> Non
 
     import cupellation.otel._spandecode as decode  # noqa: PLC0415
 
-    items = make_items(100, 8)
-    sdk = make_sdk()
-    run_both(PIPELINE, items, _budget(items, 0.4), sdk.collector("Full", "full"))
-    flats: list[dict[str, Any]] = []
-    original = decode.column_flats
-
-    def keep(*args: Any) -> list[dict[str, Any]]:
-        out = original(*args)
-        flats.extend(dict(flat) for flat in out)
-        return out
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(decode, "column_flats", keep)
-        runs_from_spans(sdk.spans)
+    flats = _column_rows(100, 8)
     keys = sorted({key for flat in flats for key in flat} | {"extra"})
     rng = random.Random(11)
     refused = 0
