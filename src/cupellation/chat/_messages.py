@@ -256,6 +256,8 @@ def format_hint(message: Any) -> tuple[str, str] | None:
             part_type = field_of(part, "type")
             if type(part).__module__.startswith("anthropic.types"):
                 return "anthropic", f"has an Anthropic {type(part).__name__} block"
+            if not isinstance(part_type, str):
+                continue  # shows no format (reading the message names it)
             if part_type in _ANTHROPIC_BLOCKS or (
                     part_type == "image" and field_of(part, "source") is not None):
                 return "anthropic", f"has a {part_type!r} block"

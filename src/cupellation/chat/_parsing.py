@@ -72,6 +72,8 @@ def _features(messages: Sequence[Any]) -> tuple[str | None, str | None]:
         if isinstance(content, list):
             for part_index, part in enumerate(content):
                 kind = part.get("type") if isinstance(part, Mapping) else None
+                if not isinstance(kind, str):
+                    continue  # shows no format (reading the part names it)
                 where = f"messages[{position}].content[{part_index}] is a {kind!r} part"
                 if openai is None and kind in _OPENAI_PART_TYPES:
                     openai = where

@@ -66,6 +66,14 @@ class _Reader:
             raise self.error(path, value, "must be a string")
         return value
 
+    def listed(self, value: Any, path: str) -> Sequence[Any]:
+        """``value`` as the list it must be (None: an empty one)."""
+        if value is None:
+            return ()
+        if not isinstance(value, Sequence) or isinstance(value, str | bytes | bytearray):
+            raise self.error(path, value, "must be a list")
+        return value
+
     # -- content
 
     def content(self, content: Any, path: tuple[str | int, ...], kind: ContextKind | None,
@@ -214,7 +222,7 @@ class _Reader:
             if not isinstance(name, str) or not name:
                 raise self.error(".name", name, "must name the function answered")
             message.answers.append(f"function:{name}")
-        for index, call in enumerate(get("tool_calls") or ()):
+        for index, call in enumerate(self.listed(get("tool_calls"), ".tool_calls")):
             self.openai_call(call, index)
         legacy = get("function_call")
         if legacy is not None:
@@ -270,7 +278,7 @@ class _Reader:
         message = self.message = Message(obj, ASSISTANT, kind)
         if kind == "reasoning":
             message.category = REASONING
-            for index, summary in enumerate(field_of(obj, "summary") or ()):
+            for index, summary in enumerate(self.listed(field_of(obj, "summary"), ".summary")):
                 text = field_of(summary, "text")
                 if isinstance(text, str) and text:
                     message.pieces.append(Piece(text, ("summary", index, "text"), None))
@@ -280,12 +288,14 @@ class _Reader:
             if not isinstance(call_id, str) or not call_id:
                 raise self.error(".call_id", call_id, "must be a non-empty string")
             name = field_of(obj, "name") or kind
+            if not isinstance(name, str):
+                raise self.error(".name", name, "must be a string")
             arguments = field_of(obj, "arguments")
             if arguments is None:
                 arguments = field_of(obj, "input")
             if arguments is None:
                 arguments = field_of(obj, "action")
-            message.calls.append((call_id, str(name), arguments if isinstance(arguments, str)
+            message.calls.append((call_id, name, arguments if isinstance(arguments, str)
                                   else json_text(arguments if arguments is not None else {})))
             message.category = CALLS
             return
@@ -360,7 +370,7 @@ class _Reader:
             if not isinstance(name, str) or not name:
                 raise self.error(".name", name, "must name the function answered")
             message.answers.append(f"function:{name}")
-        for index, call in enumerate(field_of(obj, "tool_calls") or ()):
+        for index, call in enumerate(self.listed(field_of(obj, "tool_calls"), ".tool_calls")):
             call_id = field_of(call, "id")
             name = field_of(call, "name")
             if not isinstance(call_id, str) or not call_id:
