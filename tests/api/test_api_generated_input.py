@@ -22,6 +22,7 @@ import json
 import tempfile
 import zlib
 from collections.abc import Callable
+from datetime import UTC, datetime
 from functools import cache, partial
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cupellation import SelectionReport, build_report
+from cupellation import ContextBudget, ContextItem, SelectionReport, build_report
 from cupellation.events import event_from_dict, event_from_json, events_from_json_lines
 from cupellation.exceptions import CupelError, InvalidTextError, InvalidTypeError
 from cupellation.logs import read_runs
@@ -224,6 +225,47 @@ def test_report_from_json_on_generated_values_raises_only_named_errors(examples:
             only_named_errors(partial(SelectionReport.from_dict, candidate))
             only_named_errors(partial(SelectionReport.from_json, json.dumps(candidate)))
         only_named_errors(lambda: SelectionReport.from_json(raw))
+
+    check()
+
+
+# -- ContextItem and ContextBudget -----------------------------------------------------
+
+
+@cache
+def _item_and_budget() -> tuple[dict[str, Any], dict[str, Any]]:
+    item = ContextItem(content="Doc 'Quotas': vCPU quotas are per project", tokens=60,
+                       kind="Document", source="rag", priority=2, tags=("ops", "quota"),
+                       metadata={"url": "https://example.invalid/q", "rank": [1, 2.5],
+                                 "nested": {"ok": True}},
+                       timestamp=datetime(2026, 11, 20, 9, 0, tzinfo=UTC),
+                       future_relevance_hint=0.5, original_tokens=90)
+    budget = ContextBudget(max_tokens=1000, target_tokens=800, output_reserve=100,
+                           reserved_slots={"Message": 2},
+                           estimation_safety_margin_percent=10.0)
+    return item.to_dict(), budget.to_dict()
+
+
+@pytest.mark.parametrize("examples", EXAMPLES)
+def test_items_and_budgets_from_json_on_mutated_values_raise_only_named_errors(
+        examples: int) -> None:
+    """A ContextItem and a ContextBudget with every field set, mutated as JSON and as
+    bytes: from_dict and from_json give a value or a CupelError, and a value given
+    round-trips through its own JSON."""
+    @_settings(examples)
+    @given(st.data())
+    def check(data: st.DataObject) -> None:
+        for owner, sample in zip((ContextItem, ContextBudget), _item_and_budget(),
+                                 strict=True):
+            value = _mutate_json(data, sample)
+            raw = _mutate_bytes(data, _dumps(data, value).encode("utf-8", "surrogatepass"))
+            only_named_errors(lambda: owner.from_json(raw))  # noqa: B023
+            only_named_errors(lambda: owner.from_json(_text(raw)))  # noqa: B023
+            try:
+                made = owner.from_dict(value)
+            except CupelError:
+                continue
+            assert owner.from_json(made.to_json()) == made
 
     check()
 
