@@ -255,8 +255,8 @@ def test_items_and_budgets_from_json_on_mutated_values_raise_only_named_errors(
     @_settings(examples)
     @given(st.data())
     def check(data: st.DataObject) -> None:
-        for owner, sample in zip((ContextItem, ContextBudget), _item_and_budget(),
-                                 strict=True):
+        owners: tuple[Any, ...] = (ContextItem, ContextBudget)
+        for owner, sample in zip(owners, _item_and_budget(), strict=True):
             value = _mutate_json(data, sample)
             raw = _mutate_bytes(data, _dumps(data, value).encode("utf-8", "surrogatepass"))
             only_named_errors(lambda: owner.from_json(raw))  # noqa: B023
