@@ -93,6 +93,21 @@ def test_full_capture_shows_content_and_the_cap_is_configurable() -> None:
         SpanCollector(value_cap=100)
 
 
+def test_a_trimmed_item_shows_what_it_counted_before_in_output_value() -> None:
+    """A kept item trimmed before selection (``original_tokens`` set) shows it beside
+    its tokens in output.value, so a trace view says "trimmed from N"; untrimmed items
+    show no such key."""
+    items = [*make_items(5, 5), ContextItem(content="head [...] tail", tokens=40,
+                                             original_tokens=1450, priority=9)]
+    attributes, _ = _root({}, items)
+    out = json.loads(attributes["output.value"])
+    shown = {entry["index"]: entry for entry in out["kept_items"] + out["dropped_items"]}
+    assert shown[5]["tokens"] == 40
+    assert shown[5]["original_tokens"] == 1450
+    assert all("original_tokens" not in entry for index, entry in shown.items()
+               if index != 5)
+
+
 def test_session_user_and_conversation_ids_from_run_info_and_context() -> None:
     """RunInfo's ids become session.id, user.id and gen_ai.conversation.id on the root;
     without them, the OpenTelemetry context keys 'session.id' and 'user.id' (as

@@ -87,6 +87,8 @@ def _item(index: int, item: Any, score: float, reason: Any,
           capture: ContentCapture) -> dict[str, Any]:
     out: dict[str, Any] = {"index": index, "kind": item.kind.value, "tokens": item.tokens,
                            "score": score, "reason": reason.name}
+    if item.original_tokens is not None:  # trimmed: what it counted before
+        out["original_tokens"] = item.original_tokens
     fields = reason_fields(reason)
     if fields:
         out.update({k: v for k, v in fields.items() if k not in out})
