@@ -12,6 +12,9 @@ messages that fit the budget, in conversation order and in the same shape, keepi
 tool exchanges whole so the result is a list the provider accepts.
 :func:`select_messages_with_report` also returns the report (why each message was or
 was not kept). :func:`ordering_problems` checks a list against the providers' rules.
+In an agent loop, a :class:`MessageHistory` reads each message once, when it is
+appended, so that its ``select()`` before each request costs little more than the
+pipeline.
 
 Token counts (``token_counter=``): ``"auto"`` counts OpenAI's ``o200k_base`` exactly
 from data installed with the ``tokens`` extra (``pip install 'cupellation[tokens]'``),
