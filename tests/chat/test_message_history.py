@@ -215,3 +215,55 @@ def test_a_copy_branches_and_a_pickled_history_reads_its_messages_again() -> Non
         assert [(e.item.content, e.reason) for e in got.report.included] == [
             (e.item.content, e.reason) for e in want.report.included]
         assert got.trimmed == (3,)
+
+
+def test_appends_from_two_threads_at_once_are_refused_never_lost() -> None:
+    """Two threads append 200 messages each to one history at once, as fast as they
+    can: every append either took (its message is in the history, once, in the order
+    that thread appended) or raised RuntimeError (it is not there); selections made
+    meanwhile from a third thread send the given objects only."""
+    import sys  # noqa: PLC0415
+    import threading  # noqa: PLC0415
+
+    history = MessageHistory([{"role": "system", "content": "terse"}], now=NOW)
+    taken: dict[int, list[int]] = {0: [], 1: []}
+    refused = [0, 0]
+    done = threading.Event()
+    seen: list[int] = []
+
+    def append(thread: int) -> None:
+        for k in range(200):
+            message = {"role": "user", "content": f"t{thread} m{k} " + "w " * (k % 13)}
+            try:
+                history.append(message, now=NOW)
+            except RuntimeError:
+                refused[thread] += 1
+                continue
+            taken[thread].append(id(message))
+            keep.append(message)  # alive: ids stay unique
+
+    def select() -> None:
+        while not done.is_set():
+            seen.append(len(history.select(max_tokens=10**6)))
+
+    keep: list[Any] = []
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=append, args=(n,)) for n in (0, 1)]
+        reader = threading.Thread(target=select)
+        reader.start()
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        done.set()
+        reader.join()
+    finally:
+        sys.setswitchinterval(interval)
+    ids = [id(m) for m in history.messages[1:]]
+    assert len(ids) == len(taken[0]) + len(taken[1]) == 400 - sum(refused)
+    for thread in (0, 1):
+        assert [i for i in ids if i in set(taken[thread])] == taken[thread]
+    assert seen == sorted(seen)
+    assert history.select(max_tokens=10**6) == history.messages

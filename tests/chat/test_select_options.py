@@ -370,3 +370,44 @@ def test_a_growing_list_is_answered_as_a_first_call_on_it_would_be(fmt: str,
         assert [(e.item.content, e.reason) for e in grown.report.excluded] == [
             (e.item.content, e.reason) for e in first.report.excluded]
         select_messages(prefix, max_tokens=1100, now=NOW)  # remembered for the next step
+
+
+def test_threads_growing_branches_of_one_conversation_get_what_a_first_call_gets() -> None:
+    """Four threads grow four branches of one conversation at once (each appends its
+    own exchanges to the shared start, so their remembered conversations share what
+    they read), calling select_messages on every turn: every answer sends exactly the
+    messages a first call on that list sends, read afterwards alone."""
+    import sys  # noqa: PLC0415
+    import threading  # noqa: PLC0415
+
+    start = _chat(4)
+    calls: list[tuple[list[Any], list[int]]] = []
+    lock = threading.Lock()
+    barrier = threading.Barrier(4)
+
+    def grow(branch: int) -> None:
+        messages = list(start)
+        barrier.wait()
+        for turn in range(25):
+            exchange = _exchange(branch * 100 + turn)
+            exchange[-1] = {**exchange[-1], "content": f"r{branch} " * (5 + 37 * turn % 90)}
+            messages = [*messages, *exchange]
+            sent = select_messages(messages, max_tokens=900, now=NOW)
+            with lock:
+                calls.append((messages, [id(m) for m in sent]))
+
+    threads = [threading.Thread(target=grow, args=(branch,)) for branch in range(4)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert len(calls) == 100
+    assert any(len(sent) < len(messages) for messages, sent in calls)
+    for messages, sent in calls:
+        clear_message_cache()
+        assert [id(m) for m in select_messages(messages, max_tokens=900, now=NOW)] == sent
