@@ -263,7 +263,7 @@ def test_appends_from_two_threads_at_once_are_refused_never_lost() -> None:
         sys.setswitchinterval(interval)
     ids = [id(m) for m in history.messages[1:]]
     assert len(ids) == len(taken[0]) + len(taken[1]) == 400 - sum(refused)
-    for thread in (0, 1):
-        assert [i for i in ids if i in set(taken[thread])] == taken[thread]
+    for number in (0, 1):
+        assert [i for i in ids if i in set(taken[number])] == taken[number]
     assert seen == sorted(seen)
     assert history.select(max_tokens=10**6) == history.messages
