@@ -5,7 +5,9 @@ message), never another exception, whatever shape the messages take."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import Any
@@ -85,6 +87,8 @@ def _named_or_fine(call: Any) -> None:
          fmt="openai-responses", system=None, max_tokens=100, trim=None)
 @example(messages=[{"type": "function_call", "call_id": "c1", "name": 5, "arguments": "{}"}],
          fmt="openai-responses", system=None, max_tokens=100, trim=None)
+@example(messages=[SimpleNamespace(role="user", content="a" * 400)], fmt=None, system=None,
+         max_tokens=0, trim={"ToolOutput": 40, "Message": 60})
 @given(messages=st.lists(_MESSAGE, max_size=8),
        fmt=st.sampled_from([None, "openai", "openai-responses", "anthropic", "langchain"]),
        system=st.one_of(st.none(), _VALUE), max_tokens=st.integers(0, 3000),
@@ -146,3 +150,92 @@ def test_fields_of_the_wrong_shape_are_refused_naming_them(
         history.append(message)
     assert (appended.value.field, appended.value.value) == (field, value)
     assert len(history) == 0
+
+
+_CHAT_TEXT = (
+    '[{"role": "system", "content": "terse"}, {"role": "user", "content": "hi"}, '
+    '{"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": '
+    '"function", "function": {"name": "f", "arguments": "{}"}}]}, '
+    '{"role": "tool", "tool_call_id": "c1", "content": "r"}]')
+
+
+@settings(max_examples=EXAMPLES, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(data=st.data(), lines=st.booleans())
+def test_damaged_chat_text_and_files_load_or_are_named(data: st.DataObject,
+                                                      lines: bool) -> None:
+    """A transcript as JSON or as JSON Lines, with characters deleted, doubled or
+    replaced (quotes, brackets, newlines, U+2028, NUL, lone surrogates): load_chat of
+    the text, and of a file holding it, gives items or a CupelError."""
+    import tempfile  # noqa: PLC0415
+    from pathlib import Path  # noqa: PLC0415
+
+    from cupellation.chat import load_chat  # noqa: PLC0415
+
+    text = (_CHAT_TEXT if not lines else "\n".join(
+        json.dumps(m) for m in json.loads(_CHAT_TEXT)) + "\n")
+    for _ in range(data.draw(st.integers(1, 4))):
+        at = data.draw(st.integers(0, len(text) - 1))
+        action = data.draw(st.sampled_from(["delete", "double", "replace"]))
+        char = data.draw(st.sampled_from(list('{}[]",:\n\u2028\x00\ud800 nt1')))
+        text = (text[:at] + text[at + 1:] if action == "delete"
+                else text[:at] + text[at] * 2 + text[at + 1:] if action == "double"
+                else text[:at] + char + text[at + 1:])
+    _named_or_fine(lambda: load_chat(text, use_tiktoken=False))
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / ("chat.jsonl" if lines else "chat.json")
+        path.write_bytes(text.encode("utf-8", "surrogatepass"))
+        _named_or_fine(lambda: load_chat(path, use_tiktoken=False))
+
+
+def test_a_chat_file_that_is_not_utf8_is_named_with_its_line(tmp_path: Any) -> None:
+    """load_chat of a JSON Lines file whose second line holds bytes that are not UTF-8
+    (an encoded lone surrogate): a DecodeError naming the file and line 2, not a
+    UnicodeDecodeError (found by the damaged-text test)."""
+    from cupellation.chat import load_chat  # noqa: PLC0415
+
+    path = tmp_path / "chat.jsonl"
+    path.write_bytes(b'{"role": "user", "content": "hi"}\n'
+                     b'{"role": "user", "content": "\xed\xa0\x80"}\n')
+    with pytest.raises(DecodeError) as caught:
+        load_chat(path, use_tiktoken=False)
+    assert caught.value.field == str(path)
+    assert caught.value.line == 2
+    assert "is not UTF-8 text" in str(caught.value)
+
+
+@dataclass(frozen=True)
+class _FrozenMessage:
+    role: str
+    content: str
+
+
+class _Unchangeable:
+    """A message read by attribute whose copy refuses a new value."""
+
+    role = "user"
+
+    @property
+    def content(self) -> str:
+        return "word " * 400
+
+
+def test_messages_of_any_object_kind_are_sent_trimmed_as_copies_or_named() -> None:
+    """A message that is neither a dict nor an SDK model, over its trim limit: a plain
+    attribute object and a frozen dataclass are sent as trimmed copies of their own
+    type (the originals untouched); an object whose copy cannot take the trimmed text
+    is refused naming the message (it raised AttributeError: no model_copy)."""
+    long = "word " * 400
+    for message in (SimpleNamespace(role="user", content=long),
+                    _FrozenMessage(role="user", content=long)):
+        (sent,) = select_messages([message], max_tokens=1000, trim={"Message": 60},
+                                  format="openai", now=NOW)
+        assert type(sent) is type(message)
+        assert sent is not message
+        assert message.content == long
+        assert "characters omitted" in sent.content
+    with pytest.raises(DecodeError) as caught:
+        select_messages([_Unchangeable()], max_tokens=1000, trim={"Message": 60},
+                        format="openai", now=NOW)
+    assert caught.value.field == "messages[0]"
+    assert "to send it edited" in str(caught.value)

@@ -10,17 +10,20 @@ LangChain ``BaseMessage`` objects. Objects are read by attribute, dicts by key; 
 here imports a provider's package.
 
 Messages are never changed. A trimmed or stripped message is a new object built by
-:func:`replaced` (a dict copy, or the model's ``model_copy``) with the rest shared.
+:func:`replaced` (a dict copy, the model's ``model_copy``, a dataclass ``replace`` or
+a shallow copy of another object) with the rest shared.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, is_dataclass, replace
 from typing import Any, Final, Literal
 
 from .._model import ContextKind
+from ..exceptions import InvalidTypeError
 from ._tokens import (
     MESSAGE_OVERHEAD,
     NAME_OVERHEAD,
@@ -282,11 +285,26 @@ def _with(container: Any, path: tuple[str | int, ...], value: Any) -> Any:
         items[head] = _with(items[head], rest, value)
         return items if isinstance(container, list) else tuple(items)
     if isinstance(container, Mapping):
-        copy = dict(container)
-        copy[head] = _with(container[head], rest, value)
-        return copy
+        mapping = dict(container)
+        mapping[head] = _with(container[head], rest, value)
+        return mapping
     assert isinstance(head, str)
-    return container.model_copy(update={head: _with(getattr(container, head), rest, value)})
+    update = _with(getattr(container, head), rest, value)
+    model_copy = getattr(container, "model_copy", None)
+    if callable(model_copy):  # the SDKs' (pydantic) models
+        return model_copy(update={head: update})
+    if is_dataclass(container) and not isinstance(container, type):
+        return replace(container, **{head: update})
+    # Any other object read by its attributes: a shallow copy given the new value.
+    try:
+        copied = copy.copy(container)
+        setattr(copied, head, update)
+    except (AttributeError, TypeError, copy.Error) as exc:
+        raise InvalidTypeError("message", container,
+                               f"a mapping, an SDK model, a dataclass or an object whose "
+                               f"copy takes a new {head!r} ({exc}), to send it edited"
+                               ) from None
+    return copied
 
 
 def replaced(obj: Any, replacements: Mapping[tuple[str | int, ...], str]) -> Any:

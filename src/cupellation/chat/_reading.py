@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from .._model import ContextKind, check_text
-from ..exceptions import DecodeError, InvalidTextError
+from ..exceptions import DecodeError, InvalidTextError, InvalidTypeError
 from ._messages import (
     ASSISTANT,
     CALLS,
@@ -413,7 +413,10 @@ def read_message(obj: Any, fmt: str, where: str, counter: TextCounter,
         reader.langchain(obj)
     message = reader.message
     message.count(counter)
-    message.trim(limits, counter)
+    try:
+        message.trim(limits, counter)
+    except InvalidTypeError as exc:  # an object a trimmed copy cannot be made of
+        raise DecodeError(where, obj, exc.problem) from None
     return _checked_text(message, where)
 
 

@@ -388,10 +388,16 @@ def _source_text(source: object) -> tuple[str, str]:
     if isinstance(source, os.PathLike) or (isinstance(source, str) and _names_a_file(source)):
         path = Path(source)
         try:
-            return path.read_text(encoding="utf-8"), str(path)
+            data = path.read_bytes()
         except OSError as exc:
             raise InvalidValueError("source", str(path),
                                     f"cannot be read ({exc.strerror or exc})") from None
+        try:
+            return data.decode("utf-8"), str(path)
+        except UnicodeDecodeError as exc:
+            raise DecodeError(str(path), data[exc.start:exc.start + 8],
+                              f"is not UTF-8 text ({exc.reason} at byte {exc.start})",
+                              line=data.count(b"\n", 0, exc.start) + 1) from None
     if isinstance(source, str):
         return source, "<chat>"
     raise InvalidTypeError("source", source, "a path or the transcript text")
