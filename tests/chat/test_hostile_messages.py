@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from _mutating import damaged_text
 from cupellation import MessageHistory, select_messages
 from cupellation.chat import chat_to_items, ordering_problems
 from cupellation.exceptions import CupelError, DecodeError
@@ -174,13 +175,7 @@ def test_damaged_chat_text_and_files_load_or_are_named(data: st.DataObject,
 
     text = (_CHAT_TEXT if not lines else "\n".join(
         json.dumps(m) for m in json.loads(_CHAT_TEXT)) + "\n")
-    for _ in range(data.draw(st.integers(1, 4))):
-        at = data.draw(st.integers(0, len(text) - 1))
-        action = data.draw(st.sampled_from(["delete", "double", "replace"]))
-        char = data.draw(st.sampled_from(list('{}[]",:\n\u2028\x00\ud800 nt1')))
-        text = (text[:at] + text[at + 1:] if action == "delete"
-                else text[:at] + text[at] * 2 + text[at + 1:] if action == "double"
-                else text[:at] + char + text[at + 1:])
+    text = damaged_text(data, text, '{}[]",:\n\u2028\x00\ud800 nt1')
     _named_or_fine(lambda: load_chat(text, use_tiktoken=False))
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / ("chat.jsonl" if lines else "chat.json")

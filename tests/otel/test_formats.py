@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry.sdk.trace import SpanLimits
 
+from _mutating import json_paths, replaced_at
 from cupellation import ContextBudget, ContextItem, Pipeline, RecencyScorer, SelectionReport
 from cupellation.exceptions import DecodeError
 from cupellation.otel import (
@@ -195,25 +196,6 @@ _JSON = st.recursive(
     max_leaves=6)
 
 
-def _nodes(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    found = [path]
-    if isinstance(value, dict):
-        for key, inner in value.items():
-            found += _nodes(inner, (*path, key))
-    elif isinstance(value, list):
-        for index, inner in enumerate(value):
-            found += _nodes(inner, (*path, index))
-    return found
-
-
-def _replaced(value: Any, path: tuple[Any, ...], new: Any) -> Any:
-    if not path:
-        return new
-    copy = dict(value) if isinstance(value, dict) else list(value)
-    copy[path[0]] = _replaced(value[path[0]], path[1:], new)
-    return copy
-
-
 @pytest.fixture(scope="module")
 def documents() -> dict[str, Any]:
     """One small traced run as OTLP/JSON and as Jaeger JSON."""
@@ -230,9 +212,9 @@ def test_damaged_documents_decode_or_fail_cleanly(documents: dict[str, Any], kin
     """A real trace with any one node replaced by arbitrary JSON: decoding gives runs
     (complete or saying what is missing) or a DecodeError, never another exception."""
     document = documents[kind]
-    paths = _nodes(document)
+    paths = json_paths(document)
     path = data.draw(st.sampled_from(paths))
-    damaged = _replaced(document, path, data.draw(_JSON))
+    damaged = replaced_at(document, path, data.draw(_JSON))
     try:
         runs = runs_from_spans(parse_trace(json.dumps(damaged)))
     except DecodeError:

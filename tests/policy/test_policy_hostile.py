@@ -13,6 +13,7 @@ from _policy_strategies import json_like
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from _mutating import damaged_text, json_paths, replaced_at
 from cupellation import ContextBudget, ContextItem
 from cupellation.exceptions import CupelError
 from cupellation.policy import PRESET_NAMES, Policy, get_preset, load_policy
@@ -30,26 +31,6 @@ _ODD = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70),
                  st.sampled_from(["", "x", "greedy", "1h", "-1s", "\ud800", "Message",
                                   "2026-01-01T00:00:00Z"]),
                  st.lists(st.integers(-3, 3), max_size=3), json_like)
-
-
-def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [prefix]
-    if isinstance(value, dict):
-        for key, child in value.items():
-            out += _paths(child, (*prefix, key))
-    elif isinstance(value, list):
-        for index, child in enumerate(value):
-            out += _paths(child, (*prefix, index))
-    return out
-
-
-def _replaced(value: Any, path: tuple[Any, ...], new: Any) -> Any:
-    if not path:
-        return new
-    head, rest = path[0], path[1:]
-    copy = dict(value) if isinstance(value, dict) else list(value)
-    copy[head] = _replaced(copy[head], rest, new)
-    return copy
 
 
 def _loads_or_is_named(text: str, fmt: Any) -> Policy | None:
@@ -78,8 +59,8 @@ def test_preset_tables_with_values_replaced_load_run_or_are_named(
     CupelError; JSON and TOML of the same table agree on which."""
     table: Any = _TABLES[which]
     for _ in range(changes):
-        path = data.draw(st.sampled_from(_paths(table)))
-        table = _replaced(table, path, data.draw(_ODD))
+        path = data.draw(st.sampled_from(json_paths(table)))
+        table = replaced_at(table, path, data.draw(_ODD))
     if not isinstance(table, dict):
         table = {"scorer": table}
     try:
@@ -109,13 +90,7 @@ def test_damaged_policy_text_loads_runs_or_is_named(which: int, fmt: str,
     parse)."""
     policy = _POLICIES[which]
     text = policy.to_json() if fmt == "json" else policy.to_toml()
-    for _ in range(data.draw(st.integers(1, 4))):
-        at = data.draw(st.integers(0, max(len(text) - 1, 0)))
-        action = data.draw(st.sampled_from(["delete", "double", "replace"]))
-        char = data.draw(st.sampled_from(list('{}[]",=:.-+0123456789 \nabxé\ud800#\'')))
-        text = (text[:at] + text[at + 1:] if action == "delete"
-                else text[:at] + text[at] * 2 + text[at + 1:] if action == "double"
-                else text[:at] + char + text[at + 1:])
+    text = damaged_text(data, text, '{}[]",=:.-+0123456789 \nabxé\ud800#\'')
     loaded = _loads_or_is_named(text, fmt)
     if loaded is not None:
         _builds_and_runs(loaded)
