@@ -59,7 +59,8 @@ class MessageHistory:
     refuses the list (as the provider would) until they have.
 
     ``format``, ``token_counter``, ``trim`` and Anthropic's ``system`` prompt are
-    fixed when the history is made. Appending and selecting may come from different
+    fixed when the history is made; a message appended that shows another format than
+    the one given raises :class:`~cupellation.exceptions.FormatMismatchError`. Appending and selecting may come from different
     threads, but appends must not run at once (a lock refuses the second with
     :class:`RuntimeError` rather than lose a message); a selection sees the messages
     appended before it started. :meth:`copy` branches a history without reading

@@ -88,6 +88,8 @@ _RESPONSES_PARTS: Final = frozenset({"input_text", "output_text", "input_image",
 _ANTHROPIC_BLOCKS: Final = frozenset({"tool_use", "tool_result", "thinking",
                                       "redacted_thinking", "document", "server_tool_use",
                                       "web_search_tool_result", "search_result"})
+#: The ``type`` of a LangChain message given as a dict (``message_to_dict``'s data).
+_LANGCHAIN_TYPES: Final = frozenset({"system", "human", "ai", "tool", "function"})
 _KIND_OF: Final[Mapping[str, ContextKind]] = {
     SYSTEM: ContextKind.SYSTEM_PROMPT,
     USER: ContextKind.MESSAGE,
@@ -243,6 +245,9 @@ def format_hint(message: Any) -> tuple[str, str] | None:
     if not isinstance(message, Mapping):
         return None
     kind = message.get("type")
+    if isinstance(kind, str) and (kind == "chat" or (kind in _LANGCHAIN_TYPES
+                                                     and "role" not in message)):
+        return "langchain", f"is a LangChain message of type {kind!r}"
     if isinstance(kind, str) and kind != "message" and (
             kind in RESPONSES_PAIRS or kind in RESPONSES_OUTPUTS or kind == "reasoning"
             or "role" not in message):
