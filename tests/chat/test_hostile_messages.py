@@ -356,3 +356,27 @@ def test_generated_transcripts_in_any_given_format_keep_the_rules_or_are_refused
             continue
         if sent is not None:
             assert problems(real if shown else given_format, sent) == [], entry
+
+
+@settings(max_examples=EXAMPLES, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@example(value=None, fmt=None)
+@example(value=5, fmt="openai")
+@given(value=st.one_of(_VALUE, st.dictionaries(st.sampled_from(["messages", "input",
+                                                                  "system"]), _VALUE),
+                       st.sets(st.integers(), max_size=3)),
+       fmt=st.sampled_from([None, "openai", "openai-responses", "anthropic", "langchain"]))
+def test_any_value_as_the_message_list_is_a_window_or_a_named_error(value: Any,
+                                                                    fmt: Any) -> None:
+    """Any value where the list of messages goes (None, numbers, text, bytes, mappings
+    with or without ``messages``/``input``, sets): select_messages,
+    select_messages_with_report, ordering_problems, a MessageHistory made of it and
+    one extended by it answer or raise a CupelError (MessageHistory(None) and
+    MessageHistory(5) raised a bare TypeError)."""
+    options: dict[str, Any] = {"format": fmt, "token_counter": "estimate"}
+    _named_or_fine(lambda: select_messages(value, max_tokens=500, now=NOW, **options))
+    _named_or_fine(lambda: select_messages_with_report(value, max_tokens=500, now=NOW,
+                                                       **options))
+    _named_or_fine(lambda: ordering_problems(value, format=fmt))
+    _named_or_fine(lambda: MessageHistory(value, now=NOW, **options))
+    _named_or_fine(lambda: MessageHistory(now=NOW, **options).extend(value, now=NOW))
