@@ -380,3 +380,25 @@ def test_any_value_as_the_message_list_is_a_window_or_a_named_error(value: Any,
     _named_or_fine(lambda: ordering_problems(value, format=fmt))
     _named_or_fine(lambda: MessageHistory(value, now=NOW, **options))
     _named_or_fine(lambda: MessageHistory(now=NOW, **options).extend(value, now=NOW))
+
+
+@pytest.mark.parametrize(("real", "given_format", "shown_by"), [
+    ("anthropic", "openai", "messages[1].content[0] is a 'thinking' part"),
+    ("openai", "anthropic", "messages[0] has role 'system'"),
+])
+def test_a_transcript_given_as_the_other_format_is_refused_not_read_short(
+        real: str, given_format: Any, shown_by: str) -> None:
+    """chat_to_items of the weather transcript given as the other format: a
+    FormatMismatchError naming what shows its format (an Anthropic transcript given as
+    "openai" came back as 9 items instead of 14, its tool calls and results left out
+    without a word); given as its own format, every call and result is an item."""
+    rendered = render(real, "Be brief.", weather_conversation(), typed=False)
+    data: Any = (rendered.messages if rendered.system is None
+                 else {"system": rendered.system, "messages": rendered.messages})
+    with pytest.raises(FormatMismatchError) as caught:
+        chat_to_items(data, format=given_format, use_tiktoken=False)
+    assert (caught.value.given_format, caught.value.detected_format) == (given_format, real)
+    assert caught.value.shown_by == shown_by
+    items = chat_to_items(data, format=cast(Any, real), use_tiktoken=False)
+    assert sum(item.kind.value == "ToolCall" for item in items) == 3
+    assert sum(item.kind.value == "ToolOutput" for item in items) == 3

@@ -92,7 +92,14 @@ from typing import Any
 
 from .._model import ContextItem, ContextKind
 from ..exceptions import ConfigurationError, DecodeError, InvalidTypeError, InvalidValueError
-from ._parsing import ChatFormat, Reader, Segment, detect_chat_format, messages_of
+from ._parsing import (
+    ChatFormat,
+    Reader,
+    Segment,
+    check_chat_format,
+    detect_chat_format,
+    messages_of,
+)
 from ._tokens import OFFLINE_ENCODINGS, estimate_tokens, resolve_counter, warn_estimate
 
 __all__ = [
@@ -288,6 +295,8 @@ def _convert(data: Any, lines: Sequence[int] | None, options: _Options) -> list[
     """:func:`chat_to_items`, with each message's line for JSON Lines input."""
     messages, system, has_system = messages_of(data)
     chosen: ChatFormat = detect_chat_format(data) if options.format is None else options.format
+    if options.format is not None:  # a format given is checked, never trusted
+        check_chat_format(messages, chosen)
     if chosen == "openai" and has_system:
         raise DecodeError("system", system,
                           "is not part of the OpenAI format (use a 'system' role message)")
