@@ -22,7 +22,8 @@ content is a string or a list of blocks (``text``, ``tool_use``,
 tells them apart by their features (a top-level ``system``, ``tool_use`` /
 ``tool_result`` blocks; ``system`` / ``tool`` roles, ``tool_calls``,
 ``tool_call_id``); a transcript of plain user and assistant text reads the
-same either way. Pass ``format=`` to skip detection.
+same either way. Pass ``format=`` to say which: a transcript that shows the other
+format is then refused (:class:`~cupellation.exceptions.FormatMismatchError`).
 
 **Kinds.** System and developer messages become ``SystemPrompt``; user and
 assistant text becomes ``Message``; each tool call (an OpenAI ``tool_calls``
@@ -253,7 +254,9 @@ def chat_to_items(
     """The context items of a transcript, in conversation order (see the module doc).
 
     ``data`` is a list of messages or an object with ``"messages"`` (and, for
-    Anthropic, ``"system"``), as parsed from JSON. ``format`` skips detection.
+    Anthropic, ``"system"``), as parsed from JSON. ``format`` says which
+    (a transcript showing the other format raises
+    :class:`~cupellation.exceptions.FormatMismatchError`).
     ``token_counter`` counts tokens (else tiktoken's ``tiktoken_encoding`` when
     ``use_tiktoken`` and available, else the estimate). ``end`` is the
     timestamp of the last item when timestamps are synthesized from nothing
