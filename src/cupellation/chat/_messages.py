@@ -233,17 +233,18 @@ def format_hint(message: Any) -> tuple[str, str] | None:
     """(format, what shows it, as "is ..." or "has ...") when ``message`` alone shows
     its format; None when it reads the same in several (plain user or assistant
     text, a developer message)."""
-    module = type(message).__module__
-    if module.startswith("langchain_core."):
-        return "langchain", f"is a LangChain {type(message).__name__}"
-    if module.startswith("openai.types.responses"):
-        return "openai-responses", f"is an OpenAI {type(message).__name__}"
-    if module.startswith("openai.types.chat"):
-        return "openai", f"is an OpenAI {type(message).__name__}"
-    if module.startswith("anthropic.types"):
-        return "anthropic", f"is an Anthropic {type(message).__name__}"
-    if not isinstance(message, Mapping):
-        return None
+    if type(message) is not dict:  # a plain dict (the usual message) is no SDK object
+        module = type(message).__module__
+        if module.startswith("langchain_core."):
+            return "langchain", f"is a LangChain {type(message).__name__}"
+        if module.startswith("openai.types.responses"):
+            return "openai-responses", f"is an OpenAI {type(message).__name__}"
+        if module.startswith("openai.types.chat"):
+            return "openai", f"is an OpenAI {type(message).__name__}"
+        if module.startswith("anthropic.types"):
+            return "anthropic", f"is an Anthropic {type(message).__name__}"
+        if not isinstance(message, Mapping):
+            return None
     kind = message.get("type")
     if isinstance(kind, str) and (kind == "chat" or (kind in _LANGCHAIN_TYPES
                                                      and "role" not in message)):
