@@ -1,5 +1,6 @@
 """Every public constructor refuses an argument of the wrong type with a named error:
-each public class (``__all__`` of ``cupellation`` and its public subpackages) is built
+each public class (``__all__`` of ``cupellation``, of its public subpackages and of
+``cupellation_exporters``) is built
 from valid arguments with one of them replaced by a value of another type (None, a
 number, text, bytes, a bare object, a list or mapping of bare objects, and generated
 values), and either accepts it or raises a CupelError, never a bare TypeError,
@@ -25,6 +26,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import cupellation
 from cupellation import (
@@ -175,12 +177,23 @@ VALID: dict[str, Callable[[], dict[str, Any]]] = {
     "ScoredItems": lambda: {"items": [ITEM], "scores": [0.5]},
     "SliceOutcome": lambda: {"selected": (ITEM,)},
     "SelectionReportAssertionChain": lambda: {"report": _report()},
+    # cupellation_exporters
+    "DropCountingSpanExporter": lambda: {"exporter": InMemorySpanExporter()},
+    "DropCountingSpanProcessor": lambda: {"exporter": InMemorySpanExporter()},
+    "EventLogExporter": lambda: {"path": _FOLDER / "events.jsonl"},
+    "OtlpJsonFileSpanExporter": lambda: {"destination": _FOLDER / "spans.jsonl"},
+    "ReportFileExporter": lambda: {"path": _FOLDER / "report.json"},
+    "ReplayedRun": lambda: {"run_id": "r", "source": "s", "spans": ()},
 }
+#: What releases the files, threads and locks a constructor took.
+RELEASE = {"AuditLog": "close", "EventLogExporter": "shutdown",
+           "OtlpJsonFileSpanExporter": "shutdown", "ReportFileExporter": "shutdown",
+           "DropCountingSpanProcessor": "shutdown", "DropCountingSpanExporter": "shutdown"}
 
 #: Public classes not built here: protocols and abstract bases (no constructor of
 #: their own), and a test helper built by ``capture_spans``.
 NOT_BUILT = {"TraceCollector", "Subcommand", "Placer", "Slicer", "DetailedSlicer", "Scorer",
-             "ScorerBase", "DecayCurve", "CapturedSpans"}
+             "ScorerBase", "DecayCurve", "CapturedSpans", "OtlpProviders", "ReplaySource"}
 
 _OPAQUE = object()
 WRONG: list[Any] = [None, 5, -1, "x", "", 1.5, float("nan"), True, b"x", _OPAQUE, [_OPAQUE],
@@ -188,7 +201,7 @@ WRONG: list[Any] = [None, 5, -1, "x", "", 1.5, float("nan"), True, b"x", _OPAQUE
 
 
 def _public_classes() -> Iterator[type]:
-    names = ["cupellation"] + [
+    names = ["cupellation", "cupellation_exporters"] + [
         module.name for module in pkgutil.walk_packages(cupellation.__path__, "cupellation.")
         if not any(part.startswith("_") for part in module.name.split("."))]
     seen: set[type] = set()
@@ -230,18 +243,20 @@ def _build(cls: type, replaced: str, value: Any) -> None:
     except Exception as error:
         pytest.fail(f"{cls.__name__}({replaced}={value!r}) raised "
                     f"{type(error).__name__}: {error}")
-    close = getattr(made, "close", None)
-    if cls.__name__ in ("AuditLog", "LogReader") and callable(close):
-        close()
+    if cls.__name__ in RELEASE:
+        getattr(made, RELEASE[cls.__name__])()
 
 
 def test_every_public_class_is_built_here_or_named_as_not_built() -> None:
-    """Each public class has valid arguments here (or needs none), or is a protocol,
-    an abstract base or a helper named in NOT_BUILT: none escapes the sweep."""
+    """Each public class (cupellation_exporters' too) has valid arguments here (or needs
+    none), or is a protocol, an abstract base or a helper named in NOT_BUILT: none
+    escapes the sweep."""
     for cls in CLASSES:
         arguments = VALID.get(cls.__name__, dict)()
         positional = arguments.pop("*", ())
-        cls(*positional, **arguments)
+        made = cls(*positional, **arguments)
+        if cls.__name__ in RELEASE:
+            getattr(made, RELEASE[cls.__name__])()
 
 
 @pytest.mark.parametrize("cls", CLASSES, ids=lambda cls: cls.__name__)
