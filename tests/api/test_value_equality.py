@@ -27,6 +27,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cupellation
+import cupellation_exporters
 from cupellation import (
     ChronologicalPlacer,
     CompositeScorer,
@@ -328,6 +329,11 @@ VALUE_TYPES: dict[type, list[Callable[[], Any]]] = {
                                        '"seq": 8, "x": {"y": [2]}}')],
 }
 del VALUE_TYPES[events.RunDigest]
+VALUE_TYPES[cupellation_exporters.ReplayedRun] = [
+    lambda: cupellation_exporters.ReplayedRun("r", "s", ()),
+    lambda: cupellation_exporters.ReplayedRun("r", "s", (), problem="gap")]
+VALUE_TYPES[cupellation_exporters.ReplayResult] = [
+    cupellation_exporters.ReplayResult, lambda: cupellation_exporters.ReplayResult(runs=2)]
 
 
 def _events_of(kind: type) -> list[Callable[[], Any]]:
@@ -375,13 +381,22 @@ NOT_VALUE_TYPES: dict[str, str] = {
     "DecayCurve": "an abstract base",
     "SelectionReportAssertionChain": "a test helper",
     "CapturedSpans": "a test helper holding providers",
+    "DropCounter": "a tally that grows",
+    "DropCountingSpanExporter": "an exporter",
+    "DropCountingSpanProcessor": "a span processor with a queue and a thread",
+    "EventLogExporter": "a file sink",
+    "OtlpJsonFileSpanExporter": "an exporter holding a file",
+    "ReportFileExporter": "a file sink",
+    "OtlpProviders": "the providers setup_otlp made",
+    "ReplaySource": "a protocol",
 }
 
 
 def _public_classes() -> Iterator[type]:
-    """The classes in ``__all__`` of cupellation and its public subpackages
-    (exceptions and enumerations aside), and the report's entry types."""
-    names = ["cupellation"] + [
+    """The classes in ``__all__`` of cupellation, its public subpackages and
+    cupellation_exporters (exceptions and enumerations aside), and the report's entry
+    types."""
+    names = ["cupellation", "cupellation_exporters"] + [
         module.name for module in pkgutil.walk_packages(cupellation.__path__, "cupellation.")
         if not any(part.startswith("_") for part in module.name.split("."))]
     seen: set[type] = set()
