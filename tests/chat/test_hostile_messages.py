@@ -284,9 +284,10 @@ def _window_or_mismatch(entry: str, window: Callable[[], list[Any]], real: str, 
                         shown: bool) -> list[Any] | None:
     """The window, or None after checking the refusal: a FormatMismatchError naming the
     format the list shows and the one given (a list that shows none reads the same in
-    every format, so it is never refused so). A history appended to message by message
-    may refuse first a message that shows no format alone and that the format given
-    cannot hold (a developer message given as Anthropic): a DecodeError naming it."""
+    every format, so it is never refused so). A history appended to message by message,
+    or any entry point given a list that shows no format, may refuse first a message
+    that shows none and that the format given cannot hold (a developer message given as
+    Anthropic, an OpenAI system message given as LangChain): a DecodeError naming it."""
     try:
         return window()
     except PinnedBudgetError:
@@ -295,7 +296,7 @@ def _window_or_mismatch(entry: str, window: Callable[[], list[Any]], real: str, 
         refused = error
     assert given != real, entry
     if not isinstance(refused, FormatMismatchError):
-        assert entry == "MessageHistory.append", (entry, refused)
+        assert entry == "MessageHistory.append" or not shown, (entry, refused)
         assert refused.field.startswith("messages["), refused
         return None
     assert shown, entry
