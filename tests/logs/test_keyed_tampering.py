@@ -14,7 +14,15 @@ from pathlib import Path
 import pytest
 
 from _tampering import MOVES, run_ids, tamper_lines
-from cupellation import build_report
+from cupellation import (
+    ContextBudget,
+    ContextItem,
+    DiagnosticTraceCollector,
+    Pipeline,
+    RecencyScorer,
+    TraceDetailLevel,
+    build_report,
+)
 from cupellation._events.digest import DigestCheck, Verification, digest_verdict
 from cupellation.cli import main
 from cupellation.events import events_from_json_lines
@@ -152,23 +160,23 @@ def test_event_files_are_signed_with_the_key(
         assert run_main(capsys, "report", events).code == 3, move
 
 
-@pytest.mark.parametrize("move", ["strip", "plain"])
+@pytest.mark.parametrize("move", MOVES)
 def test_build_report_over_decoded_events_judges_the_digest_alike(
-        tmp_path: Path, move: str) -> None:
-    """build_report over events decoded from a keyed file: a downgraded plain digest is
-    flagged with the key; a stripped one cannot be told from events made in this
-    process, so build_report folds it unjudged (the readers of stored runs flag it)."""
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, move: str) -> None:
+    """build_report over events decoded from a keyed file, given the key: every move is
+    flagged (a missing digest too: digest_key= says the events are a stored run).
+    With the key only in the environment, events without a digest are folded
+    unjudged (they may come from a pipeline in this process), so an in-process
+    report stays whole."""
     path = _keyed_log(tmp_path, count=1)
     text = tamper_lines(path.read_bytes(), move)
     report = build_report(events_from_json_lines(text), digest_key=KEY)
-    if move == "plain":
-        assert report.incomplete[0].startswith("not signed with the configured key: it "
-                                               "carries a plain sha256: digest")
-    else:
-        assert report.is_complete
-        (tmp_path / "t.jsonl").write_bytes(text)
-        (stored,) = read_runs(tmp_path / "t.jsonl", digest_key=KEY)
-        assert not stored.is_complete
+    assert report.incomplete[0].startswith("not signed with the configured key: it carries")
+    monkeypatch.setenv("CUPELLATION_DIGEST_KEY", KEY)
+    collector = DiagnosticTraceCollector(TraceDetailLevel.FULL)
+    Pipeline(RecencyScorer()).run([ContextItem("a", 5), ContextItem("b", 7)],
+                                  ContextBudget(100, 50), collector)
+    assert collector.build_report().is_complete
 
 
 _PLAIN = "sha256:" + "0" * 64

@@ -413,11 +413,11 @@ def build_report(events: Iterable[PipelineEvent | ItemEventBatch], *,
     ``CUPELLATION_DIGEST_KEY`` environment variable, for a keyed digest) and
     judged as every reader judges it (:func:`~cupellation._events.digest.digest_verdict`):
     a mismatch, a plain digest read with a key, or a keyed one read without it is
-    listed in ``incomplete``. Events with no digest at all are folded unjudged: they
-    may come straight from a pipeline in this process, which nothing tells apart
-    from events whose digest was stripped; the readers of stored runs
-    (:func:`~cupellation.logs.read_runs`, :func:`~cupellation.otel.runs_from_spans`)
-    are the ones that flag a missing digest when they hold a key.
+    listed in ``incomplete``. Passing ``digest_key`` says the events are a stored run
+    that must be signed with it, so a missing digest is listed too. Without the
+    parameter, events with no digest at all are folded unjudged: they may come
+    straight from a pipeline in this process (whatever ``CUPELLATION_DIGEST_KEY``
+    says), which nothing tells apart from events whose digest was stripped.
     """
     builder = ReportBuilder(run_id)
     kept: list[PipelineEvent | ItemEventBatch] = []
@@ -427,8 +427,9 @@ def build_report(events: Iterable[PipelineEvent | ItemEventBatch], *,
             add(event)
             keep(event)
     end = builder.end_event
-    if end is not None and end.digest is not None:
+    recorded = None if end is None else end.digest
+    if recorded is not None or digest_key is not None:
         key = resolve_digest_key(digest_key)
-        builder.set_digest_check(digest_verdict(verify_events(kept, key), end.digest,
+        builder.set_digest_check(digest_verdict(verify_events(kept, key), recorded,
                                                 key_present=key is not None))
     return builder.result()
