@@ -113,6 +113,8 @@ class RebuiltRun:
     the root span belongs to, when known. ``verification`` is what checking the
     run's digest (the root's ``cupel.run.digest``) against the rebuilt events found
     (see :class:`~cupellation.events.Verification`); ``digest`` the one recorded.
+    A run not clean given the reader's key (not signed with it, or signed while the
+    reader has none) says so first in ``incomplete``.
     """
 
     run_id: str
