@@ -64,7 +64,12 @@ from ._events.flat import (
 )
 from ._events.levels import ContentCapture, TraceDetailLevel
 from ._events.lines import RunLineEncoder
-from ._events.settings import CAPTURE_ENV_VAR, DIGEST_KEY_ENV_VAR, resolve_capture
+from ._events.settings import (
+    CAPTURE_ENV_VAR,
+    DIGEST_KEY_ENV_VAR,
+    resolve_capture,
+    resolve_digest_key,
+)
 from ._events.types import (
     PIPELINE_KEYS,
     CountShortfall,
@@ -119,4 +124,5 @@ __all__ = [
     "event_type_name",
     "events_from_json_lines",
     "resolve_capture",
+    "resolve_digest_key",
 ]

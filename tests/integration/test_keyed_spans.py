@@ -18,6 +18,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from _tampering import run_ids, tamper_lines
 from cupellation import ContextBudget, ContextItem, Pipeline, RecencyScorer
 from cupellation.cli import main
 from cupellation.events import ItemExcluded, ItemIncluded, Verification
@@ -154,6 +155,35 @@ def test_export_signs_the_runs_it_sends_with_the_key(
         assert run.digest.startswith("hmac-sha256-columns:")
         assert run.verification is Verification.VERIFIED
         assert run.is_complete
+
+
+def test_export_never_signs_a_run_the_key_did_not_sign(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A keyed log whose run lost its digest to an attacker, exported with the key in
+    force: the spans carry a plain digest (not signed with the key), so a reader with
+    the key still flags the run; the untouched run of the same log is signed."""
+    log = tmp_path / "audit.jsonl"
+    with AuditLog(log, digest_key=KEY) as audit:
+        for k in range(2):
+            Pipeline(RecencyScorer()).run(ITEMS[k:], BUDGET, audit)
+    data = log.read_bytes()
+    first = run_ids(data)[0]
+    log.write_bytes(tamper_lines(data, "strip", first))
+    monkeypatch.setenv("CUPELLATION_DIGEST_KEY", KEY)
+    out = tmp_path / "exported.jsonl"
+    assert _main(capsys, "export", log, "--to", "file", "--out", out,
+                 "--content-capture", "full")[0] == 0
+    runs = {run.run_id: run for run in read_trace_file(out, digest_key=KEY)}
+    assert len(runs) == 2
+    for run_id, run in runs.items():
+        assert run.digest is not None
+        if run_id == first:
+            assert run.digest.startswith("sha256-columns:")
+            assert run.report.incomplete[0].startswith("not signed with the configured key")
+        else:
+            assert run.digest.startswith("hmac-sha256-columns:")
+            assert run.is_complete
 
 
 def _strip_digest(attributes: list[dict[str, Any]]) -> None:
