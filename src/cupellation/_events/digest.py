@@ -120,6 +120,10 @@ class Verification(enum.StrEnum):
     HMAC digest, read without the key, so it could not be checked. ``unkeyed``:
     the reader holds a key but the run carries a plain SHA-256 digest, which
     matched: no corruption, but no proof against tampering either.
+
+    The status says what the check found; whether the run is clean is
+    :func:`digest_verdict`'s call (with a key at the reader, ``unkeyed`` and
+    ``unverified`` are not; without one, ``key missing`` is not).
     """
 
     VERIFIED = "verified"
