@@ -23,7 +23,7 @@ from typing import Any, Final
 __all__ = ["MOVES", "run_ids", "tamper_lines"]
 
 MOVES: Final = ("strip", "plain", "schema 2")
-_SCORE: Final = re.compile(rb'"score":(-?[0-9][0-9.eE+-]*)')
+_SCORE: Final = re.compile(rb'"score":\s*(-?[0-9][0-9.eE+-]*)')
 _ENDS: Final = ("run_completed", "run_failed")
 
 

@@ -6,12 +6,14 @@ the key are signed with it; a keyed run read without the key says so first."""
 
 from __future__ import annotations
 
+import io
 import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import structlog
 
 from _tampering import MOVES, run_ids, tamper_lines
 from cupellation import (
@@ -26,7 +28,7 @@ from cupellation import (
 from cupellation._events.digest import DigestCheck, Verification, digest_verdict
 from cupellation.cli import main
 from cupellation.events import events_from_json_lines
-from cupellation.logs import AuditLog, read_runs
+from cupellation.logs import AuditLog, StructlogSink, read_runs
 
 from ._workload import run_once
 
@@ -158,6 +160,25 @@ def test_event_files_are_signed_with_the_key(
     for move in MOVES:
         events.write_bytes(tamper_lines(original, move))
         assert run_main(capsys, "report", events).code == 3, move
+
+
+def test_structlog_records_are_signed_with_the_key_and_flagged_when_stripped() -> None:
+    """StructlogSink with digest_key signs its run_completed record (hmac-sha256:),
+    which reads back verified with the key; the same records with the digest stripped
+    (and a score changed) are flagged."""
+    out = io.StringIO()
+    logger = structlog.wrap_logger(structlog.PrintLogger(out),
+                                   processors=[structlog.processors.JSONRenderer()])
+    run_once(random.Random(5), StructlogSink(logger, digest_key=KEY), count=6)  # type: ignore[arg-type]
+    data = out.getvalue().encode()
+    end = json.loads(data.split(b"\n")[-2])
+    assert end["digest"].startswith("hmac-sha256:")
+    (run,) = read_runs(io.BytesIO(data), digest_key=KEY)
+    assert run.verification is Verification.VERIFIED
+    assert run.is_complete
+    (stripped,) = read_runs(io.BytesIO(tamper_lines(data, "strip")), digest_key=KEY)
+    assert stripped.report.incomplete[0] == ("not signed with the configured key: it "
+                                             "carries no digest")
 
 
 @pytest.mark.parametrize("move", MOVES)
