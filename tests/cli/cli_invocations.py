@@ -29,7 +29,10 @@ from pathlib import Path
 
 from _special_files import fifo_reader, fifo_writer, make_full, make_null
 
+from _tampering import tamper_lines
 from cupellation.cli import main
+from cupellation.events import ContentCapture, RunLineEncoder
+from cupellation.logs import read_runs
 
 __all__ = [
     "GENERATORS",
@@ -174,6 +177,11 @@ def build_workspace(root: Path) -> Iterator[Workspace]:
                                      _garble(gzip.compress(log))),
             "log_cut_gz": _write(root / "cut.jsonl.gz", gzip.compress(log)[:-50]),
             "log_cut": _write(root / "cut.jsonl", b"\n".join(log.split(b"\n")[:-4]) + b"\n"),
+            # Signed with a key the reader lacks, and tampered with by someone without
+            # it (issue 22): "signature not checked", never a clean exit.
+            "log_keyed": _write(root / "keyed.jsonl", _keyed(root / "audit.jsonl")),
+            "log_tampered": _write(root / "tampered.jsonl", tamper_lines(
+                _keyed(root / "audit.jsonl"), "plain")),
             "trace_gz": _write(root / "trace.jsonl.gz", gzip.compress(
                 (demo / "trace.jsonl").read_bytes())),
             "trace_corrupt": _write(root / "trace-bad.jsonl", b'{"resourceSpans": [{"x": 1}'),
@@ -225,6 +233,17 @@ def build_workspace(root: Path) -> Iterator[Workspace]:
             "garbage": random.Random(3).randbytes(600), "empty": b"",
         }
         yield space
+
+
+#: The key the keyed logs of the workspace were signed with (never set at the reader
+#: of the generated command lines: they read those logs without it).
+_KEY = b"generated-input-key"
+
+
+def _keyed(log: Path) -> bytes:
+    """The runs of ``log`` as event lines signed with :data:`_KEY`."""
+    writer = RunLineEncoder(ContentCapture.FULL, _KEY)
+    return b"".join(writer.lines(run.events) for run in read_runs(log, keep_events=True))
 
 
 def _garble(data: bytes) -> bytes:
@@ -522,7 +541,8 @@ def _policy_check(draw: Draw) -> list[str]:
 
 
 def _log_inputs(draw: Draw) -> list[str]:
-    valid = ["audit", "log_gz", "log_cut", "trace", "trace_gz", "rotated", "audit"]
+    valid = ["audit", "log_gz", "log_cut", "trace", "trace_gz", "rotated", "audit",
+             "log_keyed", "log_tampered"]
     return [draw.input_path(valid) for _ in range(draw.rng.choice([1, 1, 1, 2]))]
 
 

@@ -48,7 +48,8 @@ _REPORT_EXIT = (
     "exit status: 0 success; 1 nothing found (no run in the sources, or not the run "
     "--run names); 2 bad usage or input that cannot be read whole (one line on standard "
     "error); 3 the rebuilt report is incomplete (a gap in the events, no run_completed, "
-    "...: the report is still shown, and one line on standard error says so; "
+    "a run not signed with CUPELLATION_DIGEST_KEY when it is set, a signed run read "
+    "without it, ...: the report is still shown, and one line on standard error says so; "
     "--allow-incomplete exits 0 for it); 130 interrupted; 141 standard output closed "
     "early."
 )
