@@ -120,9 +120,6 @@ def fetch_runs(args: argparse.Namespace) -> Fetched:
         raise UsageError(f"--from {args.from_backend}: say what to fetch: --trace ID, "
                          "--run RUN_ID or --since TIME")
     headers = headers_of(args.header)
-    if args.insecure:
-        print("cupellation report: warning: --insecure: the server's TLS certificate is "
-              "not checked (whoever answers in its place gets the headers)", file=sys.stderr)
     options: dict[str, Any] = {
         name: getattr(args, name) for name in ("max_body_bytes", "max_requests", "timeout")
         if getattr(args, name) is not None}
@@ -135,6 +132,10 @@ def fetch_runs(args: argparse.Namespace) -> Fetched:
             headers=headers, verify=not args.insecure, **options)
     except PartialFetchError as partial:
         spans, shortfall = list(partial.spans), str(partial)
+    if args.insecure:
+        # Said once something was read over it (a failure stays one line).
+        print("cupellation report: warning: --insecure: the server's TLS certificate was "
+              "not checked (whoever answered in its place got the headers)", file=sys.stderr)
     where = _where(args)
     runs = []
     for run in runs_from_spans(spans) if spans else []:

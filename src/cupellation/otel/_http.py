@@ -343,6 +343,8 @@ class Client:
         try:
             try:
                 connection.request(method, target, body=data, headers=headers)
+            except ssl.SSLError:  # a ValueError too, when it is the certificate's
+                raise
             except (UnicodeError, ValueError, http.client.InvalidURL):
                 raise BackendError(f"{self.backend}: a header or the URL holds characters "
                                    "an HTTP request cannot carry (headers are not shown)"
@@ -356,16 +358,16 @@ class Client:
             else:
                 body = _hint(answer)
             return _Answer(answer.status, location, body)
-        except (http.client.HTTPException, ValueError) as error:
-            # ValueError: http.client's own for a chunk size that is not hexadecimal.
-            raise MalformedAnswerError(
-                f"{self.backend} at {where} sent a malformed answer "
-                f"({type(error).__name__}: {_short(error)})") from None
         except ssl.SSLCertVerificationError as error:
             raise BackendError(
                 f"cannot reach {self.backend} at {where}: its TLS certificate is not "
                 f"trusted ({error.verify_message}); --insecure skips the check, for a "
                 "test server with a self-signed certificate") from None
+        except (http.client.HTTPException, ValueError) as error:
+            # ValueError: http.client's own for a chunk size that is not hexadecimal.
+            raise MalformedAnswerError(
+                f"{self.backend} at {where} sent a malformed answer "
+                f"({type(error).__name__}: {_short(error)})") from None
         except OSError as error:
             if self.deadline.passed():
                 raise Stop("timeout", f"the fetch ran past its deadline of "
