@@ -80,7 +80,8 @@ class _Report:
                                  "through a temporary file)")
         parser.add_argument("--allow-incomplete", action="store_true",
                             help="exit 0 for a rebuilt report that is incomplete (default: "
-                                 "exit 3, with one line on standard error)")
+                                 "exit 3, with one line on standard error); a --from fetch "
+                                 "cut short by one of its bounds still exits 3")
         add_remote_arguments(parser)
         return parser
 

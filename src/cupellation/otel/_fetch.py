@@ -363,10 +363,11 @@ def _stopped(backend: str, stop: Stop, progress: _Progress, requests: int,
     if not progress.spans:
         return FetchLimitError(f"{backend}: {stop.message}; nothing whole was read "
                                f"({requests} request(s) made){hint}", limit=stop.limit)
+    spans = _of_run(progress.spans, run_id)
     return PartialFetchError(
-        f"{backend}: {stop.message} after {requests} request(s); not read: "
-        f"{progress.missing}{hint}", limit=stop.limit,
-        spans=_of_run(progress.spans, run_id), missing=progress.missing, requests=requests)
+        f"{backend}: {stop.message} after {requests} request(s) and {len(spans)} span(s) "
+        f"read; not read: {progress.missing}{hint}", limit=stop.limit, spans=spans,
+        missing=progress.missing, requests=requests)
 
 
 def _check_request(backend: str, url: str, selectors: tuple[Any, ...]) -> None:
