@@ -132,10 +132,6 @@ def fetch_runs(args: argparse.Namespace) -> Fetched:
             headers=headers, verify=not args.insecure, **options)
     except PartialFetchError as partial:
         spans, shortfall = list(partial.spans), str(partial)
-    if args.insecure:
-        # Said once something was read over it (a failure stays one line).
-        print("cupellation report: warning: --insecure: the server's TLS certificate was "
-              "not checked (whoever answered in its place got the headers)", file=sys.stderr)
     where = _where(args)
     runs = []
     for run in runs_from_spans(spans) if spans else []:
@@ -145,6 +141,10 @@ def fetch_runs(args: argparse.Namespace) -> Fetched:
     if shortfall is not None and not any(args.run in (None, run[0]) for run in runs):
         # Nothing to show: the run asked for may be in what was not read.
         raise UsageError(f"{shortfall} (no run read {safe(where)})")
+    if args.insecure:
+        # Said once something was read over it (a failure stays one line).
+        print("cupellation report: warning: --insecure: the server's TLS certificate was "
+              "not checked (whoever answered in its place got the headers)", file=sys.stderr)
     return Fetched(runs=runs, where=where, shortfall=shortfall)
 
 
