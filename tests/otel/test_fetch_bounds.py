@@ -407,3 +407,24 @@ def test_a_refused_redirect_names_its_target(
         assert (code, out, err.count("\n")) == (2, "", 1), err
         assert expected in err
         assert "s3cret" not in err
+
+
+def test_a_fetch_cut_short_before_the_run_asked_for_is_exit_2_not_nothing_found(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """--run names the run of the trace the request limit kept from being read: the
+    command cannot say the run is not there (exit 1 would be silently wrong), so it
+    exits 2 with one line naming the bound and what was not read; the run of the
+    trace that was read is shown with exit 3."""
+    spans, reports = _runs("Full")
+    tempo, traces = _tempo_route(spans)
+    run_of = {format(s.context.trace_id, "032x"): str(s.attributes["cupel.run.id"])
+              for s in spans if s.name == "cupel.pipeline" and s.attributes}
+    with raw_server(tempo) as server:
+        argv = ["--from", "tempo", server.url, "--max-requests", "2", "--format", "json"]
+        code, out, err = _report([*argv, "--run", run_of[traces[1]]], capsys)
+        assert (code, out, err.count("\n")) == (2, "", 1), err
+        assert "not read: 1 of 2 traces" in err
+        assert "no run read in tempo for run" in err
+        code, out, err = _report([*argv, "--run", run_of[traces[0]]], capsys)
+    assert code == 3, err
+    assert SelectionReport.from_json(out) in reports
