@@ -29,6 +29,7 @@ from pathlib import Path
 
 from _special_files import fifo_reader, fifo_writer, make_full, make_null
 
+from _loopback import RawServer, Step, drip, raw_server
 from _tampering import tamper_lines
 from cupellation.cli import main
 from cupellation.events import ContentCapture, RunLineEncoder
@@ -82,6 +83,9 @@ class Workspace:
 
     root: Path
     closed_port: int
+    #: A loopback server answering ``/h/CASE/...`` with the hostile answer CASE
+    #: (see :data:`HOSTILE_ANSWERS`); empty until the workspace is built.
+    hostile_url: str = ""
     files: dict[str, Path] = field(default_factory=dict)
     stdin_data: dict[str, bytes] = field(default_factory=dict)
     _serial: Iterator[int] = field(default_factory=itertools.count)
@@ -112,12 +116,55 @@ def _held_port() -> Iterator[int]:
         yield held.getsockname()[1]
 
 
+def _hostile_answers(closed_port: int) -> dict[str, list[Step]]:
+    """What the hostile server answers, by case: malformed HTTP, redirects that must
+    be refused, a slow drip and a body over the default size limit."""
+    def head(*lines: str) -> bytes:
+        return ("\r\n".join(["HTTP/1.1 200 OK", *lines]) + "\r\n\r\n").encode()
+
+    def moved(where: str) -> list[Step]:
+        return [(0.0, f"HTTP/1.1 302 Found\r\nLocation: {where}\r\n"
+                      "Content-Length: 0\r\n\r\n".encode())]
+
+    return {
+        "status-line": [(0.0, b"HTTP/1.1 two hundred\r\n\r\n")],
+        "http-0.9": [(0.0, b'{"data": []}')],
+        "headers-101": [(0.0, head(*(f"X-{i}: v" for i in range(101))))],
+        "header-64k": [(0.0, head("X-Long: " + "a" * 70_000))],
+        "short-body": [(0.0, head("Content-Length: 500") + b'{"data": [')],
+        "bad-chunk": [(0.0, head("Transfer-Encoding: chunked") + b"zz\r\n{}\r\n0\r\n\r\n")],
+        "no-answer": [],
+        "other-port": moved(f"http://127.0.0.1:{closed_port}/x"),
+        "ftp": moved("ftp://127.0.0.1/x"),
+        "loop": moved("/h/loop/again"),
+        "drip": drip(head("Content-Length: 40"), b" " * 40, 0.3),
+        "huge": [(0.0, head("Content-Length: 900000000") + b"{}")],
+    }
+
+
+#: The cases of the hostile server (``Workspace.hostile_url + "/h/CASE"``).
+HOSTILE_ANSWERS = tuple(_hostile_answers(0))
+
+
+@contextmanager
+def _hostile_server(closed_port: int) -> Iterator[RawServer]:
+    answers = _hostile_answers(closed_port)
+
+    def answer(path: str) -> list[Step]:
+        case = path.split("/")[2] if path.count("/") >= 2 else ""
+        return answers.get(case, answers["no-answer"])
+
+    with raw_server(answer) as server:
+        yield server
+
+
 @contextmanager
 def build_workspace(root: Path) -> Iterator[Workspace]:
     """Make every file the generators use in ``root`` (a demo's audit log and trace,
-    items, chats, policies, vectors, damaged and special files)."""
-    with _held_port() as port:
-        space = Workspace(root, port)
+    items, chats, policies, vectors, damaged and special files), and start the
+    hostile loopback server ``report --from`` is pointed at."""
+    with _held_port() as port, _hostile_server(port) as hostile:
+        space = Workspace(root, port, hostile.url)
         f = space.files
         (root / "fresh").mkdir()
         demo = root / "demo"
@@ -372,6 +419,13 @@ class Draw:
                           "http://127.0.0.1", "not a url", "", "http://",
                           f"grpc://127.0.0.1:{port}"])
 
+    def remote_url(self) -> str:
+        """A backend's URL for ``report --from``: nothing listening, the hostile
+        loopback server with one of its cases, or a URL that is not one."""
+        if self.chance(0.5):
+            return f"{self.space.hostile_url}/h/{self.pick(list(HOSTILE_ANSWERS))}"
+        return self.url()
+
     # -- paths -------------------------------------------------------------------------------
 
     def input_path(self, valid: Sequence[str]) -> str:
@@ -558,8 +612,9 @@ def _audit(draw: Draw) -> list[str]:
 
 
 def _report_from(draw: Draw) -> list[str]:
-    """``report --from BACKEND URL``: nothing listens at the URL (exit 2, one line),
-    or a usage error."""
+    """``report --from BACKEND URL``: nothing listens at the URL, or a hostile server
+    answers (malformed HTTP, a refused redirect, a drip, a body over the limit: exit
+    2, one line), or a usage error."""
     backend = draw.choose(["phoenix", "mlflow", "jaeger", "tempo"], ["zipkin", ""])
     table = [
         (0.4, lambda d: ["--trace", d.choose(["0af7651916cd43dd8448eb211c80319c",
@@ -574,8 +629,11 @@ def _report_from(draw: Draw) -> list[str]:
                                               ["novalue", ":v", d.text()])]),
         (0.2, lambda d: ["--format", d.choose(["text", "json"], ["xml"])]),
         (0.2, lambda d: ["--allow-incomplete"]),
+        (0.2, lambda d: ["--max-body-bytes", d.choose(["1000", "100000"], ["0", "-1"])]),
+        (0.2, lambda d: ["--max-requests", d.choose(["1", "3"], ["0"])]),
+        (0.1, lambda d: ["--insecure"]),
     ]
-    argv = ["report", "--from", backend, draw.url(), *_options(draw, table)]
+    argv = ["report", "--from", backend, draw.remote_url(), *_options(draw, table)]
     return [*argv, "--timeout", draw.number() if draw.bad(0.3) else draw.pick(["0.2", "1"])]
 
 
