@@ -40,6 +40,7 @@ from cupellation import (
     SelectionReport,
     UShapedPlacer,
 )
+from cupellation._report import ExcludedItem, IncludedItem
 from cupellation.logs import AuditLog
 
 #: The target budget as a share of the candidates' tokens (max_tokens is twice it).
@@ -365,15 +366,14 @@ def touch_report(report: SelectionReport) -> int:
     """Read every entry of ``report`` (its item's content and tokens, its score and
     reason) and return how many there were. Rebuilt reports build their entries when
     read: a rate that never reads them measures less than a reader gets."""
-    count = 0
-    for entry in (*report.included, *report.excluded):
+    entries: list[IncludedItem | ExcludedItem] = [*report.included, *report.excluded]
+    for entry in entries:
         item = entry.item
         if item.content is None or item.tokens < 0 or entry.score != entry.score:
             raise AssertionError(f"a malformed report entry: {entry!r}")
         if entry.reason is None:
             raise AssertionError(f"a report entry without its reason: {entry!r}")
-        count += 1
-    return count
+    return len(entries)
 
 
 def measure(spread: Spread, unit: str) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -121,7 +122,7 @@ def _variants(items: list[Any], layout: str) -> tuple[dict[str, Callable[[], obj
     decisions = 0
     for capture in CAPTURES:
         spans, decisions = _spans(items, layout, capture)
-        out[_key(REBUILD, capture)] = lambda spans=spans: _rebuild(spans)
+        out[_key(REBUILD, capture)] = partial(_rebuild, spans)
     return out, decisions
 
 

@@ -344,18 +344,34 @@ def _gather(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
         return run_benchmarks(names, Path(folder), quick=args.quick, mode=args.mode)
 
 
+#: Past this 1-minute load average at a benchmark's start (2 cores), the machine was
+#: busy: a baseline written then is marked provisional.
+BUSY_LOAD = 2.0
+
+
 def _write_baseline(path: Path, ratios: Mapping[str, Any],
-                    payloads: Mapping[str, Mapping[str, Any]], args: argparse.Namespace
-                    ) -> None:
-    provisional = args.quick or args.mode != "loop"
+                    payloads: Mapping[str, Mapping[str, Any]]) -> None:
+    loads = [float(p.get("environment", {}).get("load_average_1min", 0.0))
+             for p in payloads.values()]
+    busy = max(loads, default=0.0) > BUSY_LOAD
+    # What the benchmarks say they did (with --from, the options here did not run them).
+    quick = any(bool(p.get("quick")) for p in payloads.values())
+    mode = "loop" if all(p.get("mode") == "loop" for p in payloads.values()) else "harness"
+    provisional = quick or mode != "loop" or busy
+    why = [reason for reason, present in (("--quick", quick),
+                                          (f"mode {mode}", mode != "loop"),
+                                          (f"load average up to {max(loads, default=0):.1f}",
+                                           busy)) if present]
     env = next(iter(payloads.values())).get("environment", {})
     path.write_text(json.dumps({
         "provisional": provisional,
-        "note": ("PROVISIONAL: --quick or harness mode, or a busy machine; regenerate on "
-                 f"an idle 2-core machine with: {BASELINE_COMMAND}") if provisional else
+        "note": (f"PROVISIONAL ({', '.join(why)}): regenerate on an idle 2-core machine "
+                 f"with: {BASELINE_COMMAND}") if provisional else
                 (f"regenerate with: {BASELINE_COMMAND} (on an idle 2-core machine)"),
-        "command": " ".join(["python benchmarks/check.py", *sys.argv[1:]]),
-        "quick": args.quick, "mode": args.mode, "environment": env,
+        "command": BASELINE_COMMAND + (" --quick" if quick else "")
+                   + ("" if mode == "loop" else f" --mode {mode}"),
+        "quick": quick, "mode": mode, "environment": env,
+        "load_average_1min_start_max": max(loads, default=None),
         "load_average_1min_end": os.getloadavg()[0],
         "ratios": {key: {k: value[k] for k in ("median", "min", "max", "rounds", "unit")
                          if k in value} for key, value in sorted(ratios.items())},
@@ -368,7 +384,7 @@ def _check(args: argparse.Namespace) -> int:
     ratios, figures = read_measures(payloads)
     verdicts = judge(targets, {**figures, **ratios})
     if args.write_baseline:
-        _write_baseline(args.baseline, ratios, payloads, args)
+        _write_baseline(args.baseline, ratios, payloads)
         print(f"check: baseline written to {args.baseline}", file=sys.stderr)
     baseline = load_baseline(args.baseline)
     comparisons = compare(ratios, baseline["ratios"])
