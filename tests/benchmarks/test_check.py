@@ -150,3 +150,14 @@ def test_loop_mode_never_forces_a_collection_and_harness_mode_always_does(
     _harness.interleave(variants, rounds=1, calls=2, mode=_harness.Mode.HARNESS)
     assert len(collections) == 3 * 2
     assert len(order) == 3 + 3 * 2  # a warm-up, no lead-in
+
+
+def test_touch_report_reads_every_entry_of_a_report_rebuilt_from_a_log(tmp_path: Path) -> None:
+    """The rebuild benchmarks' touch_report reads each entry a log reader built lazily
+    (its item, score and reason): one per candidate of a 40-candidate run."""
+    from cupellation.logs import read_runs  # noqa: PLC0415
+
+    path = tmp_path / "audit.jsonl"
+    _harness.write_audit_log(path, 1, 7, candidates=40)
+    (run,) = list(read_runs(path))
+    assert _harness.touch_report(run.report) == 40
