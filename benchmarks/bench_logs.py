@@ -87,15 +87,16 @@ UNTOUCHED = "read.recurring, entries never read (not judged)"
 
 def _read(path: Path, expected: int, *, touch: bool = True) -> int:
     """Read every run of ``path`` (and, with ``touch``, every entry of its report);
-    check the reader saw ``expected`` records."""
+    check the reader saw ``expected`` records. Returns the entries read."""
     reader = read_runs(path)
+    entries = 0
     for run in reader:
         if touch:
-            touch_report(run.report)
+            entries += touch_report(run.report)
     if reader.stats.records != expected:
         raise AssertionError(f"{path.name}: read {reader.stats.records} records, "
                              f"wrote {expected}")
-    return expected
+    return entries
 
 
 class _Nop:
@@ -208,7 +209,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             log(f"writing the {kind} log ({events} events)...")
             count = write_log(path, events, unique=kind == "unique")
             files[kind] = (path, count, path.stat().st_size)
-        reads = interleave(_read_variants(files), rounds=repeats, mode=mode, calls=1)
+        variants = _read_variants(files)
+        # What one timed read reads: every entry of every run's report.
+        entries_read = {kind: variants[f"read.{kind}"]() for kind in files}
+        reads = interleave(variants, rounds=repeats, mode=mode, calls=1)
         rows = []
         for kind, (_path, count, size) in files.items():
             rate = reads[f"read.{kind}"].cpu_ms.inverted(count * 1000.0)
@@ -248,7 +252,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json_path is not None:
         write_json(args.json_path, payload(
             "logs", mode=mode, quick=args.quick, env=env, ratios=ratios, figures=figures,
-            events=events, memory=memory,
+            events=events, memory=memory, entries_read=entries_read,
+            runs_per_log=audit_log_runs(events, ITEMS), candidates_per_run=ITEMS,
             timings={"reads": [t.to_dict() for t in reads.values()],
                      "audit": [t.to_dict() for t in overhead.values()]}))
     return 0

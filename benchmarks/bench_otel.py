@@ -70,6 +70,8 @@ NO_PROVIDER = "no provider configured"
 UNTRACED = "untraced"
 CAPTURES = ("none", "full")
 REBUILD = "rebuild"
+#: Where the root span records the content capture its run was made with.
+CAPTURE_ATTRIBUTE = "cupel.run.content_capture"
 
 
 def _key(tier: str, capture: str) -> str:
@@ -77,20 +79,24 @@ def _key(tier: str, capture: str) -> str:
     return tier if capture == "none" else f"{tier}, capture full"
 
 
-def _spans(items: list[Any], layout: str, capture: str) -> tuple[list[Any], int]:
-    """The spans of one Full run, and its decisions (inclusions plus exclusions)."""
+def _spans(items: list[Any], layout: str, capture: str) -> tuple[list[Any], int, str]:
+    """The spans of one Full run, its decisions (inclusions plus exclusions) and the
+    content capture its spans record (raises unless that is ``capture``)."""
     provider = TracerProvider()
     exporter = InMemorySpanExporter()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     reference_pipeline().run(items, budget_for(items), SpanCollector(
         tracer_provider=provider, tier="Full", content_capture=capture, layout=layout))
     spans = list(exporter.get_finished_spans())
+    recorded = {(span.attributes or {}).get(CAPTURE_ATTRIBUTE) for span in spans} - {None}
+    if recorded != {capture}:
+        raise AssertionError(f"spans made at capture {capture!r} record {recorded}")
     (run,) = runs_from_spans(spans)
     # Capture none keeps no content, and the rebuilt report says so; nothing else may
     # be missing, or the rate would be that of a lesser rebuild.
     if capture == "full" and not run.is_complete:
         raise AssertionError(f"the rebuilt run is incomplete: {run.report.incomplete}")
-    return spans, touch_report(run.report)
+    return spans, touch_report(run.report), recorded.pop()
 
 
 def _rebuild(spans: list[Any]) -> int:
@@ -98,8 +104,10 @@ def _rebuild(spans: list[Any]) -> int:
     return sum(touch_report(run.report) for run in runs_from_spans(spans))
 
 
-def _variants(items: list[Any], layout: str) -> tuple[dict[str, Callable[[], object]], int]:
-    """Every variant by name, and the decisions a rebuild makes."""
+def _variants(items: list[Any], layout: str, captures: dict[str, str]
+              ) -> tuple[dict[str, Callable[[], object]], int]:
+    """Every variant by name, and the decisions a rebuild makes; ``captures`` gets the
+    content capture each rebuild's spans record."""
     pipeline = reference_pipeline()
     budget = budget_for(items)
     out: dict[str, Callable[[], object]] = {UNTRACED: lambda: pipeline.run(items, budget, None)}
@@ -121,8 +129,9 @@ def _variants(items: list[Any], layout: str) -> tuple[dict[str, Callable[[], obj
     out[NO_PROVIDER] = lambda: pipeline.run(items, budget, disabled)
     decisions = 0
     for capture in CAPTURES:
-        spans, decisions = _spans(items, layout, capture)
+        spans, decisions, recorded = _spans(items, layout, capture)
         out[_key(REBUILD, capture)] = partial(_rebuild, spans)
+        captures[_key(REBUILD, capture)] = recorded
     return out, decisions
 
 
@@ -141,11 +150,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ratios: dict[str, Any] = {}
     figures: dict[str, Any] = {}
     tables: dict[str, Any] = {}
+    captures: dict[str, str] = {}
     print(header(f"bench_otel: layout {args.layout}, {rounds} rounds; SDK TracerProvider "
                  "(default limits) + SimpleSpanProcessor + InMemorySpanExporter", mode, env))
     for n in sizes:
         items = make_items(n, SEED, pinned_index=n // 2)
-        variants, decisions = _variants(items, args.layout)
+        variants, decisions = _variants(items, args.layout, captures)
         timings = interleave(variants, rounds=rounds, mode=mode)
         for name in variants:
             if name != UNTRACED:
@@ -169,7 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json_path is not None:
         write_json(args.json_path, payload(
             "otel", mode=mode, quick=args.quick, env=env, ratios=ratios, figures=figures,
-            layout=args.layout, rounds=rounds, timings=tables))
+            layout=args.layout, rounds=rounds, timings=tables, rebuild_captures=captures))
     return 0
 
 

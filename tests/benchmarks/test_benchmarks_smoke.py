@@ -119,6 +119,18 @@ def test_every_ratio_benchmark_writes_its_ratios_and_figures(checked: dict[str, 
                 assert spread["rounds"] >= 1
 
 
+def test_rebuild_rates_read_every_entry_at_the_default_capture(checked: dict[str, Any]
+                                                               ) -> None:
+    """bench_otel's judged rebuild runs over spans made at capture none (the full
+    capture only on its labelled line); bench_logs' timed reads read one report entry
+    per candidate of every logged run."""
+    otel = checked["runs"]["otel"]
+    assert otel["rebuild_captures"] == {"rebuild": "none", "rebuild, capture full": "full"}
+    logs = checked["runs"]["logs"]
+    every = logs["runs_per_log"] * logs["candidates_per_run"]
+    assert logs["entries_read"] == {"recurring": every, "unique": every}
+
+
 def test_the_rust_figures_are_quoted_with_source_and_date(checked: dict[str, Any]) -> None:
     """bench_pipeline measures no Rust figure: it prints and writes them as quoted,
     each with its source and date."""

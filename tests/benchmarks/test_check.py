@@ -136,7 +136,12 @@ def test_loop_mode_never_forces_a_collection_and_harness_mode_always_does(
     call; the starting variant rotates from round to round."""
     collections: list[int] = []
     real = gc.collect
-    monkeypatch.setattr(gc, "collect", lambda *a: collections.append(1) or real())
+
+    def counted(*args: int) -> int:
+        collections.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(gc, "collect", counted)
     order: list[str] = []
     variants = {name: (lambda name=name: order.append(name)) for name in ("a", "b", "c")}
     timings = _harness.interleave(variants, rounds=3, calls=2)
