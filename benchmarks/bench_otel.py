@@ -96,7 +96,7 @@ def _spans(items: list[Any], layout: str, capture: str) -> tuple[list[Any], int,
     # be missing, or the rate would be that of a lesser rebuild.
     if capture == "full" and not run.is_complete:
         raise AssertionError(f"the rebuilt run is incomplete: {run.report.incomplete}")
-    return spans, touch_report(run.report), recorded.pop()
+    return spans, touch_report(run.report), str(recorded.pop())
 
 
 def _rebuild(spans: list[Any]) -> int:
