@@ -297,13 +297,26 @@ def time_calls(fn: Callable[[], object], calls: int, *, mode: Mode
     return cpu / calls / 1e9, proc / calls / 1e9, elapsed / calls / 1e9
 
 
+def _one_call(fn: Callable[[], object]) -> float:
+    """Thread CPU seconds of one call of ``fn``."""
+    start = time.thread_time_ns()
+    fn()
+    return max(time.thread_time_ns() - start, 1) / 1e9
+
+
 def calls_for(fn: Callable[[], object], min_seconds: float = MIN_ROUND_SECONDS) -> int:
     """How many back-to-back calls of ``fn`` fill ``min_seconds`` of CPU (1 to
     MAX_CALLS), judged from one call (``fn`` is called once: it doubles as warm-up)."""
-    start = time.thread_time_ns()
-    fn()
-    took = max(time.thread_time_ns() - start, 1) / 1e9
+    return _calls(_one_call(fn), min_seconds)
+
+
+def _calls(took: float, min_seconds: float) -> int:
     return max(1, min(MAX_CALLS, int(min_seconds / took) + 1))
+
+
+#: A call longer than this (CPU seconds) gets no untimed lead-in call in loop mode:
+#: what the variant before it left in the CPU caches no longer weighs.
+LEAD_IN_LIMIT = 0.05
 
 
 def interleave(variants: Mapping[str, Callable[[], object]], *, rounds: int,
@@ -313,22 +326,22 @@ def interleave(variants: Mapping[str, Callable[[], object]], *, rounds: int,
     that drift in the machine's speed spreads evenly and each round's ratios compare
     variants measured moments apart.
 
-    Every variant is called once first (the warm-up, which also sizes its calls per
-    round unless ``calls`` is given). In loop mode each variant's turn in a round
-    begins with one untimed call, so the timed calls follow one of their own.
+    Every variant is called once first (the warm-up: first-call costs such as imports
+    and caches are not what is measured), which also sizes its calls per round unless
+    ``calls`` is given. In loop mode each variant's turn in a round begins with one
+    untimed call (unless one call takes over LEAD_IN_LIMIT), so the timed calls follow
+    one of their own.
     """
-    sizes = {name: calls if calls is not None else calls_for(fn, min_seconds)
-             for name, fn in variants.items()}
-    if calls is not None:
-        for fn in variants.values():
-            fn()  # warm-up: first-call costs (imports, caches) are not what is measured
+    took = {name: _one_call(fn) for name, fn in variants.items()}
+    sizes = {name: calls if calls is not None else _calls(took[name], min_seconds)
+             for name in variants}
     timings = {name: Timing(name=name, calls=sizes[name]) for name in variants}
     names = list(variants)
     for round_ in range(rounds):
         shift = round_ % len(names)
         for name in names[shift:] + names[:shift]:
             fn = variants[name]
-            if mode is Mode.LOOP:
+            if mode is Mode.LOOP and took[name] <= LEAD_IN_LIMIT:
                 fn()
             cpu, proc, wall = time_calls(fn, sizes[name], mode=mode)
             timing = timings[name]
