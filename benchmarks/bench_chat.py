@@ -2,7 +2,11 @@
 200-message agent transcript; then an agent loop whose list grows by one exchange per
 turn.
 
-    python benchmarks/bench_chat.py [--repeats 7] [--quick] [--json PATH]
+    python benchmarks/bench_chat.py [--repeats 7] [--quick] [--turns 99 250 500]
+                                    [--json PATH]
+
+Every figure is thread CPU time (``_harness.time_calls``); ``--mode harness``
+collects garbage before each timed call (labelled in the output).
 
 Part 1, one call on 200 OpenAI messages (a system prompt, a user request, 99 tool
 exchanges with tool outputs of 200 to 2,000 characters), each part timed alone:
@@ -15,40 +19,56 @@ exchanges with tool outputs of 200 to 2,000 characters), each part timed alone:
 - ``select_messages (first call)``: all of it from nothing (message and count caches
   empty).
 
-Part 2, the agent loop: turn after turn the list gains one exchange, up to 200
-messages, and select_messages is called on it (its caches warm from the turn before).
-For each turn, in the same process: the one-time count of the new exchange's texts
-(a message's text is counted once, on the turn it arrives, whatever the caller does),
-the call, the same call again (nothing new: every unit remembered), and the pipeline
-alone on the same units, first run and warm (see part_two for why the first run is
-the baseline). The overhead of a later call is ``(call - count - pipeline) /
-pipeline``. Beside it, the same loop with a ``MessageHistory``: the exchange appended
-(timed: the history reads it then, counts cached) and ``history.select`` (timed), whose
-overhead is ``(select - pipeline) / pipeline``. The target: later calls add at most 20%
-to the pipeline. Medians over the
-last 50 turns, over ``--repeats`` loops (each with fresh texts, so nothing is counted
-from an earlier loop's cache). ``--turns 99 250 500`` runs loops of other sizes too.
+Part 2, the agent loop: turn after turn the conversation gains one exchange, up to 200
+messages. Each turn, in this order:
+
+1. ``count``: the new exchange's texts counted through the shared counter (timed
+   apart and set aside: a message's text is counted once, on the turn it arrives,
+   whatever the caller does; this also caches the counts the calls below use);
+2. ``history turn``: ``MessageHistory.extend(new)`` then ``history.select()``, timed
+   as one (the whole turn: the new messages are read, validated and grouped on
+   extend);
+3. ``list turn``: ``select_messages(messages)`` on the whole list;
+4. ``warm pipeline``: the pipeline alone on the same units, once untimed, then the
+   median of three timed runs.
+
+Each turn's ratios are its turns over its warm pipeline; a loop's figure is the median
+of its last 50 turns (or last half); ``--repeats`` loops (fresh texts each, so no
+count comes from an earlier loop's cache) give the median and min-max. The target: a
+turn adds at most 20% to the warm pipeline.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import sys
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import cupellation
-from cupellation import ContextBudget, ContextItem, MessageHistory, select_messages
-from cupellation.chat import clear_message_cache, resolve_counter
-from cupellation.chat._conversation import Conversation, Request, read_conversation
-from cupellation.chat._select import _pipeline
-from cupellation.chat._trim import check_limits
+_HERE = Path(__file__).resolve().parent
+if str(_HERE) not in sys.path:  # imported by path (a smoke test) rather than run
+    sys.path.insert(0, str(_HERE))
+
+from _harness import (  # noqa: E402
+    Mode,
+    Spread,
+    add_common_options,
+    environment,
+    header,
+    measure,
+    payload,
+    time_calls,
+    write_json,
+)
+from cupellation import ContextBudget, ContextItem, MessageHistory, select_messages  # noqa: E402
+from cupellation.chat import clear_message_cache, resolve_counter  # noqa: E402
+from cupellation.chat._conversation import Conversation, Request, read_conversation  # noqa: E402
+from cupellation.chat._select import _pipeline  # noqa: E402
+from cupellation.chat._trim import check_limits  # noqa: E402
 
 NOW = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
 BUDGET = ContextBudget(max_tokens=30000, target_tokens=20000)
@@ -103,10 +123,20 @@ def _texts(messages: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+#: How single calls are timed: loop mode (the default) or, with ``--mode harness``, a
+#: collection before each (set once by main).
+TIMING = {"mode": Mode.LOOP}
+
+
 def _timed(action: Callable[[], object]) -> float:
-    start = time.perf_counter()
-    action()
-    return time.perf_counter() - start
+    """Thread CPU seconds of one call of ``action`` (the harness's clock and mode)."""
+    return time_calls(action, 1, mode=TIMING["mode"])[0]
+
+
+def _timed_wall(action: Callable[[], object]) -> tuple[float, float]:
+    """Thread CPU and wall-clock seconds of one call of ``action``."""
+    cpu, _, wall = time_calls(action, 1, mode=TIMING["mode"])
+    return cpu, wall
 
 
 def _request(messages: list[dict[str, Any]]) -> Request:
@@ -148,134 +178,107 @@ def part_one(repeats: int) -> dict[str, float]:
     return {name: statistics.median(values) * 1000 for name, values in samples.items()}
 
 
-def part_two(repeats: int, turns: int = 99, last: int = 50) -> dict[str, float]:
-    """The agent loop: medians over the last ``last`` turns of ``repeats`` loops.
+TURN_SAMPLES = ("count", "history", "list", "warm", "history wall", "list wall")
 
-    Each turn, in this order: the new exchange's texts counted on a private counter
-    (not the cache: the one-time count, timed); the call (timed); the same call again
-    (timed: nothing new); the texts counted privately again (untimed: it leaves the
-    CPU caches as the call's own count left them); the pipeline alone on the call's
-    units, once (timed: "pipeline, first run") and three times more (timed, median:
-    "pipeline, warm").
 
-    The first run is the baseline the target is measured against: in the call the
-    pipeline runs on units just made, right after counting new texts with tiktoken,
-    whose tables evict what the CPU caches held; measured warm instead, the pipeline
-    looks 10-15% faster than it ever runs in the loop, and the difference is charged
-    to the call. Both ratios are reported."""
+def _turn(state: dict[str, Any], seed: int, turn: int, counter: Any, pipeline: Any
+          ) -> dict[str, float]:
+    """One turn of the loop: the CPU seconds of its four parts (see the module doc)."""
+    history: MessageHistory = state["history"]
+    new = exchange(seed, turn)
+    messages = state["messages"] = [*state["messages"], *new]
+    texts = _texts(new)
+    count = _timed(lambda: [counter(t) for t in texts])
+
+    def history_turn() -> None:
+        history.extend(new, now=NOW)
+        history.select(budget=BUDGET)
+
+    taken, taken_wall = _timed_wall(history_turn)
+    listed, listed_wall = _timed_wall(lambda: select_messages(messages, budget=BUDGET, now=NOW))
+    units = read_conversation(_request(messages)).candidates  # a cache hit: the same units
+    state["units"] = len(units)
+    pipeline.run(units, BUDGET)
+    warm = statistics.median(_timed(lambda: pipeline.run(units, BUDGET)) for _ in range(3))
+    return {"count": count, "history": taken, "list": listed, "warm": warm,
+            "history wall": taken_wall, "list wall": listed_wall}
+
+
+def part_two(repeats: int, turns: int = 99, last: int = 50) -> dict[str, Any]:
+    """The agent loop: per loop the median over its last ``last`` turns of each turn's
+    ratios to its warm pipeline; over loops, median and min-max (see the module doc)."""
     pipeline, _ = _pipeline(None)
     counter = resolve_counter("auto")
-    samples: dict[str, list[float]] = {name: [] for name in (
-        "call", "repeat", "first", "warm", "count", "append", "history")}
+    per_loop: dict[str, list[float]] = {name: [] for name in (
+        "history_turn/warm_pipeline", "list_turn/warm_pipeline", "count/warm_pipeline")}
+    ms: dict[str, list[float]] = {name: [] for name in TURN_SAMPLES}
     units = 0
     for loop in range(repeats):
         clear_message_cache()
         seed = 5000 + loop
         messages = transcript(seed, 0)
         select_messages(messages, budget=BUDGET, now=NOW)
-        history = MessageHistory(messages, now=NOW)
-        for turn in range(turns):
-            new = exchange(seed, turn)
-            messages = [*messages, *new]
-            texts = _texts(new)
-            # The one-time count of the new texts, on a private counter (not the cache).
-            count = _timed(lambda: [counter.raw(t) for t in texts])  # noqa: B023
-            call = _timed(lambda: select_messages(messages, budget=BUDGET,  # noqa: B023
-                                                  now=NOW))
-            repeat = _timed(lambda: select_messages(messages, budget=BUDGET,  # noqa: B023
-                                                    now=NOW))
-            for text in texts:  # the caches as the one-time count leaves them
-                counter.raw(text)
-            # The history reads the exchange when it is appended (its counts cached
-            # by the call above: the append is timed without them), then selects.
-            append = _timed(lambda: history.extend(new, now=NOW))  # noqa: B023
-            selected = _timed(lambda: history.select(budget=BUDGET))  # noqa: B023
-            conversation = read_conversation(_request(messages))  # a cache hit: the same units
-            for text in texts:
-                counter.raw(text)
-            first = _timed(lambda: pipeline.run(conversation.candidates, BUDGET))  # noqa: B023
-            warm = statistics.median(_timed(
-                lambda: pipeline.run(conversation.candidates, BUDGET))  # noqa: B023
-                for _ in range(3))
-            if turn >= turns - last:
-                for name, value in (("call", call), ("repeat", repeat), ("first", first),
-                                    ("warm", warm), ("count", count), ("append", append),
-                                    ("history", selected)):
-                    samples[name].append(value)
-                units = len(conversation.candidates)
-    call, first, warm, count, repeat, append, selected = (
-        statistics.median(samples[name]) * 1000 for name in (
-            "call", "first", "warm", "count", "repeat", "append", "history"))
-
-    def overhead(against: str, *, less_count: bool = True, of: str = "call") -> float:
-        return statistics.median(
-            (c - (n if less_count else 0.0) - p) / p for c, n, p in zip(
-                samples[of], samples["count"], samples[against], strict=True))
-
-    return {"units": units, "later call ms": call, "pipeline, first run ms": first,
-            "pipeline, warm ms": warm, "new exchange's one-time count ms": count,
-            "repeated call ms": repeat,
-            "overhead": overhead("first"),
-            "overhead, against the warm pipeline": overhead("warm"),
-            "overhead with the new exchange's count": overhead("first", less_count=False),
-            "overhead of a repeated call (nothing new)": overhead("warm", less_count=False,
-                                                                   of="repeat"),
-            "MessageHistory.extend ms": append, "MessageHistory.select ms": selected,
-            "overhead of MessageHistory.select": overhead("first", less_count=False,
-                                                          of="history"),
-            "MessageHistory.select, against the warm pipeline": overhead(
-                "warm", less_count=False, of="history")}
-
-
-def _verdict(overhead: float) -> str:
-    return "met" if overhead <= TARGET else "NOT met"
+        state: dict[str, Any] = {"messages": messages,
+                                 "history": MessageHistory(messages, now=NOW)}
+        samples = [_turn(state, seed, turn, counter, pipeline) for turn in range(turns)]
+        kept = samples[-last:]
+        for name, part in (("history_turn", "history"), ("list_turn", "list"),
+                           ("count", "count")):
+            per_loop[f"{name}/warm_pipeline"].append(
+                statistics.median(s[part] / s["warm"] for s in kept))
+        for name in TURN_SAMPLES:
+            ms[name].append(statistics.median(s[name] for s in kept) * 1000.0)
+        units = state["units"]
+    return {"units": units, "turns": turns, "last": last,
+            "ratios": {name: Spread.of(values) for name, values in per_loop.items()},
+            "cpu_ms": {name: Spread.of(values) for name, values in ms.items()}}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    """Run both parts; print them; optionally write JSON."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--quick", action="store_true", help="3 repeats, a 40-turn loop")
     parser.add_argument("--turns", type=int, nargs="+", default=[99],
                         help="agent loops of these many turns (default: 99, 200 messages)")
-    parser.add_argument("--json", type=Path, help="also write the figures as JSON")
+    add_common_options(parser, quick_help="3 repeats, a 40-turn loop")
     args = parser.parse_args(argv)
+    TIMING["mode"] = args.mode
     repeats = 3 if args.quick else args.repeats
-    print(f"cupellation {cupellation.__version__}, Python {platform.python_version()}, "
-          f"{platform.machine()}")
+    env = environment()
+    print(header("bench_chat: select_messages and MessageHistory", args.mode, env))
     one = part_one(repeats)
     pipeline_ms = one["pipeline"]
-    print("\n200 messages (99 tool exchanges), median ms, and as a multiple of the pipeline:")
+    print("\n200 messages (99 tool exchanges), median CPU ms, and as a multiple of the "
+          "pipeline:")
     for name, value in one.items():
         print(f"  {name:<32} {value:8.3f} ms  {value / pipeline_ms:6.2f}x")
-    loops: dict[int, dict[str, float]] = {}
-    for turns in ([40] if args.quick else args.turns):
-        two = loops[turns] = part_two(repeats, turns=turns, last=min(50, (turns + 1) // 2))
-        print(f"\nAgent loop, one exchange per turn, {turns} turns (medians of the last "
-              f"{min(50, (turns + 1) // 2)}; at the end {two['units']} units):")
-        for name in ("later call ms", "pipeline, first run ms", "pipeline, warm ms",
-                     "new exchange's one-time count ms", "repeated call ms",
-                     "MessageHistory.extend ms", "MessageHistory.select ms"):
-            print(f"  {name:<48} {two[name]:8.3f}")
-        for name in ("overhead", "overhead, against the warm pipeline",
-                     "overhead with the new exchange's count",
-                     "overhead of a repeated call (nothing new)",
-                     "overhead of MessageHistory.select",
-                     "MessageHistory.select, against the warm pipeline"):
-            print(f"  {name:<48} {two[name] * 100:7.1f}%")
-        print(f"  target: later calls add <= {TARGET:.0%} to the pipeline's untraced time "
-              f"(its first run on the turn's units; the new exchange's one-time count "
-              f"apart): select_messages {_verdict(two['overhead'])}, MessageHistory.select "
-              f"{_verdict(two['overhead of MessageHistory.select'])} (its reading done "
-              f"on append: {two['MessageHistory.extend ms']:.3f} ms per exchange)")
-    first = next(iter(loops.values()))
-    if args.json is not None:
-        args.json.write_text(json.dumps({
-            "part_one_ms": one, "agent_loop": first,
-            "agent_loops": {str(turns): two for turns, two in loops.items()},
-            "target": TARGET, "met": first["overhead"] <= TARGET,
-            "met by MessageHistory": first["overhead of MessageHistory.select"] <= TARGET},
-            indent=2) + "\n",
-            encoding="utf-8")
+    ratios: dict[str, Any] = {}
+    figures: dict[str, Any] = {name: measure(Spread.of([value]), "ms")
+                               for name, value in one.items()}
+    loops: dict[str, Any] = {}
+    for k, turns in enumerate([40] if args.quick else args.turns):
+        two = part_two(repeats, turns=turns, last=min(50, (turns + 1) // 2))
+        suffix = "" if k == 0 else f"@{turns}_turns"
+        for name, spread in two["ratios"].items():
+            ratios[name + suffix] = measure(spread, "x")
+        loops[str(turns)] = {"units": two["units"], **{
+            name: spread.to_dict() for name, spread in (*two["ratios"].items(),
+                                                        *two["cpu_ms"].items())}}
+        print(f"\nAgent loop, one exchange per turn, {turns} turns (per loop the median of "
+              f"the last {two['last']}; median (min-max) over {repeats} loops; at the end "
+              f"{two['units']} units); thread CPU ms, wall ms on the \"wall\" lines:")
+        for name, spread in two["cpu_ms"].items():
+            print(f"  {name:<40} {spread.text(3)}")
+        for name, spread in two["ratios"].items():
+            verdict = " (set aside, not judged)" if name.startswith("count") else (
+                f"  {'met' if spread.median <= 1 + TARGET else 'MISSED'} (target <= "
+                f"{1 + TARGET}x)")
+            print(f"  {name:<40} {spread.text(2, 'x')}{verdict}")
+    print("\ntargets: python benchmarks/check.py judges them (benchmarks/targets.toml)")
+    if args.json_path is not None:
+        write_json(args.json_path, payload(
+            "chat", mode=args.mode, quick=args.quick, env=env, ratios=ratios,
+            figures=figures, repeats=repeats, agent_loops=loops, target=1 + TARGET))
     return 0
 
 

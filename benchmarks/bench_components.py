@@ -6,14 +6,14 @@ Scorers are timed calling ``score_all(items)``; slicers on pre-sorted
 ``ScoredItems`` (score descending, ties in input order, as the pipeline's Sort
 stage hands them) with a target of 100,000 tokens at every size; placers
 place all N pre-sorted scored items. Inputs are deterministic (seeded) and
-built once per size, outside the timed region. Each benchmark is timed
-``--repeats`` times (median and min reported) after one warm-up call; the
-memory peak comes from one more, separately traced call.
+built once per size, outside the timed region. At each size every component takes
+its turn in each of ``--repeats`` rounds (``_harness.interleave``: thread CPU time per
+call, loop mode by default, wall clock beside it); the median and min-max over rounds
+are reported. The memory peak comes from one more, separately traced call.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
@@ -27,15 +27,19 @@ if str(_HERE) not in sys.path:  # imported by path (the smoke test) rather than 
 
 from _harness import (  # noqa: E402
     CLOCK_NOW,
+    MIB,
     TAG_VOCABULARY,
-    Measurement,
-    Target,
+    Mode,
+    Timing,
     environment,
-    format_table,
-    format_targets,
+    format_timings,
+    header,
+    interleave,
     make_items,
     measure,
     parse_args,
+    payload,
+    peak_bytes,
     write_json,
 )
 from cupellation import (  # noqa: E402
@@ -128,15 +132,6 @@ SCORER_NAMES: tuple[str, ...] = tuple(_scorers())
 SLICER_NAMES: tuple[str, ...] = tuple(_slicers())
 PLACER_NAMES: tuple[str, ...] = tuple(_placers())
 
-#: Speed targets at 10,000 items: every scorer and GreedySlice 50 ms, KnapsackSlice 300 ms.
-TARGET_N = 10_000
-TARGET_LIMITS_MS: dict[str, float] = {
-    **dict.fromkeys(SCORER_NAMES, 50.0),
-    "GreedySlice": 50.0,
-    "KnapsackSlice": 300.0,
-}
-
-
 def _presorted(items: list[ContextItem]) -> ScoredItems:
     """The items scored by the pipeline's usual composite and sorted as Sort does."""
     scores = list(CompositeScorer([(RecencyScorer(), 2.0), (PriorityScorer(), 1.0)])
@@ -145,19 +140,13 @@ def _presorted(items: list[ContextItem]) -> ScoredItems:
     return ScoredItems([items[k] for k in order], [scores[k] for k in order])
 
 
-def _run_size(n: int, repeats: int, log: Callable[[str], None]) -> list[Measurement]:
+def _run_size(n: int, repeats: int, mode: Mode, log: Callable[[str], None]
+              ) -> tuple[dict[str, Timing], dict[str, int]]:
     items = make_items(n, SEED + n)
     scored = _presorted(items)
     budget = ContextBudget(max_tokens=2 * SLICE_TARGET_TOKENS, target_tokens=SLICE_TARGET_TOKENS)
-    rows: list[Measurement] = []
-
-    def bench(name: str, group: str, fn: Callable[[], object]) -> None:
-        row = measure(name, group, n, fn, repeats)
-        rows.append(row)
-        log(f"  {name:<32} N={n:<7} median {row.median_ms:10.3f} ms")
-
-    for name, scorer in _scorers().items():
-        bench(name, "scorer", partial(scorer.score_all, items))
+    variants: dict[str, Callable[[], object]] = {
+        name: partial(scorer.score_all, items) for name, scorer in _scorers().items()}
     # The specification caps a knapsack's DP table at 50,000,000 cells
     # (TableTooLarge): past that size the knapsack slicers refuse by design.
     cells = n * (SLICE_TARGET_TOKENS // KNAPSACK_BUCKET + 1)
@@ -166,25 +155,15 @@ def _run_size(n: int, repeats: int, log: Callable[[str], None]) -> list[Measurem
             log(f"  {name:<32} N={n:<7} skipped: {cells:,} cells > {MAX_TABLE_CELLS:,} "
                 "(TableTooLargeError by design)")
             continue
-        bench(name, "slicer", partial(slicer.slice, scored, budget))
+        variants[name] = partial(slicer.slice, scored, budget)
     for name, placer in _placers().items():
-        bench(name, "placer", partial(placer.place, scored))
-    return rows
-
-
-def _targets(rows: Sequence[Measurement]) -> list[Target]:
-    at_n = {row.name: row for row in rows if row.n == TARGET_N}
-    targets: list[Target] = []
-    for name, limit in TARGET_LIMITS_MS.items():
-        row = at_n.get(name)
-        note = ("target 100,000 tokens, bucket 100" if name == "KnapsackSlice" else "")
-        targets.append(Target(f"{name} @ {TARGET_N:,} items", "ms", limit,
-                              None if row is None else row.median_ms, note))
-    return targets
+        variants[name] = partial(placer.place, scored)
+    timings = interleave(variants, rounds=repeats, mode=mode)
+    return timings, {name: peak_bytes(fn) for name, fn in variants.items()}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the component benchmarks; print the table and targets; optionally write JSON."""
+    """Run the component benchmarks; print the table; optionally write JSON."""
     args = parse_args(
         "Benchmark every cupellation scorer, slicer and placer.", argv,
         default_sizes=DEFAULT_SIZES,
@@ -194,41 +173,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(message, file=sys.stderr, flush=True)
 
     env = environment()
-    rows: list[Measurement] = []
-    for n in args.sizes:
-        log(f"N={n}: building inputs and measuring ({args.repeats} repeats)")
-        rows.extend(_run_size(n, args.repeats, log))
-    order = {name: k for k, name in enumerate(SCORER_NAMES + SLICER_NAMES + PLACER_NAMES)}
-    rows.sort(key=lambda row: (order[row.name], row.n))
-    targets = _targets(rows)
-
-    print(f"cupellation component benchmarks — {args.repeats} timed runs per row "
-          f"(median, min), peak = tracemalloc peak of one extra run")
-    print(f"Python {env['python']} on {env['platform']}, numpy {env['numpy']}, "
-          f"{env['cpu_count']} CPUs, 1-min load average {env['load_average_1min']:.2f} "
-          f"at start, {os.getloadavg()[0]:.2f} at end")
+    figures: dict[str, Any] = {}
+    results: list[dict[str, Any]] = []
+    groups = {**dict.fromkeys(SCORER_NAMES, "scorer"), **dict.fromkeys(SLICER_NAMES, "slicer"),
+              **dict.fromkeys(PLACER_NAMES, "placer")}
+    print(header(f"cupellation component benchmarks: {args.repeats} rounds per size; "
+                 "peak = tracemalloc peak of one extra call", args.mode, env))
     print(f"slicers: pre-sorted ScoredItems, target {SLICE_TARGET_TOKENS:,} tokens; "
-          f"placers: all N items")
-    for group in ("scorer", "slicer", "placer"):
-        print()
-        print(format_table([row for row in rows if row.group == group]))
-    print()
-    print("targets")
-    print(format_targets(targets))
-
+          "placers: all N items")
+    for n in args.sizes:
+        log(f"N={n}: building inputs and measuring ({args.repeats} rounds)")
+        timings, peaks = _run_size(n, args.repeats, args.mode, log)
+        for name, timing in timings.items():
+            figures[f"{name}_cpu_ms@{n}"] = measure(timing.cpu_ms, "ms")
+            results.append({**timing.to_dict(), "group": groups[name], "n": n,
+                            "peak_mib": peaks[name] / MIB})
+        judged = [timings[name] for name in (*SCORER_NAMES, "GreedySlice")]
+        slowest = max(judged, key=lambda timing: timing.cpu_ms.median)
+        figures[f"slowest_scorer_or_greedy_cpu_ms@{n}"] = {
+            **measure(slowest.cpu_ms, "ms"), "component": slowest.name}
+        print(f"\n{n} items")
+        print(format_timings(timings))
+    print("\ntargets: python benchmarks/check.py judges them (benchmarks/targets.toml)")
     if args.json_path is not None:
-        payload: dict[str, Any] = {
-            "benchmark": "components",
-            "environment": env,
-            "sizes": args.sizes,
-            "repeats": args.repeats,
-            "slice_target_tokens": SLICE_TARGET_TOKENS,
-            "knapsack_bucket_size": KNAPSACK_BUCKET,
-            "load_average_1min_end": os.getloadavg()[0],
-            "results": [row.to_dict() for row in rows],
-            "targets": [target.to_dict() for target in targets],
-        }
-        write_json(args.json_path, payload)
+        write_json(args.json_path, payload(
+            "components", mode=args.mode, quick=args.quick, env=env, ratios={},
+            figures=figures, sizes=args.sizes, rounds=args.repeats,
+            slice_target_tokens=SLICE_TARGET_TOKENS, knapsack_bucket_size=KNAPSACK_BUCKET,
+            results=results))
     return 0
 
 

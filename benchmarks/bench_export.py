@@ -20,10 +20,12 @@ exporter behind it differs:
   aimed at a 127.0.0.1 port that is bound and never listens, so every connection
   is refused and the batch thread retries with backoff until the timeout.
 
-``untraced`` (``collector=None``) is there for scale. The modes are timed
-round-robin (``measure_interleaved``), so that drift in the machine's speed spreads
-evenly; the target is the median of an unreachable mode over the median of the
-in-memory mode at 1,000 items: the run must not notice that the backend is gone.
+``untraced`` (``collector=None``) is there for scale. The modes take turns in every
+round (``_harness.interleave``: the calling thread's CPU time per call, loop mode by
+default, wall clock beside it; the batch thread's own work is on another thread and
+is flagged, not counted: what is judged is what the run itself pays); the target is
+an unreachable mode over the in-memory mode, per round, at 1,000 items (median and
+min-max): the run must not notice that the backend is gone.
 Afterwards each provider is shut down (bounded by a 1 s shutdown timeout) and its
 span accounting printed: with the backend unreachable every span is counted
 dropped, none is delivered.
@@ -51,17 +53,20 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (  # noqa: E4
 )
 
 from _harness import (  # noqa: E402
-    Measurement,
-    Target,
+    Mode,
+    Timing,
     budget_for,
     environment,
     format_columns,
-    format_table,
-    format_targets,
+    format_timings,
+    header,
+    interleave,
     make_items,
-    measure_interleaved,
+    measure,
     parse_args,
+    payload,
     reference_pipeline,
+    round_ratios,
     write_json,
 )
 from cupellation import (  # noqa: E402
@@ -91,8 +96,6 @@ MODE_HTTP = "Full, OTLP/HTTP unreachable"
 MODE_GRPC = "Full, OTLP/gRPC unreachable"
 MODE_NAMES: tuple[str, ...] = (MODE_NONE, MODE_MEMORY, MODE_HTTP, MODE_GRPC)
 UNREACHABLE: dict[str, OtlpProtocol] = {MODE_HTTP: "http/protobuf", MODE_GRPC: "grpc"}
-LIMIT = 1.2
-"""An unreachable backend's run over the in-memory one's, at 1,000 items."""
 
 
 @contextmanager
@@ -132,8 +135,21 @@ def _traced(pipeline: Pipeline, items: list[ContextItem], budget: ContextBudget,
     return pipeline.run(items, budget, collector)
 
 
+def _fns(pipeline: Pipeline, sinks: dict[str, _Sink], n: int
+         ) -> dict[str, Callable[[], object]]:
+    items = make_items(n, SEED + n, pinned_index=n // 2)
+    budget = budget_for(items)
+    fns: dict[str, Callable[[], object]] = {MODE_NONE: partial(pipeline.run, items, budget,
+                                                               None)}
+    for mode in MODE_NAMES[1:]:
+        sink = sinks[mode]
+        memory = (sink.exporter if isinstance(sink.exporter, InMemorySpanExporter) else None)
+        fns[mode] = partial(_traced, pipeline, items, budget, sink.collector(), memory)
+    return fns
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the benchmark; print the table, the span accounting and the targets."""
+    """Run the benchmark; print the table and the span accounting."""
     args = parse_args("Benchmark a traced run against an unreachable OTLP backend.", argv,
                       default_sizes=DEFAULT_SIZES, quick_sizes=(100, 1000))
     repeats = args.repeats if (args.quick or args.extra.repeats) else DEFAULT_REPEATS
@@ -141,8 +157,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     # The SDK exporters log every refused attempt; the accounting below tells the story.
     logging.getLogger("opentelemetry.exporter").setLevel(logging.CRITICAL)
     pipeline = reference_pipeline()
-    rows: list[Measurement] = []
+    by_size: dict[int, dict[str, Timing]] = {}
     accounting: list[dict[str, Any]] = []
+    ratios: dict[str, Any] = {}
     with unreachable_endpoint() as endpoint:
         sinks: dict[str, _Sink] = {MODE_MEMORY: _Sink(InMemorySpanExporter())}
         for mode, protocol in UNREACHABLE.items():
@@ -150,73 +167,45 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                    timeout=EXPORT_TIMEOUT_SECONDS))
         try:
             for n in args.sizes:
-                items = make_items(n, SEED + n, pinned_index=n // 2)
-                budget = budget_for(items)
-                fns: list[Callable[[], object]] = [
-                    partial(pipeline.run, items, budget, None)]
-                for mode in MODE_NAMES[1:]:
-                    sink = sinks[mode]
-                    memory = (sink.exporter if isinstance(sink.exporter, InMemorySpanExporter)
-                              else None)
-                    fns.append(partial(_traced, pipeline, items, budget, sink.collector(),
-                                       memory))
-                print(f"N={n}: {repeats} interleaved repeats of each mode", file=sys.stderr)
-                measured = measure_interleaved(MODE_NAMES, "export", n, fns, repeats)
-                memory_median = measured[1].median_ms
-                for row in measured:
-                    row.extra["vs_in_memory"] = row.median_ms / memory_median
-                rows.extend(measured)
+                print(f"N={n}: {repeats} rounds of each mode", file=sys.stderr)
+                timings = by_size[n] = interleave(_fns(pipeline, sinks, n), rounds=repeats,
+                                                  mode=args.mode)
+                for mode in UNREACHABLE:
+                    ratios[f"{mode}/in-memory@{n}"] = measure(
+                        round_ratios(timings, mode, MODE_MEMORY), "x")
+                ratios[f"in-memory/untraced@{n}"] = measure(
+                    round_ratios(timings, MODE_MEMORY, MODE_NONE), "x")
         finally:
             for mode, sink in sinks.items():
                 sink.provider.shutdown()
                 accounting.append({"mode": mode, "endpoint": endpoint if mode in UNREACHABLE
                                    else None, **sink.accounting()})
-    targets = _targets(rows)
-    _print(repeats, env, rows, accounting, targets)
+    _print(repeats, args.mode, env, by_size, accounting)
     if args.json_path is not None:
-        write_json(args.json_path, {
-            "benchmark": "export",
-            "environment": env,
-            "sizes": args.sizes,
-            "repeats": repeats,
-            "results": [row.to_dict() for row in rows],
-            "accounting": accounting,
-            "targets": [target.to_dict() for target in targets],
-        })
+        write_json(args.json_path, payload(
+            "export", mode=args.mode, quick=args.quick, env=env, ratios=ratios, figures={},
+            sizes=args.sizes, rounds=repeats, accounting=accounting,
+            timings={str(n): [t.to_dict() for t in timings.values()]
+                     for n, timings in by_size.items()}))
     return 0
 
 
-def _targets(rows: Sequence[Measurement]) -> list[Target]:
-    targets = []
-    for mode in UNREACHABLE:
-        measured = [row for row in rows if row.name == mode and row.n == 1_000]
-        targets.append(Target(f"{mode} / in-memory exporter at 1,000 items", "x", LIMIT,
-                              measured[0].extra["vs_in_memory"] if measured else None,
-                              "medians of interleaved runs"))
-    return targets
-
-
-def _print(repeats: int, env: dict[str, Any], rows: Sequence[Measurement],
-           accounting: Sequence[dict[str, Any]], targets: Sequence[Target]) -> None:
-    print(f"cupellation export benchmark — {repeats} timed runs per row, interleaved "
-          "(median, min), peak = tracemalloc peak of one extra run")
-    print(f"Python {env['python']} on {env['platform']}, {env['cpu_count']} CPUs, 1-min load "
-          f"average {env['load_average_1min']:.2f} at start")
+def _print(repeats: int, mode: Mode, env: dict[str, Any], by_size: dict[int, dict[str, Timing]],
+           accounting: Sequence[dict[str, Any]]) -> None:
+    print(header(f"cupellation export benchmark: {repeats} rounds", mode, env))
     print("SpanCollector(tier=Full) -> TracerProvider (default span limits) -> "
           "DropCountingSpanProcessor (batch: queue 2048, batches of 512, "
           f"{SCHEDULE_DELAY_MILLIS:g} ms delay) -> the row's exporter")
-    print()
-    print(format_table(rows, extra_columns=[
-        ("x in-memory", lambda row: f"{row.extra['vs_in_memory']:.3f}")]))
+    for n, timings in by_size.items():
+        print(f"\n{n} items")
+        print(format_timings(timings, MODE_MEMORY))
     print()
     print("span accounting after shutdown")
     print(format_columns(
         ["exporter", "submitted", "delivered", "dropped"],
         [[entry["mode"], str(entry["submitted"]), str(entry["delivered"]),
           str(entry["dropped"])] for entry in accounting]))
-    print()
-    print("targets")
-    print(format_targets(targets))
+    print("\ntargets: python benchmarks/check.py judges them (benchmarks/targets.toml)")
 
 
 if __name__ == "__main__":

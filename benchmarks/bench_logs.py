@@ -1,7 +1,8 @@
 """Benchmark the log projection: rebuilding runs from an audit log, the reader's
 memory as the log grows, and the audit log's cost inside a run.
 
-    python benchmarks/bench_logs.py [--events 1000000] [--repeats 3] [--quick] [--json PATH]
+    python benchmarks/bench_logs.py [--events 1000000] [--repeats 3] [--pairs 31]
+                                    [--quick] [--mode loop|harness] [--json PATH]
 
 Logs are written by ``AuditLog`` from real pipeline runs of 1,000 candidates
 (``make_items``; the bench_pipeline configuration), about 1,014 events a run:
@@ -10,28 +11,27 @@ Logs are written by ``AuditLog`` from real pipeline runs of 1,000 candidates
   offered again each turn; the reader shares items decoded from the same bytes);
 - **unique**: every run has its own 1,000 items (the reader's worst case).
 
-Throughput is events per second of ``list(read_runs(path))`` — every run's
-digest checked, every report built (the items inside the reports are built when
-read, and nothing reads them here) — the median of ``--repeats`` reads, the two
-files read round-robin; beside it, the floor: ``msgspec`` decoding each line
-into its typed record and nothing else. Memory is the tracemalloc peak of
-reading a log and of one ten times longer. The audit-log cost is the median of
-per-pair ratios of interleaved runs with an ``AuditLog`` against runs with no
-collector (and, for reference, with a do-nothing Full-level collector: the cost
-of the pipeline building its item events at all); the digest's own cost is the
-median of per-pair ratios of runs into an ``AuditLog`` against runs into one
-whose digest does nothing.
+Throughput is events per second of thread CPU of reading a log with ``read_runs`` —
+every run's digest checked, every report built, and **every entry of every report
+read** (its item's content and tokens, its score and reason: the reader builds
+entries lazily, so a rate that never reads them measures less than a reader gets).
+The reads take turns with the floor, ``msgspec`` decoding each line into its typed
+record and nothing else, round by round (``_harness.interleave``); the read over the
+floor is a per-round ratio. An extra, labelled line reads the recurring log without
+touching the entries. Memory is the tracemalloc peak of reading a log and of one ten
+times longer. The audit-log cost: runs with an ``AuditLog`` against runs with no
+collector, taking turns with a do-nothing Full-level collector (the cost of the
+pipeline building its item events at all) and an ``AuditLog`` whose digest does
+nothing (the digest's own cost); each ratio per round, median and min-max.
 """
 
 from __future__ import annotations
 
 import argparse
-import gc
-import statistics
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -40,15 +40,24 @@ if str(_HERE) not in sys.path:
     sys.path.insert(0, str(_HERE))
 
 from _harness import (  # noqa: E402
-    Target,
+    Mode,
+    Spread,
+    Timing,
+    add_common_options,
     audit_log_runs,
     budget_for,
     environment,
     format_columns,
-    format_targets,
+    format_timings,
+    header,
+    interleave,
     make_items,
+    measure,
+    payload,
     peak_bytes,
     reference_pipeline,
+    round_ratios,
+    touch_report,
     write_audit_log,
     write_json,
 )
@@ -72,11 +81,22 @@ def write_log(path: Path, events: int, *, unique: bool) -> int:
                            pinned_index=ITEMS // 2, unique=unique)
 
 
-def _read(path: Path) -> int:
+#: The extra line: the recurring log read without reading the reports' entries.
+UNTOUCHED = "read.recurring, entries never read (not judged)"
+
+
+def _read(path: Path, expected: int, *, touch: bool = True) -> int:
+    """Read every run of ``path`` (and, with ``touch``, every entry of its report);
+    check the reader saw ``expected`` records. Returns the entries read."""
     reader = read_runs(path)
-    for _ in reader:
-        pass
-    return reader.stats.records
+    entries = 0
+    for run in reader:
+        if touch:
+            entries += touch_report(run.report)
+    if reader.stats.records != expected:
+        raise AssertionError(f"{path.name}: read {reader.stats.records} records, "
+                             f"wrote {expected}")
+    return entries
 
 
 class _Nop:
@@ -117,69 +137,70 @@ class _DigestOff(AuditLog):
             RunDigest.update = real  # type: ignore[method-assign]
 
 
-def _paired(fns: dict[str, Callable[[], object]], pairs: int) -> dict[str, list[float]]:
-    """Run the functions round-robin ``pairs`` times (after a warm-up); times in ms."""
-    for fn in fns.values():
-        fn()
-    times: dict[str, list[float]] = {name: [] for name in fns}
-    order = list(fns)
-    for k in range(pairs):
-        for name in order[k % len(order):] + order[:k % len(order)]:
-            gc.collect()
-            start = time.perf_counter()
-            fns[name]()
-            times[name].append((time.perf_counter() - start) * 1000.0)
-    return times
-
-
-def _ratio(times: dict[str, list[float]], over: str, under: str) -> float:
-    return statistics.median(a / b for a, b in zip(times[over], times[under], strict=True))
-
-
-def audit_overhead(directory: Path, pairs: int) -> dict[str, float]:
-    """Median per-pair ratios: AuditLog vs no collector, Full no-op vs no collector,
-    AuditLog vs AuditLog without its digest."""
+def audit_overhead(directory: Path, rounds: int, mode: Mode) -> dict[str, Timing]:
+    """The four variants of the audit-log cost, timed in turns."""
     pipeline = reference_pipeline()
     items = make_items(ITEMS, SEED, pinned_index=ITEMS // 2)
     budget = budget_for(items)
     audit = AuditLog(directory / "overhead.jsonl")
     plain = _DigestOff(directory / "plain.jsonl")
     nop = _Nop()
-    times = _paired({
-        "none": lambda: pipeline.run(items, budget),
-        "audit": lambda: pipeline.run(items, budget, audit),
-        "nop": lambda: pipeline.run(items, budget, nop),
-        "no_digest": lambda: pipeline.run(items, budget, plain),
-    }, pairs)
-    audit.close()
-    plain.close()
-    return {
-        "none_ms": statistics.median(times["none"]),
-        "audit_ms": statistics.median(times["audit"]),
-        "nop_full_ms": statistics.median(times["nop"]),
-        "audit_no_digest_ms": statistics.median(times["no_digest"]),
-        "audit_ratio": _ratio(times, "audit", "none"),
-        "nop_full_ratio": _ratio(times, "nop", "none"),
-        "digest_ratio": _ratio(times, "audit", "no_digest"),
-    }
+    try:
+        return interleave({
+            "untraced": lambda: pipeline.run(items, budget),
+            "audit": lambda: pipeline.run(items, budget, audit),
+            "nop_full": lambda: pipeline.run(items, budget, nop),
+            "audit_no_digest": lambda: pipeline.run(items, budget, plain),
+        }, rounds=rounds, mode=mode)
+    finally:
+        audit.close()
+        plain.close()
+
+
+def _read_variants(files: dict[str, tuple[Path, int, int]]
+                   ) -> dict[str, Callable[[], object]]:
+    variants: dict[str, Callable[[], object]] = {}
+    for kind, (path, count, _size) in files.items():
+        variants[f"read.{kind}"] = partial(_read, path, count)
+        variants[f"floor.{kind}"] = partial(read_floor, path)
+    recurring, count, _ = files["recurring"]
+    variants[UNTOUCHED] = partial(_read, recurring, count, touch=False)
+    return variants
+
+
+def _memory(directory: Path, events: int, quick: bool) -> dict[str, Any]:
+    small = directory / "small.jsonl"
+    large = directory / "large.jsonl"
+    small_events = 1_000 if quick else max(events // 10, 10_000)
+    small_count = write_log(small, small_events, unique=True)
+    large_count = write_log(large, small_events * 10, unique=True)
+    peaks = {"small": peak_bytes(lambda: _read(small, small_count)),
+             "large": peak_bytes(lambda: _read(large, large_count))}
+    return {"small_events": small_count, "large_events": large_count,
+            "small_peak_mib": peaks["small"] / 2**20, "large_peak_mib": peaks["large"] / 2**20,
+            "ratio": peaks["large"] / max(peaks["small"], 1)}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the benchmarks; print the tables and targets; optionally write JSON."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else "")
+    """Run the benchmarks; print the tables; optionally write JSON."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--events", type=int, default=1_000_000)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--pairs", type=int, default=31)
-    parser.add_argument("--quick", action="store_true", help="20,000 events, 1 read, 5 pairs")
-    parser.add_argument("--json", dest="json_path", type=Path, default=None)
+    parser.add_argument("--repeats", type=int, default=3, help="rounds of reading")
+    parser.add_argument("--pairs", type=int, default=31, help="rounds of the audit-log cost")
+    add_common_options(parser, quick_help="5,000 events, 3 rounds of each, a smaller memory check")
     args = parser.parse_args(argv)
-    events, repeats, pairs = ((20_000, 1, 5) if args.quick
+    events, repeats, pairs = ((5_000, 3, 3) if args.quick
                               else (args.events, args.repeats, args.pairs))
+    mode: Mode = args.mode
 
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
-    results: dict[str, Any] = {"environment": environment(), "events": events}
+    env = environment()
+    ratios: dict[str, Any] = {}
+    figures: dict[str, Any] = {}
+    print(header(f"bench_logs: logs of {events:,} events, {repeats} rounds of reading, "
+                 f"{pairs} rounds of the audit-log cost", mode, env))
     with tempfile.TemporaryDirectory(prefix="bench_logs_") as tmp:
         directory = Path(tmp)
         files = {}
@@ -188,73 +209,53 @@ def main(argv: Sequence[str] | None = None) -> int:
             log(f"writing the {kind} log ({events} events)...")
             count = write_log(path, events, unique=kind == "unique")
             files[kind] = (path, count, path.stat().st_size)
-        times: dict[str, list[float]] = {kind: [] for kind in files}
-        floors: dict[str, list[float]] = {kind: [] for kind in files}
-        for _ in range(repeats):
-            for kind, (path, count, _size) in files.items():
-                gc.collect()
-                start = time.perf_counter()
-                assert _read(path) == count
-                times[kind].append(time.perf_counter() - start)
-                start = time.perf_counter()
-                read_floor(path)
-                floors[kind].append(time.perf_counter() - start)
+        variants = _read_variants(files)
+        # What one timed read reads: every entry of every run's report.
+        entries_read = {kind: variants[f"read.{kind}"]() for kind in files}
+        reads = interleave(variants, rounds=repeats, mode=mode, calls=1)
         rows = []
         for kind, (_path, count, size) in files.items():
-            median = statistics.median(times[kind])
-            floor = statistics.median(floors[kind])
-            results[f"read_{kind}"] = {"events": count, "bytes": size, "seconds": times[kind],
-                                       "median_s": median, "events_per_s": count / median,
-                                       "floor_lines_per_s": count / floor}
-            rows.append([kind, str(count), f"{size / 2**20:.0f}",
-                         f"{median:.2f}", f"{count / median:,.0f}", f"{count / floor:,.0f}"])
-        print(format_columns(["log", "events", "MiB", "median s", "events/s",
+            rate = reads[f"read.{kind}"].cpu_ms.inverted(count * 1000.0)
+            figures[f"rebuild_events_per_s.{kind}"] = measure(rate, "events/s")
+            ratios[f"read.{kind}/floor"] = measure(
+                round_ratios(reads, f"read.{kind}", f"floor.{kind}"), "x")
+            floor = reads[f"floor.{kind}"].cpu_ms.inverted(count * 1000.0)
+            rows.append([kind, str(count), f"{size / 2**20:.1f}", rate.text(0),
+                         f"{floor.median:,.0f}"])
+        untouched = reads[UNTOUCHED].cpu_ms.inverted(files["recurring"][1] * 1000.0)
+        figures["rebuild_events_per_s.recurring_untouched"] = measure(untouched, "events/s")
+        print("\nrebuild from an audit log, every report entry read (events/s of CPU)")
+        print(format_columns(["log", "events", "MiB", "events/s median (min-max)",
                               "floor lines/s"], rows))
+        print(f"{UNTOUCHED}: {untouched.text(0)} events/s")
+        print(format_timings(reads))
 
         log("memory: a log and one ten times longer...")
-        small = directory / "small.jsonl"
-        large = directory / "large.jsonl"
-        small_events = max(events // 10, 10_000) if not args.quick else 5_000
-        write_log(small, small_events, unique=True)
-        write_log(large, small_events * 10, unique=True)
-        peaks = {"small": peak_bytes(lambda: _read(small)),
-                 "large": peak_bytes(lambda: _read(large))}
-        results["memory"] = {"small_events": small_events, "large_events": small_events * 10,
-                             "small_peak_mib": peaks["small"] / 2**20,
-                             "large_peak_mib": peaks["large"] / 2**20}
-        print(format_columns(["log", "events", "peak MiB"], [
-            ["small", str(small_events), f"{peaks['small'] / 2**20:.1f}"],
-            ["10x", str(small_events * 10), f"{peaks['large'] / 2**20:.1f}"]]))
+        memory = _memory(directory, events, args.quick)
+        figures["memory_10x/1x"] = measure(Spread.of([memory["ratio"]]), "x")
+        print(f"\nreader memory: {memory['small_events']} events {memory['small_peak_mib']:.1f} "
+              f"MiB, {memory['large_events']} events {memory['large_peak_mib']:.1f} MiB "
+              f"(x{memory['ratio']:.2f})")
 
         log("audit-log cost inside a 1,000-item run...")
-        overhead = audit_overhead(directory, pairs)
-        results["audit_overhead"] = overhead
-        print(format_columns(["run", "median ms", "ratio to none"], [
-            ["no collector", f"{overhead['none_ms']:.3f}", "1.00"],
-            ["Full no-op collector", f"{overhead['nop_full_ms']:.3f}",
-             f"{overhead['nop_full_ratio']:.2f}"],
-            ["AuditLog (Full)", f"{overhead['audit_ms']:.3f}", f"{overhead['audit_ratio']:.2f}"],
-            ["AuditLog (Full), digest off", f"{overhead['audit_no_digest_ms']:.3f}", ""],
-        ]))
-        print(f"the digest: AuditLog / AuditLog without it = {overhead['digest_ratio']:.3f}")
-    targets = [
-        # Issue 12: ≥ 300,000 events/s with reused items, ≥ 200,000 with all-new items.
-        Target("rebuild recurring log: seconds per 300k events", "s",
-               1.0, 300_000 / results["read_recurring"]["events_per_s"]),
-        Target("rebuild unique log: seconds per 200k events", "s",
-               1.0, 200_000 / results["read_unique"]["events_per_s"]),
-        Target("peak memory 10x log / 1x log", "x", 1.5,
-               peaks["large"] / max(peaks["small"], 1)),
-        Target("AuditLog run / untraced run (1,000 items)", "x", 1.5, overhead["audit_ratio"]),
-        Target("the digest: AuditLog run / without its digest", "x", 1.05,
-               overhead["digest_ratio"]),
-    ]
-    print()
-    print(format_targets(targets))
-    results["targets"] = [{"name": t.name, "unit": t.unit, "limit": t.limit,
-                           "measured": t.measured, "status": t.status} for t in targets]
+        overhead = audit_overhead(directory, pairs, mode)
+        for name in ("audit", "nop_full"):
+            ratios[f"{name}/untraced@{ITEMS}"] = measure(
+                round_ratios(overhead, name, "untraced"), "x")
+        ratios[f"audit/audit_no_digest@{ITEMS}"] = measure(
+            round_ratios(overhead, "audit", "audit_no_digest"), "x")
+        print(f"\nthe audit log's cost inside a {ITEMS:,}-item run")
+        print(format_timings(overhead, "untraced"))
+        print("the digest: AuditLog / AuditLog without it = "
+              + round_ratios(overhead, "audit", "audit_no_digest").text(3, "x"))
+    print("\ntargets: python benchmarks/check.py judges them (benchmarks/targets.toml)")
     if args.json_path is not None:
-        write_json(args.json_path, results)
+        write_json(args.json_path, payload(
+            "logs", mode=mode, quick=args.quick, env=env, ratios=ratios, figures=figures,
+            events=events, memory=memory, entries_read=entries_read,
+            runs_per_log=audit_log_runs(events, ITEMS), candidates_per_run=ITEMS,
+            timings={"reads": [t.to_dict() for t in reads.values()],
+                     "audit": [t.to_dict() for t in overhead.values()]}))
     return 0
 
 

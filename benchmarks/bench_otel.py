@@ -1,38 +1,36 @@
-"""Benchmark the OpenTelemetry projection against issue 15's targets: what a
-SpanCollector adds to a run, and how fast runs are rebuilt from spans.
+"""Benchmark the OpenTelemetry projection: what a SpanCollector adds to a run, and how
+fast runs are rebuilt from spans.
 
-    python benchmarks/bench_otel.py [--sizes 1000] [--repeats 15] [--quick] [--json PATH]
-                                    [--layout columns|events]
+    python benchmarks/bench_otel.py [--sizes 1000] [--repeats 15] [--quick]
+                                    [--mode loop|harness] [--layout columns|events]
+                                    [--json PATH]
 
-The setting of the targets: the pipeline of ``bench_pipeline.py`` (Composite(Recency
-x2, Priority x1), GreedySlice, UShapedPlacer, one pinned item, a target of 40% of the
-candidates' tokens) at 1,000 items; a SpanCollector on an SDK TracerProvider with the
-SDK's DEFAULT span limits, a SimpleSpanProcessor and an InMemorySpanExporter (cleared
+The setting: the pipeline of ``bench_pipeline.py`` (Composite(Recency x2, Priority
+x1), GreedySlice, UShapedPlacer, one pinned item, a target of 40% of the candidates'
+tokens) at 1,000 items; a SpanCollector on an SDK TracerProvider with the SDK's
+DEFAULT span limits, a SimpleSpanProcessor and an InMemorySpanExporter (cleared
 before each run), no meter provider; ``input.value``/``output.value`` included.
-Every figure is the median of the per-round ratios traced/untraced, where each round
-runs every variant once, in rotating order (so drift in the machine's speed spreads
-evenly).
 
-Two modes, printed side by side:
+Every variant takes its turn in every round (``_harness.interleave``: thread CPU time
+per call, loop mode by default); each ratio is taken per round against the same
+round's untraced run, then its median and min-max over rounds:
 
-- **loop**: back-to-back runs, as an application calls the pipeline (the targets are
-  judged here);
-- **harness**: ``gc.collect()`` before each single run, as ``benchmarks/_harness.py``
-  does; this evicts the CPU caches and makes short runs slower, so ratios differ.
-
-and two content captures: ``none`` (the spans' default, judged) and ``full``.
-``no provider`` is ``SpanCollector()`` with no provider configured (disabled: the run
-builds no events for it). ``rebuild`` is ``runs_from_spans`` over the spans of one
-Full run (decisions per second: exclusions plus inclusions).
+- the three tiers at the spans' default content capture, ``none`` (judged), and at
+  capture ``full`` (an extra, labelled line each);
+- ``no provider configured``: ``SpanCollector()`` with no provider (disabled: the run
+  builds no events for it);
+- ``rebuild``: ``runs_from_spans`` over the spans of one Full run made at capture
+  ``none`` (judged), with every entry of the rebuilt report read (entries are built
+  lazily), as decisions (exclusions plus inclusions) per second of CPU; ``rebuild,
+  capture full`` the same over a capture-``full`` run (an extra, labelled line).
 """
 
 from __future__ import annotations
 
-import gc
-import statistics
+import argparse
 import sys
-import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -47,36 +45,72 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (  # noqa: E4
 )
 
 from _harness import (  # noqa: E402
+    Mode,
+    add_common_options,
     budget_for,
     environment,
-    format_columns,
+    format_timings,
+    header,
+    interleave,
     make_items,
+    measure,
+    payload,
     reference_pipeline,
+    round_ratios,
+    touch_report,
     write_json,
 )
 from cupellation.otel import SpanCollector, SpanLayout, runs_from_spans  # noqa: E402
 
-__all__ = ["MODE_NAMES", "TIERS", "main"]
+__all__ = ["CAPTURES", "NO_PROVIDER", "TIERS", "main"]
 
 SEED = 20_251_123
 TIERS: tuple[str, ...] = ("StageOnly", "StageAndExclusions", "Full")
 NO_PROVIDER = "no provider configured"
-MODE_NAMES: tuple[str, ...] = (*TIERS, NO_PROVIDER)
-MODES = ("loop", "harness")
+UNTRACED = "untraced"
 CAPTURES = ("none", "full")
-#: Issue 15's targets at 1,000 items (loop mode, capture none): ratio to untraced.
-TARGETS: dict[str, float] = {"StageOnly": 1.2, "StageAndExclusions": 2.0, "Full": 3.0,
-                             NO_PROVIDER: 1.03}
-REBUILD_TARGET = 200_000.0
+REBUILD = "rebuild"
+#: Where the root span records the content capture its run was made with.
+CAPTURE_ATTRIBUTE = "cupel.run.content_capture"
 
 
-def _variants(items: list[Any], layout: str
-              ) -> dict[tuple[str, str], Callable[[], object]]:
-    """(mode name, capture) -> a callable running the pipeline once that way."""
+def _key(tier: str, capture: str) -> str:
+    """A variant's name: the tier alone at the default capture, labelled otherwise."""
+    return tier if capture == "none" else f"{tier}, capture full"
+
+
+def _spans(items: list[Any], layout: str, capture: str) -> tuple[list[Any], int, str]:
+    """The spans of one Full run, its decisions (inclusions plus exclusions) and the
+    content capture its spans record (raises unless that is ``capture``)."""
+    provider = TracerProvider()
+    exporter = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    reference_pipeline().run(items, budget_for(items), SpanCollector(
+        tracer_provider=provider, tier="Full", content_capture=capture, layout=layout))
+    spans = list(exporter.get_finished_spans())
+    recorded = {(span.attributes or {}).get(CAPTURE_ATTRIBUTE) for span in spans} - {None}
+    if recorded != {capture}:
+        raise AssertionError(f"spans made at capture {capture!r} record {recorded}")
+    (run,) = runs_from_spans(spans)
+    # Capture none keeps no content, and the rebuilt report says so; nothing else may
+    # be missing, or the rate would be that of a lesser rebuild.
+    if capture == "full" and not run.is_complete:
+        raise AssertionError(f"the rebuilt run is incomplete: {run.report.incomplete}")
+    return spans, touch_report(run.report), str(recorded.pop())
+
+
+def _rebuild(spans: list[Any]) -> int:
+    """Rebuild the runs and read every entry of their reports."""
+    return sum(touch_report(run.report) for run in runs_from_spans(spans))
+
+
+def _variants(items: list[Any], layout: str, captures: dict[str, str]
+              ) -> tuple[dict[str, Callable[[], object]], int]:
+    """Every variant by name, and the decisions a rebuild makes; ``captures`` gets the
+    content capture each rebuild's spans record."""
     pipeline = reference_pipeline()
     budget = budget_for(items)
-    out: dict[tuple[str, str], Callable[[], object]] = {
-        ("untraced", "-"): lambda: pipeline.run(items, budget, None)}
+    out: dict[str, Callable[[], object]] = {UNTRACED: lambda: pipeline.run(items, budget, None)}
     for capture in CAPTURES:
         for tier in TIERS:
             provider = TracerProvider()  # the SDK's default limits
@@ -90,120 +124,62 @@ def _variants(items: list[Any], layout: str
                 exporter.clear()
                 return pipeline.run(items, budget, collector)
 
-            out[(tier, capture)] = run
+            out[_key(tier, capture)] = run
     disabled = SpanCollector()
-    out[(NO_PROVIDER, "-")] = lambda: pipeline.run(items, budget, disabled)
-    return out
-
-
-#: Back-to-back runs per variant and round in loop mode (after one untimed run).
-LOOP_RUNS = 5
-
-
-def _rounds(variants: dict[tuple[str, str], Callable[[], object]], rounds: int,
-            collect: bool) -> dict[tuple[str, str], list[float]]:
-    """Seconds per run of each variant; each round takes every variant in rotating
-    order. Harness mode: one run after gc.collect(). Loop mode: one untimed run, then
-    the mean of LOOP_RUNS back-to-back runs (no collection forced)."""
-    keys = list(variants)
-    times: dict[tuple[str, str], list[float]] = {key: [] for key in keys}
-    for r in range(rounds):
-        shift = r % len(keys)
-        for key in keys[shift:] + keys[:shift]:
-            fn = variants[key]
-            if collect:
-                gc.collect()
-                start = time.perf_counter()
-                fn()
-                times[key].append(time.perf_counter() - start)
-            else:
-                fn()
-                start = time.perf_counter()
-                for _ in range(LOOP_RUNS):
-                    fn()
-                times[key].append((time.perf_counter() - start) / LOOP_RUNS)
-    return times
-
-
-def _ratio(times: dict[tuple[str, str], list[float]], key: tuple[str, str]) -> float:
-    base = times[("untraced", "-")]
-    return statistics.median(t / b for t, b in zip(times[key], base, strict=True))
-
-
-def _rebuild(items: list[Any], layout: str, repeats: int) -> dict[str, Any]:
-    provider = TracerProvider()
-    exporter = InMemorySpanExporter()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    reference_pipeline().run(items, budget_for(items), SpanCollector(
-        tracer_provider=provider, tier="Full", content_capture="full", layout=layout))
-    spans = exporter.get_finished_spans()
-    (run,) = runs_from_spans(spans)
-    decisions = len(run.report.included) + len(run.report.excluded)
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        runs_from_spans(spans)
-        times.append(time.perf_counter() - start)
-    median = statistics.median(times)
-    return {"n": len(items), "layout": layout, "spans": len(spans), "decisions": decisions,
-            "complete": run.is_complete, "median_ms": median * 1000.0,
-            "decisions_per_second": decisions / median}
+    out[NO_PROVIDER] = lambda: pipeline.run(items, budget, disabled)
+    decisions = 0
+    for capture in CAPTURES:
+        spans, decisions, recorded = _spans(items, layout, capture)
+        out[_key(REBUILD, capture)] = partial(_rebuild, spans)
+        captures[_key(REBUILD, capture)] = recorded
+    return out, decisions
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark; print the table; optionally write JSON."""
-    import argparse  # noqa: PLC0415
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--sizes", default="1000")
-    parser.add_argument("--repeats", type=int, default=15, help="rounds per mode")
-    parser.add_argument("--quick", action="store_true", help="5 rounds")
+    parser.add_argument("--repeats", type=int, default=15, help="rounds")
     parser.add_argument("--layout", default="columns", choices=[m.value for m in SpanLayout])
-    parser.add_argument("--json", type=Path, default=None)
+    add_common_options(parser, quick_help="5 rounds (a smoke run)")
     args = parser.parse_args(argv)
+    mode: Mode = args.mode
     sizes = [int(s) for s in args.sizes.split(",")]
     rounds = 5 if args.quick else args.repeats
-    results: list[dict[str, Any]] = []
-    rebuilds: list[dict[str, Any]] = []
-    print(f"bench_otel: layout {args.layout}, {rounds} rounds per mode; median of "
-          "per-round ratios to the untraced run")
+    env = environment()
+    ratios: dict[str, Any] = {}
+    figures: dict[str, Any] = {}
+    tables: dict[str, Any] = {}
+    captures: dict[str, str] = {}
+    print(header(f"bench_otel: layout {args.layout}, {rounds} rounds; SDK TracerProvider "
+                 "(default limits) + SimpleSpanProcessor + InMemorySpanExporter", mode, env))
     for n in sizes:
         items = make_items(n, SEED, pinned_index=n // 2)
-        variants = _variants(items, args.layout)
-        by_mode = {mode: _rounds(variants, rounds, collect=(mode == "harness"))
-                   for mode in MODES}
-        rebuild = _rebuild(items, args.layout, max(3, rounds // 3))
-        rebuilds.append(rebuild)
-        body: list[list[str]] = []
-        for name in MODE_NAMES:
-            captures = ("-",) if name == NO_PROVIDER else CAPTURES
-            row: dict[str, Any] = {"name": name, "n": n}
-            cells = []
-            for mode in MODES:
-                for capture in CAPTURES:
-                    key = (name, capture if capture in captures else "-")
-                    ratio = _ratio(by_mode[mode], key)
-                    row[f"{mode}_{capture}"] = ratio
-                    cells.append(f"{ratio:.2f}x")
-            judged = row["loop_none"]
-            target = TARGETS[name]
-            status = "n/a" if n != 1000 else ("met" if judged <= target else "MISSED")
-            row.update(target=target, status=status,
-                       untraced_ms=statistics.median(by_mode["loop"][("untraced", "-")]) * 1e3)
-            results.append(row)
-            body.append([name, f"<= {target}x", *cells, status])
-        rate = rebuild["decisions_per_second"]
-        rstatus = "n/a" if n != 1000 else ("met" if rate >= REBUILD_TARGET else "MISSED")
-        body.append(["rebuild from spans", f">= {REBUILD_TARGET:,.0f}/s",
-                     f"{rate:,.0f} decisions/s", "", "", "", rstatus])
-        untraced = statistics.median(by_mode["loop"][("untraced", "-")]) * 1e3
-        print(f"\n{n} items (untraced run: {untraced:.2f} ms in loop mode)")
-        print(format_columns(["tier", "target", "loop none", "loop full", "harness none",
-                              "harness full", "status (loop, none)"], body))
-    if args.json is not None:
-        write_json(args.json, {"benchmark": "otel", "layout": args.layout,
-                               "rounds": rounds, "environment": environment(),
-                               "results": results, "rebuild": rebuilds})
+        variants, decisions = _variants(items, args.layout, captures)
+        timings = interleave(variants, rounds=rounds, mode=mode)
+        for name in variants:
+            if name != UNTRACED:
+                ratios[f"{name}/untraced@{n}"] = measure(
+                    round_ratios(timings, name, UNTRACED), "x")
+        for capture in CAPTURES:
+            rate = timings[_key(REBUILD, capture)].cpu_ms.inverted(decisions * 1000.0)
+            suffix = "" if capture == "none" else "_full_capture"
+            figures[f"rebuild{suffix}_decisions_per_s@{n}"] = measure(rate, "decisions/s")
+        tables[str(n)] = [t.to_dict() for t in timings.values()]
+        print(f"\n{n} items ({decisions} decisions per rebuild)")
+        print(format_timings(timings, UNTRACED))
+        for capture in CAPTURES:
+            suffix = "" if capture == "none" else "_full_capture"
+            spread = figures[f"rebuild{suffix}_decisions_per_s@{n}"]
+            label = ("default capture (none)" if capture == "none"
+                     else "capture full (extra line, not judged)")
+            print(f"rebuild from spans, {label}, every entry read: {spread['median']:,.0f} "
+                  f"decisions/s of CPU ({spread['min']:,.0f}-{spread['max']:,.0f})")
+    print("\ntargets: python benchmarks/check.py judges them (benchmarks/targets.toml)")
+    if args.json_path is not None:
+        write_json(args.json_path, payload(
+            "otel", mode=mode, quick=args.quick, env=env, ratios=ratios, figures=figures,
+            layout=args.layout, rounds=rounds, timings=tables, rebuild_captures=captures))
     return 0
 
 

@@ -20,7 +20,11 @@ ids) — are mutated one change at a time:
 - **byte**: a bit flipped, a byte replaced, deleted or inserted;
 - **text**: hostile text in a string (a lone surrogate, U+2028, NUL, a BOM), put in
   whole, or as a same-length JSON escape (``\\ud800``) inside a string of embedded
-  JSON such as a column chunk, so that every byte count the spans carry still holds.
+  JSON such as a column chunk, so that every byte count the spans carry still holds;
+- **tamper** (the keyed formats only: an audit log and event files written with a
+  digest key, read with it): an attacker without the key changes a score and covers
+  it (tests/_tampering.py): the digest stripped, replaced with a plain ``sha256:``
+  recomputed over the edited lines, or the run rewritten as schema 2 (issue 22).
 
 Each mutated artifact is decoded (``build_report`` over
 ``events_from_json_lines`` for an events file, ``read_runs`` for the audit log,
@@ -96,6 +100,8 @@ from cupellation.slicing import CountQuotaEntry
 _TESTS_DIR = str(Path(__file__).resolve().parents[1] / "tests")
 if _TESTS_DIR not in sys.path:
     sys.path.insert(0, _TESTS_DIR)
+from _tampering import MOVES as TAMPER_MOVES  # noqa: E402
+from _tampering import run_ids, tamper_lines  # noqa: E402
 from otel._support import jaeger_document  # noqa: E402
 
 __all__ = ["FORMATS", "Artifact", "Campaign", "campaign", "main"]
@@ -105,9 +111,15 @@ __all__ = ["FORMATS", "Artifact", "Campaign", "campaign", "main"]
 #: built from the columns-layout spans.
 FORMATS = ("events JSONL", "audit log", "replay input", "OTLP/JSON", "Jaeger JSON",
            "OTLP protobuf", "OTLP/JSON, events layout", "Phoenix spans", "Phoenix otlpv1",
-           "MLflow batchGet", "Jaeger v3", "Tempo v2")
+           "MLflow batchGet", "Jaeger v3", "Tempo v2", "events JSONL, keyed",
+           "audit log, keyed")
 #: Formats stored as lines of JSON (mutated line by line).
-_LINE_FORMATS = ("events JSONL", "audit log", "replay input")
+_LINE_FORMATS = ("events JSONL", "audit log", "replay input", "events JSONL, keyed",
+                 "audit log, keyed")
+#: The formats written with a digest key, and read with it (``Artifact.key``).
+_KEYED_FORMATS = ("events JSONL, keyed", "audit log, keyed")
+#: The writers' and readers' key of the keyed formats.
+KEY = b"campaign-digest-key"
 OUTCOMES = ("exact", "refused", "flagged", "SILENTLY WRONG", "CRASHED")
 #: Keys a value mutation picks more often: what a report is made of.
 _FAVOURED = ("score", "content", "kind", "tokens", "position", "reason", "candidate_index",
@@ -171,12 +183,14 @@ def _runs(larger: int) -> list[tuple[Pipeline, list[ContextItem], ContextBudget]
 
 @dataclass(frozen=True)
 class Artifact:
-    """One stored artifact, its format, and the reports its runs had in process."""
+    """One stored artifact, its format, and the reports its runs had in process;
+    ``key`` is the digest key it was written with, which its reader holds."""
 
     name: str
     format: str
     data: bytes
     original: Reports
+    key: bytes | None = None
 
 
 def artifacts(larger: int = 150) -> list[Artifact]:
@@ -190,21 +204,24 @@ def artifacts(larger: int = 150) -> list[Artifact]:
     events_provider.add_span_processor(SimpleSpanProcessor(events_exporter))
     event_spans = SpanCollector(tracer_provider=events_provider, tier="Full",
                                 content_capture="full", layout="events")
-    event_files: list[tuple[str, bytes, Reports]] = []
+    event_files: list[tuple[str, bytes, Reports, bytes | None]] = []
     reports: Reports = {}
     with tempfile.TemporaryDirectory(prefix="campaign_") as tmp:
         audit_path = Path(tmp) / "audit.jsonl"
-        with AuditLog(audit_path) as audit:
+        keyed_path = Path(tmp) / "audit-keyed.jsonl"
+        with AuditLog(audit_path) as audit, AuditLog(keyed_path, digest_key=KEY) as keyed:
             for k, (pipeline, items, budget) in enumerate(_runs(larger)):
                 diagnostics = DiagnosticTraceCollector(TraceDetailLevel.FULL)
-                pipeline.run(items, budget, FanOutCollector(diagnostics, audit, spans))
+                pipeline.run(items, budget, FanOutCollector(diagnostics, audit, keyed, spans))
                 report = diagnostics.build_report()
                 run_id = diagnostics.events[0].run_id
                 reports[run_id] = report
-                writer = RunLineEncoder(ContentCapture.FULL)
-                lines = b"".join(writer.lines((event,)) for event in diagnostics.events)
-                event_files.append((f"events-{k}.jsonl", lines, {run_id: report}))
+                for key in (None, KEY):
+                    writer = RunLineEncoder(ContentCapture.FULL, key)
+                    lines = b"".join(writer.lines((event,)) for event in diagnostics.events)
+                    event_files.append((f"events-{k}.jsonl", lines, {run_id: report}, key))
         audit_data = audit_path.read_bytes()
+        keyed_data = keyed_path.read_bytes()
     # The events layout from runs of its own (two SpanCollectors in one fan-out would
     # detach their contexts out of order).
     event_reports: Reports = {}
@@ -228,9 +245,11 @@ def artifacts(larger: int = 150) -> list[Artifact]:
         "Jaeger v3": {"result": document},
         "Tempo v2": {"trace": _base64_ids(document)},
     }
-    return [*(Artifact(name, "events JSONL", data, original)
-              for name, data, original in event_files),
+    return [*(Artifact(name, "events JSONL" if key is None else "events JSONL, keyed", data,
+                       original, key)
+              for name, data, original, key in event_files),
             Artifact("audit.jsonl", "audit log", audit_data, reports),
+            Artifact("audit-keyed.jsonl", "audit log, keyed", keyed_data, reports, KEY),
             Artifact("audit.jsonl", "replay input", audit_data, _replayed(audit_data)),
             Artifact("trace.json", "OTLP/JSON", otlp, reports),
             Artifact("jaeger.json", "Jaeger JSON", jaeger, reports),
@@ -391,13 +410,14 @@ def decode(artifact: Artifact, data: bytes) -> Reports:
     out: Reports = {}
     if artifact.format == "replay input":
         return _replayed(data)
-    if artifact.format == "events JSONL":
+    if artifact.format.startswith("events JSONL"):
         events = list(events_from_json_lines(data))
         for run_id in {event.run_id for event in events}:
-            out[run_id] = build_report(events, run_id=run_id)
+            out[run_id] = build_report(events, run_id=run_id, digest_key=artifact.key)
         return out
-    runs: list[Any] = (list(read_runs(_Bytes(data))) if artifact.format == "audit log"
-                       else read_trace(data))
+    runs: list[Any] = (list(read_runs(_Bytes(data), digest_key=artifact.key))
+                       if artifact.format.startswith("audit log")
+                       else read_trace(data, digest_key=artifact.key))
     for run in runs:
         out[run.run_id if run.run_id not in out else run.run_id + "\x00again"] = run.report
     return out
@@ -648,6 +668,18 @@ def _key(rng: random.Random, data: bytes, fmt: str) -> tuple[str, bytes] | None:
     return _value(rng, data, fmt, keys=True)
 
 
+def _tamper(rng: random.Random, data: bytes, fmt: str) -> tuple[str, bytes] | None:
+    """An attacker without the key covering a changed score (keyed formats only)."""
+    if fmt not in _KEYED_FORMATS:
+        return None
+    move = rng.choice(TAMPER_MOVES)
+    run_id = rng.choice(run_ids(data))
+    try:
+        return f"tamper {move} {run_id}", tamper_lines(data, move, run_id)
+    except ValueError:  # a run without an item line or an end to cover
+        return None
+
+
 def _span_events(rng: random.Random, data: bytes, fmt: str) -> tuple[str, bytes] | None:
     """Delete, repeat or swap a span event (a Jaeger log), or a whole span."""
     if fmt in _LINE_FORMATS:
@@ -703,6 +735,7 @@ MUTATIONS: tuple[tuple[str, Mutation, float], ...] = (
     ("line/event", _span_events, 0.2),
     ("byte", _byte, 0.15),
     ("text", _text, 0.1),
+    ("tamper", _tamper, 0.15),
 )
 
 

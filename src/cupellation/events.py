@@ -31,6 +31,8 @@ projections of this one stream, and decoders turn spans and logs back into it.
   The plain ``sha256:`` form detects corruption; only the keyed
   ``hmac-sha256:`` form also detects tampering. Columns-layout spans carry
   ``sha256-columns:`` / ``hmac-sha256-columns:``, a digest over their column chunks.
+  Whether a run is clean given the reader's key is decided in one place,
+  :func:`cupellation._events.digest.digest_verdict`.
 
 Schema: every dictionary carries ``type`` and ``schema``
 (:data:`EVENT_SCHEMA_VERSION`, 3; version 2 still decodes, as unverified).
@@ -62,7 +64,12 @@ from ._events.flat import (
 )
 from ._events.levels import ContentCapture, TraceDetailLevel
 from ._events.lines import RunLineEncoder
-from ._events.settings import CAPTURE_ENV_VAR, DIGEST_KEY_ENV_VAR, resolve_capture
+from ._events.settings import (
+    CAPTURE_ENV_VAR,
+    DIGEST_KEY_ENV_VAR,
+    resolve_capture,
+    resolve_digest_key,
+)
 from ._events.types import (
     PIPELINE_KEYS,
     CountShortfall,
@@ -117,4 +124,5 @@ __all__ = [
     "event_type_name",
     "events_from_json_lines",
     "resolve_capture",
+    "resolve_digest_key",
 ]

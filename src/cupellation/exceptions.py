@@ -47,13 +47,30 @@ The hierarchy::
     │   └── TableTooLargeError(PipelineError)
     │           a knapsack's DP table would exceed 50,000,000 cells (the
     │           specification's TableTooLarge); raised before allocating
-    └── DecodeError(CupelError, ValueError)
-        │   JSON (an event, a report, an item) could not be decoded; names the
-        │   field and value, and the line number where there is one
-        └── FormatMismatchError                a chat message list given with
-                                               ``format=`` holds a message that
-                                               reads as another format, which it
-                                               names (``.detected_format``)
+    ├── DecodeError(CupelError, ValueError)
+    │   │   JSON (an event, a report, an item) could not be decoded; names the
+    │   │   field and value, and the line number where there is one
+    │   └── FormatMismatchError                a chat message list given with
+    │                                          ``format=`` holds a message that
+    │                                          reads as another format, which it
+    │                                          names (``.detected_format``)
+    └── BackendError                           a trace backend could not be asked,
+        │                                      or could not answer (unreachable,
+        │                                      refused, unknown project or trace)
+        ├── RedirectRefusedError               a redirect to another origin, to a
+        │                                      scheme other than http(s), or past
+        │                                      the fifth hop; ``.target`` names it
+        ├── MalformedAnswerError               the answer is not HTTP a client can
+        │                                      trust (bad status line, too many or
+        │                                      too long headers, a short body, bad
+        │                                      chunked encoding)
+        └── FetchLimitError                    the deadline (``timeout``), the body
+            │                                  size or the request count was reached
+            │                                  before anything whole was read;
+            │                                  ``.limit`` names which
+            └── PartialFetchError              the same, after part of the data was
+                                               read: ``.spans`` holds it and
+                                               ``.missing`` says what is not there
 
 Catch ``CupelError`` for anything cupellation raised, or the builtin
 ``ValueError`` / ``TypeError`` where you already do.
@@ -61,23 +78,29 @@ Catch ``CupelError`` for anything cupellation raised, or the builtin
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 __all__ = [
+    "BackendError",
     "BudgetOverflowError",
     "ConfigurationError",
     "CountRequirementError",
     "CupelError",
     "CustomStrategyError",
     "DecodeError",
+    "FetchLimitError",
     "FormatMismatchError",
     "InvalidTextError",
     "InvalidTypeError",
     "InvalidValueError",
+    "MalformedAnswerError",
     "MetadataTooDeepError",
     "NonMonotonicSlicerError",
+    "PartialFetchError",
     "PinnedBudgetError",
     "PipelineError",
+    "RedirectRefusedError",
     "RunNotReplayableError",
     "ScorerError",
     "SpecArgumentError",
@@ -360,3 +383,51 @@ class FormatMismatchError(DecodeError):
         self.given_format = given_format
         self.detected_format = detected_format
         self.shown_by = shown_by
+
+
+class BackendError(CupelError):
+    """A backend could not be asked, or could not answer what was asked (unreachable,
+    unauthorised, an unknown project, experiment or trace). The message is one line
+    and never holds a header's value."""
+
+
+class RedirectRefusedError(BackendError):
+    """A redirect that is not followed: to another origin (scheme, host or port; the
+    one exception is ``http`` on its default port to ``https`` on its default port of
+    the same host), to a scheme other than ``http``/``https``, or past the fifth hop.
+    ``target`` is the refused location, without its query or credentials."""
+
+    def __init__(self, message: str, *, target: str) -> None:
+        super().__init__(message)
+        self.target = target
+
+
+class MalformedAnswerError(BackendError):
+    """An answer that is not well-formed HTTP: a bad status line (an HTTP/0.9 body),
+    more than 100 headers, a header line over 64 KiB, a body shorter than its
+    ``Content-Length``, bad chunked encoding, a connection closed mid-answer."""
+
+
+class FetchLimitError(BackendError):
+    """A fetch reached one of its bounds before any of the data asked for was read:
+    ``limit`` is ``"timeout"`` (the deadline of the whole fetch), ``"max_body_bytes"``
+    (one answer's size) or ``"max_requests"`` (requests per fetch)."""
+
+    def __init__(self, message: str, *, limit: str) -> None:
+        super().__init__(message)
+        self.limit = limit
+
+
+class PartialFetchError(FetchLimitError):
+    """A fetch reached one of its bounds (``limit``, as for :class:`FetchLimitError`)
+    after part of the data was read. ``spans`` holds what was read whole (pages and
+    traces), ``missing`` says in words what was not (``"4 of 10 traces"``), and
+    ``requests`` counts the requests made. Nothing read is thrown away: a caller can
+    show it, saying it is not whole."""
+
+    def __init__(self, message: str, *, limit: str, spans: Sequence[Any], missing: str,
+                 requests: int) -> None:
+        super().__init__(message, limit=limit)
+        self.spans = tuple(spans)
+        self.missing = missing
+        self.requests = requests

@@ -17,8 +17,9 @@ pytestmark = pytest.mark.exhaustive
 
 
 def test_bench_analytics_runs_and_writes_its_targets(tmp_path: Path) -> None:
-    """bench_analytics.py --quick measures the budget search and the replay and reports
-    each target as PASS, MISS or n/a, in its table and its JSON."""
+    """bench_analytics.py --quick measures the budget search and the replay, prints
+    them, and writes the figures its targets read (CPU time spreads, dry runs, the
+    replay rate and memory ratio) for check.py --all."""
     out = tmp_path / "analytics.json"
     result = subprocess.run(
         [sys.executable, str(BENCHMARKS_DIR / "bench_analytics.py"), "--quick", "--json",
@@ -26,5 +27,9 @@ def test_bench_analytics_runs_and_writes_its_targets(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "find_min_budget_for" in result.stdout
     payload = json.loads(out.read_text(encoding="utf-8"))
-    assert {t["status"] for t in payload["targets"]} <= {"PASS", "MISS", "n/a"}
+    assert payload["benchmark"] == "analytics"
+    assert set(payload["figures"]) == {"find_min_cpu_ms@1000", "find_min_dry_runs",
+                                       "replay_events_per_s@30000", "replay_peak_200/20"}
+    for spread in payload["figures"].values():
+        assert spread["min"] <= spread["median"] <= spread["max"]
     assert payload["find_min_budget_for"]["max_dry_runs"] <= 20

@@ -29,7 +29,11 @@ from pathlib import Path
 
 from _special_files import fifo_reader, fifo_writer, make_full, make_null
 
+from _loopback import RawServer, Step, drip, raw_server
+from _tampering import tamper_lines
 from cupellation.cli import main
+from cupellation.events import ContentCapture, RunLineEncoder
+from cupellation.logs import read_runs
 
 __all__ = [
     "GENERATORS",
@@ -79,6 +83,9 @@ class Workspace:
 
     root: Path
     closed_port: int
+    #: A loopback server answering ``/h/CASE/...`` with the hostile answer CASE
+    #: (see :data:`HOSTILE_ANSWERS`); empty until the workspace is built.
+    hostile_url: str = ""
     files: dict[str, Path] = field(default_factory=dict)
     stdin_data: dict[str, bytes] = field(default_factory=dict)
     _serial: Iterator[int] = field(default_factory=itertools.count)
@@ -109,12 +116,55 @@ def _held_port() -> Iterator[int]:
         yield held.getsockname()[1]
 
 
+def _hostile_answers(closed_port: int) -> dict[str, list[Step]]:
+    """What the hostile server answers, by case: malformed HTTP, redirects that must
+    be refused, a slow drip and a body over the default size limit."""
+    def head(*lines: str) -> bytes:
+        return ("\r\n".join(["HTTP/1.1 200 OK", *lines]) + "\r\n\r\n").encode()
+
+    def moved(where: str) -> list[Step]:
+        return [(0.0, f"HTTP/1.1 302 Found\r\nLocation: {where}\r\n"
+                      "Content-Length: 0\r\n\r\n".encode())]
+
+    return {
+        "status-line": [(0.0, b"HTTP/1.1 two hundred\r\n\r\n")],
+        "http-0.9": [(0.0, b'{"data": []}')],
+        "headers-101": [(0.0, head(*(f"X-{i}: v" for i in range(101))))],
+        "header-64k": [(0.0, head("X-Long: " + "a" * 70_000))],
+        "short-body": [(0.0, head("Content-Length: 500") + b'{"data": [')],
+        "bad-chunk": [(0.0, head("Transfer-Encoding: chunked") + b"zz\r\n{}\r\n0\r\n\r\n")],
+        "no-answer": [],
+        "other-port": moved(f"http://127.0.0.1:{closed_port}/x"),
+        "ftp": moved("ftp://127.0.0.1/x"),
+        "loop": moved("/h/loop/again"),
+        "drip": drip(head("Content-Length: 40"), b" " * 40, 0.3),
+        "huge": [(0.0, head("Content-Length: 900000000") + b"{}")],
+    }
+
+
+#: The cases of the hostile server (``Workspace.hostile_url + "/h/CASE"``).
+HOSTILE_ANSWERS = tuple(_hostile_answers(0))
+
+
+@contextmanager
+def _hostile_server(closed_port: int) -> Iterator[RawServer]:
+    answers = _hostile_answers(closed_port)
+
+    def answer(path: str) -> list[Step]:
+        case = path.split("/")[2] if path.count("/") >= 2 else ""
+        return answers.get(case, answers["no-answer"])
+
+    with raw_server(answer) as server:
+        yield server
+
+
 @contextmanager
 def build_workspace(root: Path) -> Iterator[Workspace]:
     """Make every file the generators use in ``root`` (a demo's audit log and trace,
-    items, chats, policies, vectors, damaged and special files)."""
-    with _held_port() as port:
-        space = Workspace(root, port)
+    items, chats, policies, vectors, damaged and special files), and start the
+    hostile loopback server ``report --from`` is pointed at."""
+    with _held_port() as port, _hostile_server(port) as hostile:
+        space = Workspace(root, port, hostile.url)
         f = space.files
         (root / "fresh").mkdir()
         demo = root / "demo"
@@ -174,6 +224,11 @@ def build_workspace(root: Path) -> Iterator[Workspace]:
                                      _garble(gzip.compress(log))),
             "log_cut_gz": _write(root / "cut.jsonl.gz", gzip.compress(log)[:-50]),
             "log_cut": _write(root / "cut.jsonl", b"\n".join(log.split(b"\n")[:-4]) + b"\n"),
+            # Signed with a key the reader lacks, and tampered with by someone without
+            # it (issue 22): "signature not checked", never a clean exit.
+            "log_keyed": _write(root / "keyed.jsonl", _keyed(root / "audit.jsonl")),
+            "log_tampered": _write(root / "tampered.jsonl", tamper_lines(
+                _keyed(root / "audit.jsonl"), "plain")),
             "trace_gz": _write(root / "trace.jsonl.gz", gzip.compress(
                 (demo / "trace.jsonl").read_bytes())),
             "trace_corrupt": _write(root / "trace-bad.jsonl", b'{"resourceSpans": [{"x": 1}'),
@@ -225,6 +280,17 @@ def build_workspace(root: Path) -> Iterator[Workspace]:
             "garbage": random.Random(3).randbytes(600), "empty": b"",
         }
         yield space
+
+
+#: The key the keyed logs of the workspace were signed with (never set at the reader
+#: of the generated command lines: they read those logs without it).
+_KEY = b"generated-input-key"
+
+
+def _keyed(log: Path) -> bytes:
+    """The runs of ``log`` as event lines signed with :data:`_KEY`."""
+    writer = RunLineEncoder(ContentCapture.FULL, _KEY)
+    return b"".join(writer.lines(run.events) for run in read_runs(log, keep_events=True))
 
 
 def _garble(data: bytes) -> bytes:
@@ -352,6 +418,13 @@ class Draw:
         return self.pick([f"127.0.0.1:{port}", "http://127.0.0.1:0", "http://127.0.0.1:99999",
                           "http://127.0.0.1", "not a url", "", "http://",
                           f"grpc://127.0.0.1:{port}"])
+
+    def remote_url(self) -> str:
+        """A backend's URL for ``report --from``: nothing listening, the hostile
+        loopback server with one of its cases, or a URL that is not one."""
+        if self.chance(0.5):
+            return f"{self.space.hostile_url}/h/{self.pick(list(HOSTILE_ANSWERS))}"
+        return self.url()
 
     # -- paths -------------------------------------------------------------------------------
 
@@ -522,7 +595,8 @@ def _policy_check(draw: Draw) -> list[str]:
 
 
 def _log_inputs(draw: Draw) -> list[str]:
-    valid = ["audit", "log_gz", "log_cut", "trace", "trace_gz", "rotated", "audit"]
+    valid = ["audit", "log_gz", "log_cut", "trace", "trace_gz", "rotated", "audit",
+             "log_keyed", "log_tampered"]
     return [draw.input_path(valid) for _ in range(draw.rng.choice([1, 1, 1, 2]))]
 
 
@@ -538,8 +612,9 @@ def _audit(draw: Draw) -> list[str]:
 
 
 def _report_from(draw: Draw) -> list[str]:
-    """``report --from BACKEND URL``: nothing listens at the URL (exit 2, one line),
-    or a usage error."""
+    """``report --from BACKEND URL``: nothing listens at the URL, or a hostile server
+    answers (malformed HTTP, a refused redirect, a drip, a body over the limit: exit
+    2, one line), or a usage error."""
     backend = draw.choose(["phoenix", "mlflow", "jaeger", "tempo"], ["zipkin", ""])
     table = [
         (0.4, lambda d: ["--trace", d.choose(["0af7651916cd43dd8448eb211c80319c",
@@ -554,8 +629,11 @@ def _report_from(draw: Draw) -> list[str]:
                                               ["novalue", ":v", d.text()])]),
         (0.2, lambda d: ["--format", d.choose(["text", "json"], ["xml"])]),
         (0.2, lambda d: ["--allow-incomplete"]),
+        (0.2, lambda d: ["--max-body-bytes", d.choose(["1000", "100000"], ["0", "-1"])]),
+        (0.2, lambda d: ["--max-requests", d.choose(["1", "3"], ["0"])]),
+        (0.1, lambda d: ["--insecure"]),
     ]
-    argv = ["report", "--from", backend, draw.url(), *_options(draw, table)]
+    argv = ["report", "--from", backend, draw.remote_url(), *_options(draw, table)]
     return [*argv, "--timeout", draw.number() if draw.bad(0.3) else draw.pick(["0.2", "1"])]
 
 

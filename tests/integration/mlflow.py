@@ -74,7 +74,7 @@ class MLflow(Server):
         deadline = time.monotonic() + timeout
         while True:
             spans = fetch_spans("mlflow", self.base_url, experiment=experiment, since=EPOCH,
-                                timeout=30)
+                                timeout=120)  # the whole read
             if len(spans) >= expect or time.monotonic() > deadline:
                 break
             time.sleep(0.2)

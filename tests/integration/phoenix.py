@@ -76,7 +76,7 @@ class Phoenix(Server):
         [] before its first span (Phoenix answers 404 for the project until then)."""
         try:
             return fetch_spans("phoenix", self.base_url, project=project, since=EPOCH,
-                               timeout=10)
+                               timeout=60)  # the whole read, every page
         except BackendError as error:
             if "has no project" in str(error):
                 return []

@@ -97,15 +97,17 @@ def test_a_reformatted_log_still_verifies(tmp_path: Path) -> None:
 
 def test_a_keyed_digest_needs_the_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """With a key the digest is hmac-sha256 and verifies with the same key (parameter or
-    environment); without the key it is 'key missing', with another key a mismatch. A
-    reader holding a key calls a plain digest 'unkeyed', not verified."""
+    environment); without the key it is 'key missing' and the report says first that
+    the signature was not checked; with another key a mismatch. A reader holding a key
+    calls a plain digest 'unkeyed', not verified, and not clean."""
     path, _ = _log(tmp_path, count=1, digest_key="k1")
     assert next(iter(read_runs(path, digest_key=b"k1"))).verification is Verification.VERIFIED
     (run,) = read_runs(path)
     assert run.digest is not None
     assert run.digest.startswith("hmac-sha256:")
     assert run.verification is Verification.KEY_MISSING
-    assert run.report.is_complete
+    assert run.report.incomplete[0].startswith("signature not checked: the run carries a "
+                                               "keyed digest (hmac-sha256:)")
     monkeypatch.setenv("CUPELLATION_DIGEST_KEY", "k1")
     assert next(iter(read_runs(path))).verification is Verification.VERIFIED
     (wrong,) = read_runs(path, digest_key="k2")
@@ -114,7 +116,10 @@ def test_a_keyed_digest_needs_the_key(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.delenv("CUPELLATION_DIGEST_KEY")
     (tmp_path / "plain").mkdir()
     plain, _ = _log(tmp_path / "plain", count=1)
-    assert next(iter(read_runs(plain, digest_key="k1"))).verification is Verification.UNKEYED
+    (unkeyed,) = read_runs(plain, digest_key="k1")
+    assert unkeyed.verification is Verification.UNKEYED
+    assert unkeyed.report.incomplete[0].startswith(
+        "not signed with the configured key: it carries a plain sha256: digest")
 
 
 def test_a_schema_2_log_is_unverified_not_incomplete(tmp_path: Path) -> None:

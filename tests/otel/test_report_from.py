@@ -40,7 +40,9 @@ class Backend:
                 query = urllib.parse.parse_qs(parts.query)
                 size = int(self.headers.get("content-length") or 0)
                 body = self.rfile.read(size) if size else b""
-                backend.requests.append((parts.path, query, dict(self.headers)))
+                # Header names as sent, read case-insensitively (lowercased here).
+                backend.requests.append((parts.path, query, {
+                    name.lower(): value for name, value in self.headers.items()}))
                 route = backend.routes.get(parts.path)
                 status, payload = route(parts.path, query, body) if route else (404, "nope")
                 data = payload if isinstance(payload, bytes) else (
@@ -122,7 +124,7 @@ def test_phoenix_pages_are_followed_and_a_run_is_found_by_its_id(
     cursors = [q.get("cursor") for p, q, _ in backend.requests]
     assert cursors[0] is None
     assert len(cursors) == -(-len(spans) // 4)
-    assert all(h.get("Authorization") == "Bearer s3cret" for _, _, h in backend.requests)
+    assert all(h.get("authorization") == "Bearer s3cret" for _, _, h in backend.requests)
     assert "s3cret" not in err
     run_id = reports[0].events and _run_id(spans, 0)
     code, out, err = _report(["--from", "phoenix", backend.url, "--project", "proj",

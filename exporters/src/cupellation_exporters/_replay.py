@@ -36,10 +36,10 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from cupellation import TraceDetailLevel
-from cupellation.events import ContentCapture
+from cupellation.events import ContentCapture, Verification, resolve_digest_key
 from cupellation.exceptions import DecodeError
 from cupellation.files import read_prefix
-from cupellation.logs import ReadStats, read_runs
+from cupellation.logs import LoggedRun, ReadStats, read_runs
 from cupellation.otel import parse_trace
 
 from ._replay_spans import spans_from_events, spans_from_trace
@@ -238,6 +238,7 @@ def read_replay_sources(sources: Sequence[ReplaySource], *,
         if not logs:
             return
         reader = read_runs(*logs, rotated=rotated, keep_events=True)
+        key = resolve_digest_key(None)
         try:
             for run in reader:
                 if run.started is None:
@@ -248,7 +249,7 @@ def read_replay_sources(sources: Sequence[ReplaySource], *,
                     continue
                 spans = spans_from_events(run.events, tier=tier,
                                           content_capture=content_capture,
-                                          resource=resource)
+                                          resource=resource, digest_key=_signing_key(run, key))
                 yield ReplayedRun(run_id=run.run_id, source=run.source, spans=tuple(spans),
                                   trace_ids=_trace_ids(spans), complete=run.is_complete)
         finally:
@@ -259,6 +260,17 @@ def read_replay_sources(sources: Sequence[ReplaySource], *,
         for stream in opened:
             with contextlib.suppress(OSError):
                 stream.close()
+
+
+def _signing_key(run: LoggedRun, key: bytes | None) -> bytes:
+    """The key a replayed run's spans are signed with: the key in force, only for a run
+    whose own keyed digest verified with it; otherwise none (``b""``: a plain digest),
+    so that re-sending a run never signs what the key's holder did not (a run whose
+    digest was stripped or downgraded stays "not signed" for a reader with the key)."""
+    if key is not None and run.verification is Verification.VERIFIED and (
+            run.digest or "").startswith("hmac-"):
+        return key
+    return b""
 
 
 # -- sending --------------------------------------------------------------------------------------

@@ -387,7 +387,8 @@ def _parent(started: RunStarted) -> tuple[int | None, SpanContext | None]:
 def spans_from_events(events: Iterable[PipelineEvent], *,
                       tier: TraceDetailLevel | str = TraceDetailLevel.FULL,
                       content_capture: ContentCapture | str | None = None,
-                      resource: Resource | None = None) -> list[ReadableSpan]:
+                      resource: Resource | None = None,
+                      digest_key: bytes | str | None = None) -> list[ReadableSpan]:
     """The spans one run's recorded events make, as SDK ``ReadableSpan`` objects with
     the run's own times and deterministic ids (see the module documentation).
 
@@ -396,6 +397,8 @@ def spans_from_events(events: Iterable[PipelineEvent], *,
     ``content_capture`` (default: ``CUPELLATION_CAPTURE_CONTENT``, else ``none``, as
     for SpanCollector) never shows more than was recorded. Returns [] for a run
     whose ``run_started`` is missing (nothing says when it ran, or at what tier).
+    The root's digest is keyed with ``digest_key`` (default: ``CUPELLATION_DIGEST_KEY``;
+    ``b""``: plain, whatever the environment says).
     """
     ordered = sorted(events, key=lambda e: e.seq)
     started = next((e for e in ordered if isinstance(e, RunStarted)), None)
@@ -420,7 +423,8 @@ def spans_from_events(events: Iterable[PipelineEvent], *,
         tracer_provider=_RecorderProvider(recorder),
         meter_provider=otel_metrics.NoOpMeterProvider(),
         tier=min(wanted_tier, recorded_tier),
-        content_capture=_effective_capture(started.content_capture, wanted_capture))
+        content_capture=_effective_capture(started.content_capture, wanted_capture),
+        digest_key=digest_key)
     fan_out = FanOutCollector(collector)
 
     def feed() -> None:

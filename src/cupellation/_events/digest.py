@@ -25,7 +25,14 @@ dispatch on it, so the line forms above keep reading as before.
 **Checking.** Every decoder recomputes the digest from what it decoded and
 compares; :func:`check_digest` turns the comparison into a
 :class:`Verification` and, for a mismatch, the line the rebuilt report lists in
-``incomplete``.
+``incomplete``. :func:`digest_verdict` then decides, in one place for every
+reader, whether that outcome leaves the run clean given whether the reader
+holds a key.
+
+**What each form cannot do.** Neither form stops a writer who holds the key (or,
+for the plain form, anyone) from writing a false run and its matching digest, and
+neither notices a whole run deleted from a log: a digest covers one run, and a
+log is not chained from run to run.
 """
 
 from __future__ import annotations
@@ -47,7 +54,10 @@ __all__ = [
     "RunDigest",
     "RunHasher",
     "Verification",
+    "UNCHECKED_NOTE",
+    "UNSIGNED_NOTE",
     "check_digest",
+    "digest_verdict",
 ]
 
 SHA256_PREFIX: Final = "sha256:"
@@ -56,6 +66,12 @@ HMAC_PREFIX: Final = "hmac-sha256:"
 COLUMNS_SHA256_PREFIX: Final = "sha256-columns:"
 COLUMNS_HMAC_PREFIX: Final = "hmac-sha256-columns:"
 _KEYED: Final = (HMAC_PREFIX, COLUMNS_HMAC_PREFIX)
+#: The schema that first carried a run digest (older lines carry none).
+_FIRST_DIGEST_SCHEMA: Final = 3
+#: How the note of a run that is not signed with the reader's key begins.
+UNSIGNED_NOTE: Final = "not signed with the configured key"
+#: How the note of a keyed digest read without a key begins.
+UNCHECKED_NOTE: Final = "signature not checked"
 
 
 class RunDigest:
@@ -108,6 +124,10 @@ class Verification(enum.StrEnum):
     HMAC digest, read without the key, so it could not be checked. ``unkeyed``:
     the reader holds a key but the run carries a plain SHA-256 digest, which
     matched: no corruption, but no proof against tampering either.
+
+    The status says what the check found; whether the run is clean is
+    :func:`digest_verdict`'s call (with a key at the reader, ``unkeyed`` and
+    ``unverified`` are not; without one, ``key missing`` is not).
     """
 
     VERIFIED = "verified"
@@ -118,14 +138,17 @@ class Verification(enum.StrEnum):
 
 
 class DigestCheck:
-    """The outcome of :func:`check_digest`: a status, and for a mismatch the line
-    the rebuilt report lists in ``incomplete``."""
+    """The outcome of :func:`check_digest` or :func:`digest_verdict`: a status, and
+    when the run is not clean the line the rebuilt report lists in ``incomplete``
+    (``leading``: listed first, since it concerns the trust in every other line)."""
 
-    __slots__ = ("note", "status")
+    __slots__ = ("leading", "note", "status")
 
-    def __init__(self, status: Verification, note: str | None = None) -> None:
+    def __init__(self, status: Verification, note: str | None = None, *,
+                 leading: bool = False) -> None:
         self.status = status
         self.note = note
+        self.leading = leading
 
     def __repr__(self) -> str:
         return f"DigestCheck({self.status.value!r})"
@@ -182,6 +205,74 @@ def check_digest(recorded: str | None, computed: str, computed_keyed: str | None
         f"digest mismatch: the run's events were changed after they were written "
         f"(expected {_short(recorded)}, computed {_short(expected)}"
         + (", or the key differs)" if keyed else ")")))
+
+
+def digest_verdict(check: DigestCheck, recorded: str | None, *, key_present: bool,
+                   old_schema: int | None = None) -> DigestCheck:
+    """Whether a run whose digest was checked is clean: THE ONLY PLACE that decides it.
+
+    Every reader of stored runs (audit logs and event files, log records, spans in
+    both layouts, :func:`~cupellation.build_report` over decoded events, and any
+    store reader to come) passes what :func:`check_digest` found, the digest the
+    run recorded (None: none), whether the reader holds a key, and the oldest
+    schema below 3 any of the run's lines was written in (None: all current). The
+    returned check's ``note``, when set, is listed in the report's ``incomplete``
+    (so ``report`` and ``audit --strict`` exit 3); None means clean.
+
+    - A mismatch is never clean.
+    - A reader WITH a key accepts only a verified keyed digest: a missing digest,
+      a plain ``sha256:`` or ``sha256-columns:`` one (anyone can recompute it), or
+      lines in a schema before keyed digests are "not signed with the configured
+      key", naming the form found. An attacker without the key could have made
+      any of them.
+    - A reader WITHOUT a key that meets a keyed digest says so ("signature not
+      checked"): it can check neither tampering nor corruption. Listed first in
+      ``incomplete`` (so the report's first line says it; docs/decisions.md says
+      why this is incomplete rather than a warning).
+    - Lines of an older schema inside a run that carries a digest are not covered
+      by it: never clean, key or not.
+    - Otherwise (no key; a plain digest that matched, or a run with no digest) the
+      run is clean as far as its digest goes.
+    """
+    status = check.status
+    if status is Verification.MISMATCH:
+        return check if check.note is not None else DigestCheck(
+            status, "digest mismatch: the run's events were changed after they were written")
+    keyed = recorded is not None and recorded.startswith(_KEYED)
+    if key_present and not (keyed and status is Verification.VERIFIED and old_schema is None):
+        return DigestCheck(status, f"{UNSIGNED_NOTE}: {_form(recorded, old_schema)}",
+                           leading=True)
+    if status is Verification.KEY_MISSING:
+        return DigestCheck(status, (
+            f"{UNCHECKED_NOTE}: the run carries a keyed digest ({_prefix(recorded)}) and no "
+            "key is configured here (set CUPELLATION_DIGEST_KEY or pass digest_key=), so "
+            "neither tampering nor corruption could be detected"), leading=True)
+    if recorded is not None and old_schema is not None:
+        return DigestCheck(status, (
+            f"lines written in schema {old_schema} are not covered by the run's digest "
+            f"({_prefix(recorded)}, which covers schema {_FIRST_DIGEST_SCHEMA} lines only)"))
+    return check
+
+
+def _prefix(digest: str | None) -> str:
+    """A digest's form, as its prefix (``hmac-sha256:``), or what stands for one."""
+    if digest is None:
+        return "no digest"
+    prefix, colon, _ = digest.partition(":")
+    return f"{prefix[:40]}:" if colon else "an unknown form"
+
+
+def _form(recorded: str | None, old_schema: int | None) -> str:
+    """What a run not signed with the reader's key carries instead."""
+    if old_schema is not None:
+        return (f"it holds lines written in schema {old_schema}, before keyed digests "
+                f"(schema {_FIRST_DIGEST_SCHEMA}), which no digest covers")
+    if recorded is None:
+        return "it carries no digest"
+    if recorded.startswith(_KEYED):  # keyed, yet not verified: cannot happen with a key
+        return f"its {_prefix(recorded)} digest was not verified"
+    return (f"it carries a plain {_prefix(recorded)} digest, which anyone who can edit "
+            "it can recompute")
 
 
 def _short(digest: str) -> str:

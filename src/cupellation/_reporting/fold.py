@@ -18,8 +18,9 @@ from itertools import islice
 from operator import attrgetter, le
 from typing import Any, Final
 
-from .._events.digest import DigestCheck
+from .._events.digest import DigestCheck, digest_verdict
 from .._events.lines import verify_events
+from .._events.settings import resolve_digest_key
 from .._model import ContextItem, ContextKind, CountRequirementShortfall
 from ..events import (
     CountShortfall,
@@ -287,8 +288,10 @@ class ReportBuilder:
         all_decided = check_decisions(state, problems, level)
         check_tokens(state, problems, all_decided)
         overflow = self._overflow(problems, by_index)
-        if self._digest_check is not None and self._digest_check.note is not None:
-            problems.append(self._digest_check.note)
+        check = self._digest_check
+        if check is not None and check.note is not None:
+            # A signature missing or not checked concerns every other line: first.
+            problems.insert(0 if check.leading else len(problems), check.note)
         # Summed from the entries themselves, never taken from run_started: a
         # damaged start event must not make the totals disagree with the lists.
         tokens = state.in_tokens + state.ex_tokens
@@ -407,8 +410,14 @@ def build_report(events: Iterable[PipelineEvent | ItemEventBatch], *,
     events of a second run raise :class:`~cupellation.exceptions.InvalidValueError`.
     When the run's end event carries a digest (events decoded from a file or
     spans), it is checked against the events (with ``digest_key``, or the
-    ``CUPELLATION_DIGEST_KEY`` environment variable, for a keyed digest) and a
-    mismatch is listed in ``incomplete``.
+    ``CUPELLATION_DIGEST_KEY`` environment variable, for a keyed digest) and
+    judged as every reader judges it (:func:`~cupellation._events.digest.digest_verdict`):
+    a mismatch, a plain digest read with a key, or a keyed one read without it is
+    listed in ``incomplete``. Passing ``digest_key`` says the events are a stored run
+    that must be signed with it, so a missing digest is listed too. Without the
+    parameter, events with no digest at all are folded unjudged: they may come
+    straight from a pipeline in this process (whatever ``CUPELLATION_DIGEST_KEY``
+    says), which nothing tells apart from events whose digest was stripped.
     """
     builder = ReportBuilder(run_id)
     kept: list[PipelineEvent | ItemEventBatch] = []
@@ -418,6 +427,9 @@ def build_report(events: Iterable[PipelineEvent | ItemEventBatch], *,
             add(event)
             keep(event)
     end = builder.end_event
-    if end is not None and end.digest is not None:
-        builder.set_digest_check(verify_events(kept, digest_key))
+    recorded = None if end is None else end.digest
+    if recorded is not None or digest_key is not None:
+        key = resolve_digest_key(digest_key)
+        builder.set_digest_check(digest_verdict(verify_events(kept, key), recorded,
+                                                key_present=key is not None))
     return builder.result()

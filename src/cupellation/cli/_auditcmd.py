@@ -133,7 +133,10 @@ class _Audit:
                         "excluded, exclusion reasons by count and tokens, the utilisation "
                         "of the target budget, incomplete runs and damaged lines.",
             epilog=EXIT_CODES_HELP + " With --strict: 3 when a run is incomplete or a line "
-                                     "is damaged (the summary is printed all the same).")
+                                     "is damaged (the summary is printed all the same); a "
+                                     "run not signed with CUPELLATION_DIGEST_KEY when it is "
+                                     "set, or signed with a key while it is not, is "
+                                     "incomplete.")
         add_log_arguments(parser)
         parser.add_argument("--since", metavar="TIME",
                             help="only runs started at or after TIME (ISO 8601; no offset "

@@ -4,16 +4,20 @@ holds, fetched over HTTP(S) with :func:`cupellation.otel.fetch_spans`."""
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..events import RunStarted
 from ._logread import UsageError, safe
 
-__all__ = ["add_remote_arguments", "check_remote_arguments", "fetch_runs", "headers_of"]
+__all__ = ["Fetched", "add_remote_arguments", "check_remote_arguments", "fetch_runs",
+           "headers_of"]
 
 #: The options that only mean something with --from.
-_REMOTE_ONLY = ("trace", "since", "project", "experiment", "service", "header", "timeout")
+_REMOTE_ONLY = ("trace", "since", "project", "experiment", "service", "header", "timeout",
+                "max_body_bytes", "max_requests", "insecure")
 
 
 def add_remote_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,7 +44,18 @@ def add_remote_arguments(parser: argparse.ArgumentParser) -> None:
                        help="send this header with every request, e.g. credentials "
                             "(NAME=VALUE too; repeatable; never shown in a message)")
     group.add_argument("--timeout", type=float, metavar="SECONDS",
-                       help="seconds per request (default 30)")
+                       help="seconds for the whole fetch: connecting, every request, page "
+                            "and trace (default 30); a large --since read needs a larger "
+                            "--timeout. Past it, what was read is shown and the command "
+                            "exits 3 saying what is missing")
+    group.add_argument("--max-body-bytes", type=int, metavar="BYTES",
+                       help="the largest answer read (default 268435456, 256 MiB)")
+    group.add_argument("--max-requests", type=int, metavar="COUNT",
+                       help="the most requests one fetch makes: pages, trace ids, "
+                            "redirects (default 10000)")
+    group.add_argument("--insecure", action="store_true", default=None,
+                       help="do not check the server's TLS certificate (a test server "
+                            "with a self-signed one); says so on standard error")
 
 
 def check_remote_arguments(args: argparse.Namespace) -> None:
@@ -54,9 +69,14 @@ def check_remote_arguments(args: argparse.Namespace) -> None:
     if len(args.logs) != 1:
         raise UsageError(f"--from {args.from_backend} takes one URL (got {len(args.logs)} "
                          "arguments)")
-    if args.timeout is not None and not args.timeout > 0:
+    if args.timeout is not None and not 0 < args.timeout < float("inf"):
         raise UsageError(f"--timeout: must be a positive number of seconds (got "
                          f"{args.timeout})")
+    for name in ("max_body_bytes", "max_requests"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise UsageError(f"--{name.replace('_', '-')}: must be a positive whole number "
+                             f"(got {value})")
 
 
 def headers_of(values: Sequence[str]) -> dict[str, str]:
@@ -76,9 +96,22 @@ def headers_of(values: Sequence[str]) -> dict[str, str]:
     return headers
 
 
-def fetch_runs(args: argparse.Namespace) -> tuple[list[tuple[str, Any, Any]], str]:
-    """The runs the backend holds for the request, as (run id, report, budget) in the
-    order they started, and a phrase saying where they were looked for."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Fetched:
+    """What ``report --from`` fetched: the runs as (run id, report, budget) in the order
+    they started, a phrase saying where they were looked for, and, when a bound of the
+    fetch (deadline, body size, request count) stopped it after part of the data was
+    read, one line saying what is missing (else None)."""
+
+    runs: list[tuple[str, Any, Any]]
+    where: str
+    shortfall: str | None = None
+
+
+def fetch_runs(args: argparse.Namespace) -> Fetched:
+    """The runs the backend holds for the request (see :class:`Fetched`). A bound
+    reached before any run was read is a one-line error (exit 2)."""
+    from ..exceptions import PartialFetchError  # noqa: PLC0415
     from ..otel import runs_from_spans  # noqa: PLC0415
     from ..otel._fetch import fetch_spans, parse_since  # noqa: PLC0415
 
@@ -86,24 +119,41 @@ def fetch_runs(args: argparse.Namespace) -> tuple[list[tuple[str, Any, Any]], st
     if args.trace is None and args.run is None and since is None:
         raise UsageError(f"--from {args.from_backend}: say what to fetch: --trace ID, "
                          "--run RUN_ID or --since TIME")
-    spans = fetch_spans(
-        args.from_backend, args.logs[0], trace_id=args.trace,
-        run_id=args.run if args.trace is None else None, since=since,
-        project=args.project, experiment=args.experiment, service=args.service,
-        headers=headers_of(args.header),
-        timeout=args.timeout if args.timeout is not None else 30.0)
+    headers = headers_of(args.header)
+    options: dict[str, Any] = {
+        name: getattr(args, name) for name in ("max_body_bytes", "max_requests", "timeout")
+        if getattr(args, name) is not None}
+    shortfall = None
+    try:
+        spans = fetch_spans(
+            args.from_backend, args.logs[0], trace_id=args.trace,
+            run_id=args.run if args.trace is None else None, since=since,
+            project=args.project, experiment=args.experiment, service=args.service,
+            headers=headers, verify=not args.insecure, **options)
+    except PartialFetchError as partial:
+        spans, shortfall = list(partial.spans), str(partial)
+    where = _where(args)
+    runs = []
+    for run in runs_from_spans(spans) if spans else []:
+        budget = next((event.budget for event in run.events
+                       if isinstance(event, RunStarted)), None)
+        runs.append((run.run_id, run.report, budget))
+    if shortfall is not None and not any(args.run in (None, run[0]) for run in runs):
+        # Nothing to show: the run asked for may be in what was not read.
+        raise UsageError(f"{shortfall} (no run read {safe(where)})")
+    if args.insecure:
+        # Said once something was read over it (a failure stays one line).
+        print("cupellation report: warning: --insecure: the server's TLS certificate was "
+              "not checked (whoever answered in its place got the headers)", file=sys.stderr)
+    return Fetched(runs=runs, where=where, shortfall=shortfall)
+
+
+def _where(args: argparse.Namespace) -> str:
+    """Where the runs were looked for, in words."""
     selector = (f"project {args.project or 'default'}" if args.from_backend == "phoenix"
                 else f"experiment {args.experiment}" if args.experiment
                 else f"service {args.service}" if args.service else "")
     asked = (f"trace {args.trace}" if args.trace else f"run {args.run}" if args.run
              else f"since {args.since}")
-    where = f"in {args.from_backend}" + (f" {safe(selector)}" if selector else "") + \
+    return f"in {args.from_backend}" + (f" {safe(selector)}" if selector else "") + \
         f" for {safe(asked)}"
-    if not spans:
-        return [], where
-    runs = []
-    for run in runs_from_spans(spans):
-        budget = next((event.budget for event in run.events
-                       if isinstance(event, RunStarted)), None)
-        runs.append((run.run_id, run.report, budget))
-    return runs, where

@@ -47,10 +47,15 @@ __all__ = ["REPORT"]
 _REPORT_EXIT = (
     "exit status: 0 success; 1 nothing found (no run in the sources, or not the run "
     "--run names); 2 bad usage or input that cannot be read whole (one line on standard "
-    "error); 3 the rebuilt report is incomplete (a gap in the events, no run_completed, "
-    "...: the report is still shown, and one line on standard error says so; "
-    "--allow-incomplete exits 0 for it); 130 interrupted; 141 standard output closed "
-    "early."
+    "error: also a refused redirect, an unreachable or malformed --from server, or a "
+    "--from bound reached before any run was read); 3 the rebuilt report is incomplete "
+    "(a gap in the events, no run_completed, a run not signed with "
+    "CUPELLATION_DIGEST_KEY when it is set, a signed run read without it, ...: the "
+    "report is still shown, and one line on standard error says so; --allow-incomplete "
+    "exits 0 for it), or a --from "
+    "bound (--timeout, --max-body-bytes, --max-requests) was reached after part of the "
+    "data was read (what was read is shown; one line says what is missing); 130 "
+    "interrupted; 141 standard output closed early."
 )
 
 
@@ -77,7 +82,8 @@ class _Report:
                                  "through a temporary file)")
         parser.add_argument("--allow-incomplete", action="store_true",
                             help="exit 0 for a rebuilt report that is incomplete (default: "
-                                 "exit 3, with one line on standard error)")
+                                 "exit 3, with one line on standard error); a --from fetch "
+                                 "cut short by one of its bounds still exits 3")
         add_remote_arguments(parser)
         return parser
 
@@ -178,6 +184,12 @@ class _Report:
         if args.run is None and count > 1:
             print(f"cupellation report: {count} runs read; showed the last, "
                   f"{safe(found.run_id)} (choose one with --run)", file=sys.stderr)
+        if found.shortfall is not None:
+            # Not whole whatever --allow-incomplete says: the runs not read are not
+            # in this report's incomplete, so nothing else would say they are missing.
+            print(f"cupellation report: not whole: {safe(found.shortfall, 400)}",
+                  file=sys.stderr)
+            return NOT_WHOLE
         report = found.report
         if report.is_complete or args.allow_incomplete:
             return OK
@@ -191,12 +203,13 @@ class _Report:
 def _from_backend(args: argparse.Namespace) -> tuple[_Found | None, int, str]:
     """The run ``--run`` names (without it: the last) among those fetched with --from,
     how many runs were fetched, and where they were looked for."""
-    runs, where = fetch_runs(args)
+    fetched = fetch_runs(args)
+    runs = fetched.runs
     if args.run is not None:
         runs = [run for run in runs if run[0] == args.run]
     if not runs:
-        return None, 0, where
-    return _Found(*runs[-1]), len(runs), where
+        return None, 0, fetched.where
+    return _Found(*runs[-1], shortfall=fetched.shortfall), len(runs), fetched.where
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +221,8 @@ class _Found:
     report: SelectionReport
     budget: ContextBudget | None
     logged: LoggedRun | None = None
+    #: Set when a bound of --from's fetch stopped it: what is missing, in one line.
+    shortfall: str | None = None
 
 
 def _check_html_destination(path: str) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Literal
 
 from .._collectors import DiagnosticTraceCollector, FanOutCollector, TraceDetailLevel
+from .._events.settings import resolve_digest_key
 from .._model import ContextBudget, ContextItem
 from .._report import SelectionReport
 from ..chat import TokenEstimateWarning
@@ -451,8 +452,10 @@ def _select_outputs(args: argparse.Namespace, target: str, outcome: Outcome,
 
 def _events_text(events: Sequence[PipelineEvent]) -> str:
     # The sinks' own line form: the run's end line carries its digest, so `report` and
-    # `audit` can tell a file edited afterwards from the run that wrote it.
-    return RunLineEncoder(ContentCapture.FULL).lines(events).decode("utf-8")
+    # `audit` can tell a file edited afterwards from the run that wrote it; keyed with
+    # CUPELLATION_DIGEST_KEY when it is set, as every sink that stores a run is.
+    return RunLineEncoder(ContentCapture.FULL, resolve_digest_key(None)).lines(
+        events).decode("utf-8")
 
 
 def _policy_name(policy: Policy) -> str:

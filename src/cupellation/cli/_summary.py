@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .._events.digest import UNCHECKED_NOTE, UNSIGNED_NOTE
 from .._model import ContextBudget
 from .._report import SelectionReport
 from ..events import StageCompleted
@@ -17,13 +18,18 @@ __all__ = ["incomplete_headline", "print_selection"]
 
 def incomplete_headline(report: SelectionReport) -> str | None:
     """The first line of an incomplete report's text: that it is incomplete, how many
-    problems, and the first (what was lost, its cause and the fix); None when whole."""
+    problems, and the first (what was lost, its cause and the fix; or that the run's
+    signature is missing or was not checked, which the readers list first); None when
+    whole."""
     if report.is_complete:
         return None
     count = len(report.incomplete)
+    first = report.incomplete[0]
     more = f" (and {count - 1} more problem{'s' if count > 2 else ''}, listed at the end)"
-    return (f"INCOMPLETE: this report does not hold the whole run: "
-            f"{safe(report.incomplete[0], 400)}{more if count > 1 else ''}")
+    lead = ("UNVERIFIED: this report may not be the run that was written"
+            if first.startswith((UNCHECKED_NOTE, UNSIGNED_NOTE))
+            else "INCOMPLETE: this report does not hold the whole run")
+    return f"{lead}: {safe(first, 400)}{more if count > 1 else ''}"
 
 
 def _reason_text(wire: dict[str, Any]) -> str:

@@ -49,6 +49,9 @@ before schema 3), ``mismatch`` (also listed in the report's ``incomplete``),
 corruption; it is not tamper-proof (whoever can edit the file can recompute
 it). A key (``digest_key=``, or ``CUPELLATION_DIGEST_KEY``) makes it an
 ``hmac-sha256:`` digest, which also detects tampering by anyone without the key.
+A reader holding a key lists a run that is not signed with it (no digest, a plain
+one, schema-2 lines) in ``incomplete``; a reader without a key lists a keyed run as
+"signature not checked" (see :func:`cupellation._events.digest.digest_verdict`).
 """
 
 from .._events.settings import CAPTURE_ENV_VAR

@@ -11,7 +11,7 @@ from typing import Any, Final
 
 import msgspec
 
-from .._events.digest import DigestCheck, RunHasher, Verification
+from .._events.digest import DigestCheck, RunHasher, Verification, digest_verdict
 from .._events.lines import LineEncoder
 from .._events.records import (
     EXCLUDED_RECORD,
@@ -66,7 +66,7 @@ class _Run:
     """A run being read: its builder, its digest so far, and what the reader notes."""
 
     __slots__ = ("builder", "completed", "count", "digest", "events", "failed", "hasher",
-                 "line", "max_seq_jump", "next_seq", "pending", "pending_kind",
+                 "line", "max_seq_jump", "next_seq", "old_schema", "pending", "pending_kind",
                  "pending_stage", "seen", "source", "started", "update", "wanted")
 
     def __init__(self, run_id: str, source: str, line: int, keep_events: bool) -> None:
@@ -81,6 +81,8 @@ class _Run:
         self.wanted = True
         self.hasher: RunHasher | None = None
         self.digest: str | None = None
+        #: The oldest schema before the current one among the run's lines (None: none).
+        self.old_schema: int | None = None
         # Schema-3 records and events in the order read, to hash their canonical
         # lines again should the lines as read not match the digest (reformatted).
         self.seen: list[Any] = []
@@ -155,9 +157,14 @@ class _Run:
         self.seen.append(item)
 
     def digest_check(self, key: bytes | None) -> DigestCheck:
-        """What the run's digest says about what was read: the lines as read are hashed
-        first; if they do not match (a log reformatted on the way), the canonical
-        lines of what they decoded to."""
+        """What the run's digest says about what was read, judged by the one policy
+        (:func:`~cupellation._events.digest.digest_verdict`)."""
+        return digest_verdict(self._compared(key), self.digest, key_present=key is not None,
+                              old_schema=self.old_schema)
+
+    def _compared(self, key: bytes | None) -> DigestCheck:
+        """The lines as read are hashed first; if they do not match (a log reformatted
+        on the way), the canonical lines of what they decoded to."""
         if self.hasher is None:
             return DigestCheck(Verification.UNVERIFIED)
         check = self.hasher.check(self.digest)
@@ -308,7 +315,7 @@ class LogReader(Iterator[LoggedRun]):
                         run.pending.append(record)
                         run.next_seq += 1
                         continue
-                    finished = fold(record, line, record.schema == _CURRENT, name, number)
+                    finished = fold(record, line, record.schema, name, number)
                 if finished:
                     yield from finished
 
@@ -319,11 +326,11 @@ class LogReader(Iterator[LoggedRun]):
         else:
             self.stats.skipped_lines += 1
 
-    def _fold(self, item: Any, line: bytes | None, current: bool, name: str, number: int
+    def _fold(self, item: Any, line: bytes | None, schema: Any, name: str, number: int
               ) -> tuple[LoggedRun, ...]:
         """Fold one record (``line``: the line it was read from) or slow-path event into
-        its run (``current``: of the schema that carries a digest); the runs this
-        finishes (its own, or one evicted to make room)."""
+        its run (``schema``: the schema its line names; the current one carries a
+        digest); the runs this finishes (its own, or one evicted to make room)."""
         self.stats.records += 1
         run_id = item.run_id
         if self._run_id is not None and run_id != self._run_id:
@@ -344,8 +351,11 @@ class LogReader(Iterator[LoggedRun]):
             return finished
         run.count += 1
         is_record = type(item) in RECORD_CLASSES
-        if current and run.builder is not None:
-            run.hash(item, line, self._key)
+        if schema == _CURRENT:
+            if run.builder is not None:
+                run.hash(item, line, self._key)
+        elif type(schema) is int and (run.old_schema is None or schema < run.old_schema):
+            run.old_schema = schema
         if run.events is not None:
             run.events.append(item.event() if is_record else item)
         if type(item) in _ITEM_RECORDS:
@@ -384,10 +394,9 @@ class LogReader(Iterator[LoggedRun]):
                 return run, (evicted,)
         return run, _NONE
 
-    def _slow(self, name: str, number: int, line: bytes) -> tuple[PipelineEvent, bool] | None:
-        """The event of a line the fast path did not decide, and whether it is of the
-        current schema; or None with the line counted as blank, other, future or
-        damaged."""
+    def _slow(self, name: str, number: int, line: bytes) -> tuple[PipelineEvent, Any] | None:
+        """The event of a line the fast path did not decide, and the schema its line
+        names; or None with the line counted as blank, other, future or damaged."""
         stats = self.stats
         text = line.strip()
         if not text:
@@ -408,7 +417,7 @@ class LogReader(Iterator[LoggedRun]):
         except (ValueError, TypeError, OverflowError, RecursionError) as exc:
             self._damaged(name, number, f"cannot be decoded ({type(exc).__name__}: {exc})")
             return None
-        return event, schema == _CURRENT
+        return event, schema
 
     def _record_of(self, name: str, number: int, text: bytes) -> dict[str, Any] | None:
         """The record a line holds (found as :func:`find_record` finds it), or None

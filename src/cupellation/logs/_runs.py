@@ -86,7 +86,9 @@ class LoggedRun:
     digest: written before schema 3, or its end is missing), ``mismatch`` (the
     report's ``incomplete`` says so too), ``key missing`` (an HMAC digest read
     without the key) or ``unkeyed`` (a plain digest read with a key); ``digest``
-    is the digest the run recorded.
+    is the digest the run recorded. Whether that leaves the run clean depends on
+    the reader's key (a reader holding one accepts only ``verified`` keyed
+    digests): what is not clean is listed in the report's ``incomplete``.
     """
 
     run_id: str

@@ -111,8 +111,10 @@ object, hex or base64 ids), Tempo's ``/api/traces`` (``batches``) and ``/api/v2/
 'cupellation[otlp]'``). :func:`spans_from_mlflow_traces` reads the ``Trace`` objects of
 ``mlflow.search_traces(return_type="list")``. :func:`fetch_spans` asks Phoenix, MLflow,
 Jaeger or Tempo over HTTP(S) for a trace, a run or the runs since a time (``cupellation
-report --from BACKEND URL`` on the command line). With ``full`` capture, the Full tier
-and span limits large enough, a rebuilt report equals the in-process one;
+report --from BACKEND URL`` on the command line), within one deadline for the whole
+fetch, a size limit per answer and a request limit, following redirects only within
+the URL's origin so that its headers never reach another server. With ``full``
+capture, the Full tier and span limits large enough, a rebuilt report equals the in-process one;
 otherwise its ``incomplete`` says what is missing. Every reader recomputes the
 run's digest from the rebuilt events (``RebuiltRun.verification``: ``verified``,
 ``mismatch`` — also listed in ``incomplete`` — ``unverified``, ``key missing`` or
@@ -122,7 +124,9 @@ run's digest from the rebuilt events (``RebuiltRun.verification``: ``verified``,
 layout's digest is ``sha256-columns:`` (``hmac-sha256-columns:``), computed over the
 column chunks exactly as written and the lines of the run and stage events (see
 ``cupellation.otel._digest`` for its canonical form); the events layout's is the line
-form, ``sha256:`` (``hmac-sha256:``). Readers tell the form by its prefix.
+form, ``sha256:`` (``hmac-sha256:``). Readers tell the form by its prefix. A reader
+holding a key lists a run not signed with it (no digest, a plain form) in
+``incomplete``; one without a key lists a keyed run as "signature not checked".
 """
 
 from __future__ import annotations
@@ -139,7 +143,15 @@ from ._decode import (
     reports_from_spans,
     runs_from_spans,
 )
-from ._fetch import BACKENDS, BackendError, fetch_spans
+from ._fetch import (
+    BACKENDS,
+    BackendError,
+    FetchLimitError,
+    MalformedAnswerError,
+    PartialFetchError,
+    RedirectRefusedError,
+    fetch_spans,
+)
 from ._jaeger import spans_from_jaeger_json
 from ._names import SCOPE_NAME
 from ._spans import SpanData, SpanEventData, spans_from_otlp_json, spans_from_otlp_proto
@@ -149,7 +161,11 @@ __all__ = [
     "CAPTURE_CONTENT_ENV",
     "SCOPE_NAME",
     "BackendError",
+    "FetchLimitError",
+    "MalformedAnswerError",
+    "PartialFetchError",
     "RebuiltRun",
+    "RedirectRefusedError",
     "SpanCollector",
     "SpanData",
     "SpanEventData",

@@ -33,6 +33,7 @@ from .._events.digest import (
     DigestCheck,
     Verification,
     check_digest,
+    digest_verdict,
 )
 from .._events.lines import LineEncoder, verify_events
 from .._events.settings import resolve_digest_key
@@ -112,6 +113,8 @@ class RebuiltRun:
     the root span belongs to, when known. ``verification`` is what checking the
     run's digest (the root's ``cupel.run.digest``) against the rebuilt events found
     (see :class:`~cupellation.events.Verification`); ``digest`` the one recorded.
+    A run not clean given the reader's key (not signed with it, or signed while the
+    reader has none) says so first in ``incomplete``.
     """
 
     run_id: str
@@ -225,15 +228,18 @@ def _rebuild(run_id: str, spans: list[SpanData], digest_key: bytes | None) -> Re
     _fold(builder, run.events)
     end = builder.end_event
     recorded = None if end is None else end.digest
-    check = _checked(run, recorded, digest_key)
+    check = digest_verdict(_checked(run, recorded, digest_key), recorded,
+                           key_present=digest_key is not None)
     builder.set_digest_check(check)
     report = builder.result()
     problems = tuple(dict.fromkeys(run.problems))
     if problems:
         # The loss first: what the spans lost on the way (with its cause and fix) comes
-        # before what the fold finds missing as a consequence.
-        report = replace(report, incomplete=problems + tuple(
-            note for note in report.incomplete if note not in problems))
+        # before what the fold finds missing as a consequence; a signature not checked
+        # or missing comes before both (it concerns the trust in all of them).
+        lead = (check.note,) if check.leading and check.note is not None else ()
+        report = replace(report, incomplete=lead + problems + tuple(
+            note for note in report.incomplete if note not in problems + lead))
     trace_id = next((r.trace_id for r in roots if r.trace_id), None) or next(
         (s.trace_id for s in spans if s.trace_id), None)
     return RebuiltRun(run_id=run_id, report=report, events=tuple(run.events),
