@@ -21,7 +21,7 @@ from ._datamodel.jsondata import (
     parse_timestamp,
     thaw_json,
 )
-from ._datamodel.names import ContextKind, ContextSource, ascii_fold, check_text
+from ._datamodel.names import ContextKind, ContextSource, ascii_fold, check_text, listed, tupled
 from ._datamodel.scored import CountRequirementShortfall, ScoredItem, ScoredItems, items_tokens
 
 __all__ = [
@@ -43,6 +43,8 @@ __all__ = [
     "format_timestamp",
     "freeze_json",
     "items_tokens",
+    "listed",
     "parse_timestamp",
     "thaw_json",
+    "tupled",
 ]

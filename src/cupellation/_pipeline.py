@@ -320,6 +320,8 @@ class PreparedCandidates:
                  "candidates", "dry_runs", "pipeline")
 
     def __init__(self, pipeline: Pipeline, candidates: Iterable[ContextItem]) -> None:
+        if not isinstance(pipeline, Pipeline):
+            raise InvalidTypeError("pipeline", pipeline, "a Pipeline")
         items = candidate_sequence(candidates)
         self.pipeline = pipeline
         self.candidates = items

@@ -48,8 +48,12 @@ The hierarchy::
     │           a knapsack's DP table would exceed 50,000,000 cells (the
     │           specification's TableTooLarge); raised before allocating
     ├── DecodeError(CupelError, ValueError)
-    │       JSON (an event, a report, an item) could not be decoded; names the
-    │       field and value, and the line number where there is one
+    │   │   JSON (an event, a report, an item) could not be decoded; names the
+    │   │   field and value, and the line number where there is one
+    │   └── FormatMismatchError                a chat message list given with
+    │                                          ``format=`` holds a message that
+    │                                          reads as another format, which it
+    │                                          names (``.detected_format``)
     └── BackendError                           a trace backend could not be asked,
         │                                      or could not answer (unreachable,
         │                                      refused, unknown project or trace)
@@ -86,6 +90,7 @@ __all__ = [
     "CustomStrategyError",
     "DecodeError",
     "FetchLimitError",
+    "FormatMismatchError",
     "InvalidTextError",
     "InvalidTypeError",
     "InvalidValueError",
@@ -355,6 +360,29 @@ class DecodeError(CupelError, ValueError):
         self.value = value
         self.problem = problem
         self.line = line
+
+
+class FormatMismatchError(DecodeError):
+    """A chat message list was given with ``format=`` (``select_messages``,
+    ``select_messages_with_report``, ``MessageHistory``, ``ordering_problems``), but
+    one of its messages reads as another format: an Anthropic ``tool_use`` block in
+    a list given as ``"openai"``, say. Read in the format given, its tool exchanges
+    would not be seen, and a window could break the provider's rules.
+
+    ``field`` names the message (``messages[3]``), ``value`` is the message,
+    ``given_format`` the format given and ``detected_format`` the one the message
+    shows; ``str(err)`` says what shows it.
+    """
+
+    def __init__(self, field: str, value: Any, *, given_format: str, detected_format: str,
+                 shown_by: str) -> None:
+        super().__init__(field, value, f"{shown_by}: it reads as {detected_format}, not as "
+                                       f"the format given ({given_format}); pass "
+                                       f"format={detected_format!r}, or leave format= out "
+                                       "to have the format recognised")
+        self.given_format = given_format
+        self.detected_format = detected_format
+        self.shown_by = shown_by
 
 
 class BackendError(CupelError):

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from anthropic.types import TextBlock, ThinkingBlock, ToolUseBlock
+from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from openai.types.chat import ChatCompletionMessage
 from openai.types.responses import (
@@ -201,3 +202,38 @@ def weather_conversation() -> list[Step]:
         Step("assistant", "Yes: 80% chance of rain in Oslo tomorrow."),
         Step("user", "Thanks. And Paris tomorrow?"),
     ]
+
+
+_WORDS = st.sampled_from(["rain", "sun", "18C", "Oslo", "Paris", "wind", "é", "数据", "ok",
+                          "{\"a\": 1}", "\n", "<|endoftext|>", "42"])
+
+
+@st.composite
+def _text(draw: st.DrawFn, most: int = 12) -> str:
+    return " ".join(draw(st.lists(_WORDS, min_size=1, max_size=most)))
+
+
+@st.composite
+def conversations(draw: st.DrawFn) -> list[Step]:
+    """Turns: a user message (perhaps with an image), then answers and exchanges."""
+    steps: list[Step] = []
+    serial = 0
+    for _ in range(draw(st.integers(1, 5))):
+        image = draw(st.none() | st.tuples(st.integers(16, 3000), st.integers(16, 3000)))
+        steps.append(Step("user", draw(_text()), image=image))
+        for _ in range(draw(st.integers(0, 3))):
+            if draw(st.booleans()):
+                calls = []
+                for _ in range(draw(st.integers(1, 3))):  # parallel calls
+                    serial += 1
+                    size = draw(st.sampled_from([1, 5, 40, 200]))
+                    calls.append(Call(f"call_{serial}", "lookup", {"n": serial},
+                                      draw(_text(size))))
+                steps.append(Step(
+                    "exchange", draw(st.sampled_from(["", "Let me look."])),
+                    thinking=draw(st.none() | _text(4)), calls=tuple(calls),
+                    text_after_results=draw(st.none() | st.just("and a note"))))
+            else:
+                steps.append(Step("assistant", draw(_text()),
+                                  thinking=draw(st.none() | _text(4))))
+    return steps

@@ -7,10 +7,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -18,8 +19,23 @@ from hypothesis import strategies as st
 
 from _mutating import damaged_text
 from cupellation import MessageHistory, select_messages
-from cupellation.chat import chat_to_items, ordering_problems
-from cupellation.exceptions import CupelError, DecodeError
+from cupellation.chat import (
+    MessageFormat,
+    chat_to_items,
+    ordering_problems,
+    select_messages_with_report,
+)
+from cupellation.chat._messages import format_hint
+from cupellation.exceptions import (
+    BudgetOverflowError,
+    CupelError,
+    DecodeError,
+    FormatMismatchError,
+    PinnedBudgetError,
+)
+
+from ._conversations import FORMATS, conversations, render, weather_conversation
+from ._provider_rules import problems
 
 NOW = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
 EXAMPLES = int(os.environ.get("CUPELLATION_CHAT_EXAMPLES", "160"))
@@ -234,3 +250,156 @@ def test_messages_of_any_object_kind_are_sent_trimmed_as_copies_or_named() -> No
                         format="openai", now=NOW)
     assert caught.value.field == "messages[0]"
     assert "to send it edited" in str(caught.value)
+
+
+# -- inputs that lie about their format -------------------------------------------------
+
+_BUDGETS = (0, 60, 150, 300, 600, 1200, 10**6)
+
+
+def _windows(messages: list[Any], system: str | None, given: str, budget: int
+             ) -> Iterator[tuple[str, Callable[[], list[Any]]]]:
+    """Each entry point's window of ``messages`` read as ``given`` (a thunk: calling
+    it selects): select_messages, select_messages_with_report, a history made of the
+    list and a history the list is appended to message by message."""
+    options: dict[str, Any] = {"format": given, "token_counter": "estimate"}
+    apart = system if given == "anthropic" else None  # passed apart in Anthropic only
+
+    def appended() -> list[Any]:
+        history = MessageHistory(system=apart, now=NOW, **options)
+        for message in messages:
+            history.append(message, now=NOW)
+        return history.select(max_tokens=budget)
+
+    yield "select_messages", lambda: select_messages(
+        messages, system=system, max_tokens=budget, now=NOW, **options)
+    yield "select_messages_with_report", lambda: select_messages_with_report(
+        messages, system=system, max_tokens=budget, now=NOW, **options).messages
+    yield "MessageHistory", lambda: MessageHistory(
+        messages, system=apart, now=NOW, **options).select(max_tokens=budget)
+    yield "MessageHistory.append", appended
+
+
+def _window_or_mismatch(entry: str, window: Callable[[], list[Any]], real: str, given: str,
+                        shown: bool) -> list[Any] | None:
+    """The window, or None after checking the refusal: a FormatMismatchError naming the
+    format the list shows and the one given (a list that shows none reads the same in
+    every format, so it is never refused so). A history appended to message by message,
+    or any entry point given a list that shows no format, may refuse first a message
+    that shows none and that the format given cannot hold (a developer message given as
+    Anthropic, an OpenAI system message given as LangChain): a DecodeError naming it."""
+    try:
+        return window()
+    except PinnedBudgetError:
+        return None
+    except DecodeError as error:
+        refused = error
+    assert given != real, entry
+    if not isinstance(refused, FormatMismatchError):
+        assert entry == "MessageHistory.append" or not shown, (entry, refused)
+        assert refused.field.startswith("messages["), refused
+        return None
+    assert shown, entry
+    assert (refused.given_format, refused.detected_format) == (given, real)
+    assert f"it reads as {real}, not as the format given ({given})" in str(refused)
+    assert refused.field.startswith("messages[")
+    return None
+
+
+@pytest.mark.parametrize("typed", [False, True], ids=["dicts", "sdk-objects"])
+@pytest.mark.parametrize("real", FORMATS)
+@pytest.mark.parametrize("given_format", FORMATS)
+def test_a_list_given_as_another_format_is_refused_naming_the_one_it_shows(
+        real: str, given_format: str, typed: bool) -> None:
+    """The weather transcript in each real format, given with each ``format=``, at
+    budgets from nothing to everything, through every entry point: the right format
+    gives windows the provider accepts; a wrong one is a FormatMismatchError naming
+    the format the list shows and the one given (select_messages of Anthropic messages
+    as "openai" returned a window starting with an assistant tool_use whose
+    tool_result was dropped: 8 such windows in 53 combinations)."""
+    rendered = render(real, "Be brief.", weather_conversation(), typed=typed)
+    for budget in _BUDGETS:
+        for entry, window in _windows(rendered.messages, rendered.system, given_format,
+                                      budget):
+            sent = _window_or_mismatch(entry, window, real, given_format, shown=True)
+            if given_format == real:
+                assert sent is not None or budget < 150, (entry, budget)
+            if sent is not None:
+                assert problems(real, sent) == [], (entry, budget)
+    if given_format != real:
+        with pytest.raises(FormatMismatchError):
+            ordering_problems(rendered.messages, system=rendered.system,
+                              format=cast(MessageFormat, given_format))
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(real=st.sampled_from(FORMATS), given_format=st.sampled_from(FORMATS),
+       typed=st.booleans(), steps=conversations(), budget=st.integers(0, 1500))
+def test_generated_transcripts_in_any_given_format_keep_the_rules_or_are_refused(
+        real: str, given_format: str, typed: bool, steps: list[Any], budget: int) -> None:
+    """Generated transcripts (parallel calls, thinking, images) in any real format,
+    given with any ``format=`` at any budget, through every entry point: a window with
+    no provider-rule violation in its real format, or, when the list shows its format
+    and it is not the one given, a FormatMismatchError naming it. A list that shows no
+    format (plain text) reads as the format given: its window keeps that format's
+    rules."""
+    rendered = render(real, "You are terse.", steps, typed=typed)
+    shown = any(format_hint(message) is not None for message in rendered.messages)
+    for entry, window in _windows(rendered.messages, rendered.system, given_format, budget):
+        if not shown and real == "anthropic" != given_format and entry.startswith("select"):
+            # Anthropic's system prompt is passed apart in no other format
+            with pytest.raises(DecodeError, match=r"^system: is passed apart only"):
+                window()
+            continue
+        try:
+            sent = _window_or_mismatch(entry, window, real, given_format, shown)
+        except BudgetOverflowError:
+            continue
+        if sent is not None:
+            assert problems(real if shown else given_format, sent) == [], entry
+
+
+@settings(max_examples=EXAMPLES, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@example(value=None, fmt=None)
+@example(value=5, fmt="openai")
+@given(value=st.one_of(_VALUE, st.dictionaries(st.sampled_from(["messages", "input",
+                                                                  "system"]), _VALUE),
+                       st.sets(st.integers(), max_size=3)),
+       fmt=st.sampled_from([None, "openai", "openai-responses", "anthropic", "langchain"]))
+def test_any_value_as_the_message_list_is_a_window_or_a_named_error(value: Any,
+                                                                    fmt: Any) -> None:
+    """Any value where the list of messages goes (None, numbers, text, bytes, mappings
+    with or without ``messages``/``input``, sets): select_messages,
+    select_messages_with_report, ordering_problems, a MessageHistory made of it and
+    one extended by it answer or raise a CupelError (MessageHistory(None) and
+    MessageHistory(5) raised a bare TypeError)."""
+    options: dict[str, Any] = {"format": fmt, "token_counter": "estimate"}
+    _named_or_fine(lambda: select_messages(value, max_tokens=500, now=NOW, **options))
+    _named_or_fine(lambda: select_messages_with_report(value, max_tokens=500, now=NOW,
+                                                       **options))
+    _named_or_fine(lambda: ordering_problems(value, format=fmt))
+    _named_or_fine(lambda: MessageHistory(value, now=NOW, **options))
+    _named_or_fine(lambda: MessageHistory(now=NOW, **options).extend(value, now=NOW))
+
+
+@pytest.mark.parametrize(("real", "given_format", "shown_by"), [
+    ("anthropic", "openai", "messages[1].content[0] is a 'thinking' part"),
+    ("openai", "anthropic", "messages[0] has role 'system'"),
+])
+def test_a_transcript_given_as_the_other_format_is_refused_not_read_short(
+        real: str, given_format: Any, shown_by: str) -> None:
+    """chat_to_items of the weather transcript given as the other format: a
+    FormatMismatchError naming what shows its format (an Anthropic transcript given as
+    "openai" came back as 9 items instead of 14, its tool calls and results left out
+    without a word); given as its own format, every call and result is an item."""
+    rendered = render(real, "Be brief.", weather_conversation(), typed=False)
+    data: Any = (rendered.messages if rendered.system is None
+                 else {"system": rendered.system, "messages": rendered.messages})
+    with pytest.raises(FormatMismatchError) as caught:
+        chat_to_items(data, format=given_format, use_tiktoken=False)
+    assert (caught.value.given_format, caught.value.detected_format) == (given_format, real)
+    assert caught.value.shown_by == shown_by
+    items = chat_to_items(data, format=cast(Any, real), use_tiktoken=False)
+    assert sum(item.kind.value == "ToolCall" for item in items) == 3
+    assert sum(item.kind.value == "ToolOutput" for item in items) == 3

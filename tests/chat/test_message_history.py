@@ -22,8 +22,7 @@ from cupellation.chat import (
 from cupellation.events import RunStarted
 from cupellation.exceptions import CupelError, DecodeError, InvalidValueError
 
-from ._conversations import FORMATS, render, weather_conversation
-from .test_select_property import conversations
+from ._conversations import FORMATS, conversations, render, weather_conversation
 
 NOW = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
 EXAMPLES = int(os.environ.get("CUPELLATION_CHAT_EXAMPLES", "160")) // 2

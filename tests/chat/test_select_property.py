@@ -18,45 +18,12 @@ from hypothesis import strategies as st
 from cupellation.chat import MessageFormat, ordering_problems, select_messages_with_report
 from cupellation.exceptions import BudgetOverflowError, PinnedBudgetError
 
-from ._conversations import FORMATS, Call, Step, render
+from ._conversations import FORMATS, Step, conversations, render
 from ._provider_rules import problems
 
 NOW = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
 #: Examples per run (CUPELLATION_CHAT_EXAMPLES raises it for a long local run).
 EXAMPLES = int(os.environ.get("CUPELLATION_CHAT_EXAMPLES", "160"))
-_WORDS = st.sampled_from(["rain", "sun", "18C", "Oslo", "Paris", "wind", "é", "数据", "ok",
-                          "{\"a\": 1}", "\n", "<|endoftext|>", "42"])
-
-
-@st.composite
-def _text(draw: st.DrawFn, most: int = 12) -> str:
-    return " ".join(draw(st.lists(_WORDS, min_size=1, max_size=most)))
-
-
-@st.composite
-def conversations(draw: st.DrawFn) -> list[Step]:
-    """Turns: a user message (perhaps with an image), then answers and exchanges."""
-    steps: list[Step] = []
-    serial = 0
-    for _ in range(draw(st.integers(1, 5))):
-        image = draw(st.none() | st.tuples(st.integers(16, 3000), st.integers(16, 3000)))
-        steps.append(Step("user", draw(_text()), image=image))
-        for _ in range(draw(st.integers(0, 3))):
-            if draw(st.booleans()):
-                calls = []
-                for _ in range(draw(st.integers(1, 3))):  # parallel calls
-                    serial += 1
-                    size = draw(st.sampled_from([1, 5, 40, 200]))
-                    calls.append(Call(f"call_{serial}", "lookup", {"n": serial},
-                                      draw(_text(size))))
-                steps.append(Step(
-                    "exchange", draw(st.sampled_from(["", "Let me look."])),
-                    thinking=draw(st.none() | _text(4)), calls=tuple(calls),
-                    text_after_results=draw(st.none() | st.just("and a note"))))
-            else:
-                steps.append(Step("assistant", draw(_text()),
-                                  thinking=draw(st.none() | _text(4))))
-    return steps
 
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -131,6 +131,23 @@ def test_created_at_at_the_first_instant(tmp_path: Path, fmt: str,
     assert_one_line_error(result, 2, expected, "before the first representable")
 
 
+def test_a_chat_given_as_the_other_format_is_exit_2_naming_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``select --chat-format openai`` of an Anthropic transcript (a ``tool_use`` block):
+    exit 2 with one line saying it reads as anthropic (it selected from the texts
+    alone, the tool call and its result left out without a word)."""
+    messages = [
+        {"role": "user", "content": "weather?"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "w",
+                                           "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                      "content": "rain"}]}]
+    result = run_main(capsys, "select", _chat(tmp_path, messages), *BUDGET,
+                      "--estimate-tokens", "--chat-format", "openai")
+    assert_one_line_error(result, 2, "is a 'tool_use' part",
+                          "it reads as anthropic, not as the format given (openai)")
+
+
 # -- policy weights ----------------------------------------------------------------------------
 
 

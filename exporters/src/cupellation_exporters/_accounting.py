@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import threading
 import time
@@ -29,6 +30,8 @@ from opentelemetry.sdk.trace.export import (
     SpanExporter,
     SpanExportResult,
 )
+
+from cupellation.exceptions import InvalidTypeError, InvalidValueError
 
 __all__ = [
     "DROP_REASONS",
@@ -359,6 +362,18 @@ class DropCountingSpanProcessor(SpanProcessor):
         schedule_delay_millis: float | None = None,
         shutdown_timeout_millis: float = DEFAULT_SHUTDOWN_TIMEOUT_MILLIS,
     ) -> None:
+        for name, value in (("max_queue_size", max_queue_size),
+                            ("max_export_batch_size", max_export_batch_size)):
+            if value is not None and (type(value) is not int or value < 1):
+                raise InvalidValueError(name, value, "must be a positive integer or None")
+        for name, millis in (("schedule_delay_millis", schedule_delay_millis),
+                             ("shutdown_timeout_millis", shutdown_timeout_millis)):
+            if millis is None and name == "schedule_delay_millis":
+                continue
+            if isinstance(millis, bool) or not isinstance(millis, int | float):
+                raise InvalidTypeError(name, millis, "a number of milliseconds")
+            if not math.isfinite(millis) or millis <= 0:
+                raise InvalidValueError(name, millis, "must be a positive, finite number")
         if isinstance(exporter, DropCountingSpanExporter):
             self._exporter = exporter
         else:
@@ -369,6 +384,9 @@ class DropCountingSpanProcessor(SpanProcessor):
         batch_size = max_export_batch_size or min(
             queue_size,
             _env_int("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", DEFAULT_MAX_EXPORT_BATCH_SIZE))
+        if batch_size > queue_size:
+            raise InvalidValueError("max_export_batch_size", batch_size,
+                                    f"must be at most max_queue_size ({queue_size})")
         delay = schedule_delay_millis or _env_int("OTEL_BSP_SCHEDULE_DELAY",
                                                   DEFAULT_SCHEDULE_DELAY_MILLIS)
         self.max_queue_size: Final = queue_size

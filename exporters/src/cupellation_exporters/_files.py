@@ -37,6 +37,7 @@ from cupellation.events import (
     RunCompleted,
     RunFailed,
 )
+from cupellation.exceptions import InvalidTypeError, InvalidValueError
 from cupellation.files import write_whole_file
 from cupellation.logs import AuditLog
 
@@ -203,6 +204,12 @@ class ReportFileExporter:
     def __init__(self, path: str | os.PathLike[str], *, indent: int | None = 2,
                  detail_level: TraceDetailLevel | str | int = TraceDetailLevel.FULL,
                  fsync: bool = False) -> None:
+        if not isinstance(path, str | os.PathLike):
+            raise InvalidTypeError("path", path, "a file path")
+        if not os.fspath(path):  # Path("") is the current folder, not a file
+            raise InvalidValueError("path", path, "must not be empty")
+        if indent is not None and (type(indent) is not int or indent < 0):
+            raise InvalidValueError("indent", indent, "must be a non-negative integer or None")
         self._path = os.fspath(Path(path).absolute())
         self._indent = indent
         self._detail_level = TraceDetailLevel.parse(detail_level)
@@ -364,9 +371,14 @@ class OtlpJsonFileSpanExporter(SpanExporter):
         self._stream: IO[str] | IO[bytes] | None = None
         self._fd = -1
         if isinstance(destination, str | os.PathLike):
+            if not os.fspath(destination):  # Path("") is the current folder, not a file
+                raise InvalidValueError("destination", destination, "must not be empty")
             self._name = os.fspath(Path(destination).absolute())
             self._fd = os.open(self._name, _APPEND_FLAGS, 0o644)
         else:
+            if not callable(getattr(destination, "write", None)):
+                raise InvalidTypeError("destination", destination,
+                                       "a file path or a writable stream")
             self._stream = destination
             self._name = str(getattr(destination, "name", "<stream>"))
         self._shut_down = False

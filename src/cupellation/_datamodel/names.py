@@ -3,11 +3,12 @@ and the extensible kind and source names (``spec/src/data-model``)."""
 
 from __future__ import annotations
 
-from typing import ClassVar, Self
+from typing import Any, ClassVar, Self
 
 from ..exceptions import InvalidTextError, InvalidTypeError, InvalidValueError
 
-__all__ = ["ContextKind", "ContextSource", "FoldedName", "ascii_fold", "check_text"]
+__all__ = ["ContextKind", "ContextSource", "FoldedName", "ascii_fold", "check_text", "listed",
+           "tupled"]
 
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
@@ -19,6 +20,33 @@ def ascii_fold(text: str) -> str:
     specification does not do.
     """
     return text.translate(_ASCII_LOWER)
+
+
+def listed(field_name: str, value: Any, expected: str) -> list[Any]:
+    """``list(value)``; :class:`InvalidTypeError` naming ``field_name`` and the value
+    when it is not iterable at all (``None``, a number), where ``list()`` raises a bare
+    TypeError (one raised while iterating, by a generator, is let through)."""
+    try:
+        return list(value)
+    except TypeError:
+        _check_iterable(field_name, value, expected)
+        raise
+
+
+def tupled(field_name: str, value: Any, expected: str) -> tuple[Any, ...]:
+    """``tuple(value)``, refusing what is not iterable as :func:`listed` does."""
+    try:
+        return tuple(value)
+    except TypeError:
+        _check_iterable(field_name, value, expected)
+        raise
+
+
+def _check_iterable(field_name: str, value: Any, expected: str) -> None:
+    try:
+        iter(value)
+    except TypeError:
+        raise InvalidTypeError(field_name, value, expected) from None
 
 
 def check_text(field_name: str, value: str) -> str:

@@ -10,7 +10,7 @@ from typing import NamedTuple, overload
 from ..exceptions import InvalidTypeError, InvalidValueError
 from .item import ContextItem
 from .jsondata import check_finite
-from .names import ContextKind
+from .names import ContextKind, listed
 
 __all__ = ["CountRequirementShortfall", "ScoredItem", "ScoredItems", "items_tokens"]
 
@@ -42,8 +42,9 @@ class ScoredItems(Sequence[ScoredItem]):
     _tokens: list[int] | None
 
     def __init__(self, items: Iterable[ContextItem], scores: Iterable[float]) -> None:
-        item_list = list(items)
-        score_list = [check_finite(f"scores[{k}]", s) for k, s in enumerate(scores)]
+        item_list = listed("items", items, "an iterable of ContextItem")
+        score_list = [check_finite(f"scores[{k}]", s)
+                      for k, s in enumerate(listed("scores", scores, "an iterable of scores"))]
         if len(item_list) != len(score_list):
             raise InvalidValueError(
                 "scores", len(score_list), f"must have one score per item ({len(item_list)})"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, overload
 
-from .._model import ContextItem
+from .._model import ContextItem, tupled
 from ..exceptions import InvalidValueError
 from ..reasons import ExclusionReason, InclusionReason
 from .types import ItemExcluded, ItemIncluded, StageName
@@ -48,11 +48,13 @@ class ItemEventBatch(Sequence[ItemExcluded | ItemIncluded]):
         set_(self, "run_id", run_id)
         set_(self, "first_seq", first_seq)
         set_(self, "stage", stage)
-        set_(self, "candidate_indices", tuple(candidate_indices))
-        set_(self, "items", tuple(items))
-        set_(self, "scores", tuple(scores))
-        set_(self, "reasons", tuple(reasons))
-        set_(self, "positions", None if positions is None else tuple(positions))
+        set_(self, "candidate_indices", tupled("candidate_indices", candidate_indices,
+                                               "an iterable of candidate indices"))
+        set_(self, "items", tupled("items", items, "an iterable of ContextItem"))
+        set_(self, "scores", tupled("scores", scores, "an iterable of scores"))
+        set_(self, "reasons", tupled("reasons", reasons, "an iterable of reasons"))
+        set_(self, "positions", None if positions is None else tupled(
+            "positions", positions, "an iterable of positions or None"))
         if not (len(self.candidate_indices) == len(self.items) == len(self.scores)
                 == len(self.reasons)) or (self.positions is not None
                                           and len(self.positions) != len(self.items)):

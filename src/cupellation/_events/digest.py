@@ -43,6 +43,8 @@ import hmac
 from collections.abc import Callable
 from typing import Any, Final
 
+from ..exceptions import InvalidTypeError
+
 __all__ = [
     "COLUMNS_HMAC_PREFIX",
     "COLUMNS_SHA256_PREFIX",
@@ -83,6 +85,8 @@ class RunDigest:
     __slots__ = ("_hash", "_prefix")
 
     def __init__(self, key: bytes | None = None) -> None:
+        if key is not None and not isinstance(key, bytes | bytearray):
+            raise InvalidTypeError("key", key, "bytes or None")
         self._hash: Any = (hashlib.sha256() if not key
                            else hmac.new(key, digestmod=hashlib.sha256))
         self._prefix = HMAC_PREFIX if key else SHA256_PREFIX

@@ -79,6 +79,12 @@ class IncludedItem(msgspec.Struct, frozen=True, gc=False, eq=False):
             return NotImplemented
         return (self.item, self.score, self.reason) == (other.item, other.score, other.reason)
 
+    def __ne__(self, other: object) -> bool:
+        # msgspec's Struct brings its own __ne__ (identity when eq=False), which would
+        # not follow the __eq__ above: a == b and a != b were both true.
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
     def __hash__(self) -> int:
         return hash((self.item, self.score, self.reason))
 
@@ -109,6 +115,12 @@ class ExcludedItem(msgspec.Struct, frozen=True, gc=False, eq=False):
         if not isinstance(other, ExcludedItem):
             return NotImplemented
         return (self.item, self.score, self.reason) == (other.item, other.score, other.reason)
+
+    def __ne__(self, other: object) -> bool:
+        # msgspec's Struct brings its own __ne__ (identity when eq=False), which would
+        # not follow the __eq__ above: a == b and a != b were both true.
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
 
     def __hash__(self) -> int:
         return hash((self.item, self.score, self.reason))

@@ -28,7 +28,7 @@ from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from .._model import ContextItem, ContextKind, ContextSource, fits_int64
-from ..exceptions import DecodeError
+from ..exceptions import DecodeError, FormatMismatchError
 from ._messages import (
     CALLS,
     RESULTS,
@@ -48,6 +48,7 @@ __all__ = [
     "Conversation",
     "Request",
     "Unit",
+    "check_given_format",
     "clear_message_cache",
     "detect_format",
     "extend_conversation",
@@ -170,6 +171,19 @@ def detect_format(given: Sequence[Any], start: int, has_system: bool, name: str
         fmt, why = next(iter(found.items()))
         return fmt, why
     return None, ""
+
+
+def check_given_format(given: Sequence[Any], start: int, fmt: str, name: str) -> None:
+    """Refuse ``given[start:]`` when a message shows a format other than ``fmt``, the
+    one given: read as ``fmt``, its calls and results would not be seen as such (an
+    Anthropic ``tool_use`` block is an unknown part to the OpenAI reader), and a
+    window could break the provider's rules. A message that shows no format (plain
+    text) reads the same in every format and is never refused here."""
+    for index in range(start, len(given)):
+        hint = format_hint(given[index])
+        if hint is not None and hint[0] != fmt:
+            raise FormatMismatchError(f"{name}[{index}]", given[index], given_format=fmt,
+                                      detected_format=hint[0], shown_by=hint[1])
 
 
 class Request:
@@ -302,7 +316,8 @@ def _format_shown(request: Request, known: Conversation, common: int) -> bool | 
     format (plain text reads as OpenAI by default) and a new one shows another, so
     the list is read as a whole, as a first call on it would, and the outcome never
     depends on what was remembered."""
-    if request.fmt is not None:  # a format given is not second-guessed
+    if request.fmt is not None:  # a format given is checked, never replaced
+        check_given_format(request.given, common, request.fmt, request.name)
         return True
     detected, why = detect_format(request.given, common, False, request.name)
     if detected is None or detected == known.fmt:
@@ -316,7 +331,11 @@ def _format_shown(request: Request, known: Conversation, common: int) -> bool | 
 def _fresh(request: Request) -> Conversation:
     """A conversation read from nothing."""
     given, name = request.given, request.name
-    detected, _ = detect_format(given, 0, request.has_system, name)
+    detected: str | None = None
+    if request.fmt is not None:
+        check_given_format(given, 0, request.fmt, name)
+    else:
+        detected, _ = detect_format(given, 0, request.has_system, name)
     fmt = request.fmt or detected or "openai"
     if request.has_system and fmt != "anthropic":
         raise DecodeError("system", request.system,

@@ -21,7 +21,7 @@ from .._collectors import TraceCollector
 from .._model import ContextBudget
 from .._pipeline import Pipeline
 from ..events import RunInfo
-from ..exceptions import DecodeError, InvalidValueError
+from ..exceptions import DecodeError, InvalidTypeError, InvalidValueError
 from ..policy import Policy
 from ._conversation import Conversation, Request, extend_conversation, fresh_conversation
 from ._messages import FORMATS, MessageFormat
@@ -59,11 +59,13 @@ class MessageHistory:
     refuses the list (as the provider would) until they have.
 
     ``format``, ``token_counter``, ``trim`` and Anthropic's ``system`` prompt are
-    fixed when the history is made. Appending and selecting may come from different
-    threads, but appends must not run at once (a lock refuses the second with
-    :class:`RuntimeError` rather than lose a message); a selection sees the messages
-    appended before it started. :meth:`copy` branches a history without reading
-    anything again; a pickled or deep-copied history reads its messages again.
+    fixed when the history is made; a message appended that shows another format than
+    the one given raises :class:`~cupellation.exceptions.FormatMismatchError`.
+    Appending and selecting may come from different threads, but appends must not run
+    at once (a lock refuses the second with :class:`RuntimeError` rather than lose a
+    message); a selection sees the messages appended before it started. :meth:`copy`
+    branches a history without reading anything again; a pickled or deep-copied
+    history reads its messages again.
     """
 
     __slots__ = ("_append_lock", "_limits", "_reading", "_state")
@@ -105,7 +107,12 @@ class MessageHistory:
         if isinstance(messages, str | bytes | Mapping):
             raise InvalidValueError("messages", messages,
                                     "must be an iterable of messages (append() takes one)")
-        new = list(messages)
+        try:
+            listed = iter(messages)
+        except TypeError:
+            raise InvalidTypeError("messages", messages,
+                                   "an iterable of messages (append() takes one)") from None
+        new = list(listed)
         if not new:
             return
         if not self._append_lock.acquire(blocking=False):

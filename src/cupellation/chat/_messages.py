@@ -88,6 +88,8 @@ _RESPONSES_PARTS: Final = frozenset({"input_text", "output_text", "input_image",
 _ANTHROPIC_BLOCKS: Final = frozenset({"tool_use", "tool_result", "thinking",
                                       "redacted_thinking", "document", "server_tool_use",
                                       "web_search_tool_result", "search_result"})
+#: The ``type`` of a LangChain message given as a dict (``message_to_dict``'s data).
+_LANGCHAIN_TYPES: Final = frozenset({"system", "human", "ai", "tool", "function"})
 _KIND_OF: Final[Mapping[str, ContextKind]] = {
     SYSTEM: ContextKind.SYSTEM_PROMPT,
     USER: ContextKind.MESSAGE,
@@ -231,18 +233,22 @@ def format_hint(message: Any) -> tuple[str, str] | None:
     """(format, what shows it, as "is ..." or "has ...") when ``message`` alone shows
     its format; None when it reads the same in several (plain user or assistant
     text, a developer message)."""
-    module = type(message).__module__
-    if module.startswith("langchain_core."):
-        return "langchain", f"is a LangChain {type(message).__name__}"
-    if module.startswith("openai.types.responses"):
-        return "openai-responses", f"is an OpenAI {type(message).__name__}"
-    if module.startswith("openai.types.chat"):
-        return "openai", f"is an OpenAI {type(message).__name__}"
-    if module.startswith("anthropic.types"):
-        return "anthropic", f"is an Anthropic {type(message).__name__}"
-    if not isinstance(message, Mapping):
-        return None
+    if type(message) is not dict:  # a plain dict (the usual message) is no SDK object
+        module = type(message).__module__
+        if module.startswith("langchain_core."):
+            return "langchain", f"is a LangChain {type(message).__name__}"
+        if module.startswith("openai.types.responses"):
+            return "openai-responses", f"is an OpenAI {type(message).__name__}"
+        if module.startswith("openai.types.chat"):
+            return "openai", f"is an OpenAI {type(message).__name__}"
+        if module.startswith("anthropic.types"):
+            return "anthropic", f"is an Anthropic {type(message).__name__}"
+        if not isinstance(message, Mapping):
+            return None
     kind = message.get("type")
+    if isinstance(kind, str) and (kind == "chat" or (kind in _LANGCHAIN_TYPES
+                                                     and "role" not in message)):
+        return "langchain", f"is a LangChain message of type {kind!r}"
     if isinstance(kind, str) and kind != "message" and (
             kind in RESPONSES_PAIRS or kind in RESPONSES_OUTPUTS or kind == "reasoning"
             or "role" not in message):

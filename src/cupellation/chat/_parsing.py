@@ -13,9 +13,10 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from .._model import ContextKind, ContextSource, parse_timestamp
-from ..exceptions import DecodeError
+from ..exceptions import DecodeError, FormatMismatchError
 
-__all__ = ["ChatFormat", "Reader", "Segment", "detect_chat_format", "messages_of"]
+__all__ = ["ChatFormat", "Reader", "Segment", "check_chat_format", "detect_chat_format",
+           "messages_of"]
 
 #: A chat transcript's format.
 ChatFormat = Literal["openai", "anthropic"]
@@ -99,6 +100,17 @@ def detect_chat_format(data: Any) -> ChatFormat:
                           f"mixes OpenAI and Anthropic formats: {openai}, but {anthropic}; "
                           "pass format='openai' or format='anthropic'")
     return "anthropic" if anthropic is not None else "openai"
+
+
+def check_chat_format(messages: Sequence[Any], fmt: ChatFormat) -> None:
+    """Refuse ``messages`` given as ``fmt`` when one shows the other format: read as
+    OpenAI, Anthropic ``tool_use`` and ``tool_result`` blocks are unknown parts and
+    their calls and results would be left out of the items without a word."""
+    openai, anthropic = _features(messages)
+    other, shown_by = (("anthropic", anthropic) if fmt == "openai" else ("openai", openai))
+    if shown_by is not None:
+        raise FormatMismatchError("messages", None, given_format=fmt, detected_format=other,
+                                  shown_by=shown_by)
 
 
 # -- reading --------------------------------------------------------------------

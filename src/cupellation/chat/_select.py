@@ -38,6 +38,7 @@ from ..policy import Policy, get_preset
 from ._conversation import (
     Conversation,
     Request,
+    check_given_format,
     detect_format,
     read_conversation,
 )
@@ -421,6 +422,11 @@ def select_messages(
     - ``format``: ``"openai"``, ``"openai-responses"``, ``"anthropic"`` or
       ``"langchain"``; recognised when not given (a list of plain text messages reads
       as ``"openai"``: pass ``format="anthropic"`` for Anthropic without ``system``).
+      A format given is checked, never trusted: a list holding a message that shows
+      another format (an Anthropic ``tool_use`` block in a list given as
+      ``"openai"``) raises :class:`~cupellation.exceptions.FormatMismatchError`
+      naming the message and the format it shows, since read as the wrong format its
+      tool exchanges would not be kept whole.
     - ``anthropic_thinking="strip_after_change"`` removes thinking blocks from the
       kept assistant messages after the first message left out or trimmed, for
       models whose thinking blocks are bound to everything before them (preserved
@@ -470,13 +476,18 @@ def ordering_problems(messages: Any, *, system: Any = None,
     """Every way ``messages`` breaks its provider's ordering rules (orphaned tool
     calls or results, results out of place, a first Anthropic message that is not the
     user's), one line each, worded after the provider's own 400 errors; empty when
-    none. Reads the same inputs as :func:`select_messages`; counts nothing."""
+    none. Reads the same inputs as :func:`select_messages` (a list holding a message
+    of another format than ``format`` raises
+    :class:`~cupellation.exceptions.FormatMismatchError`); counts nothing."""
     if format is not None and format not in FORMATS:
         raise InvalidValueError("format", format, f"must be one of {', '.join(FORMATS)} or None")
     given, _, has_system, key = _unpack(messages, system)
     name = key or "messages"
-    detected, _ = detect_format(given, 0, has_system, name)
-    fmt = format or detected or "openai"
+    if format is not None:
+        check_given_format(given, 0, format, name)
+        fmt: str = format
+    else:
+        fmt = detect_format(given, 0, has_system, name)[0] or "openai"
     counter = resolve_counter("estimate")
     read = [read_message(obj, fmt, f"{name}[{k}]", counter, {}) for k, obj in enumerate(given)]
     problems: list[str] = []

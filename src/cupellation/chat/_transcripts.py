@@ -22,7 +22,8 @@ content is a string or a list of blocks (``text``, ``tool_use``,
 tells them apart by their features (a top-level ``system``, ``tool_use`` /
 ``tool_result`` blocks; ``system`` / ``tool`` roles, ``tool_calls``,
 ``tool_call_id``); a transcript of plain user and assistant text reads the
-same either way. Pass ``format=`` to skip detection.
+same either way. Pass ``format=`` to say which: a transcript that shows the other
+format is then refused (:class:`~cupellation.exceptions.FormatMismatchError`).
 
 **Kinds.** System and developer messages become ``SystemPrompt``; user and
 assistant text becomes ``Message``; each tool call (an OpenAI ``tool_calls``
@@ -92,7 +93,14 @@ from typing import Any
 
 from .._model import ContextItem, ContextKind
 from ..exceptions import ConfigurationError, DecodeError, InvalidTypeError, InvalidValueError
-from ._parsing import ChatFormat, Reader, Segment, detect_chat_format, messages_of
+from ._parsing import (
+    ChatFormat,
+    Reader,
+    Segment,
+    check_chat_format,
+    detect_chat_format,
+    messages_of,
+)
 from ._tokens import OFFLINE_ENCODINGS, estimate_tokens, resolve_counter, warn_estimate
 
 __all__ = [
@@ -246,7 +254,9 @@ def chat_to_items(
     """The context items of a transcript, in conversation order (see the module doc).
 
     ``data`` is a list of messages or an object with ``"messages"`` (and, for
-    Anthropic, ``"system"``), as parsed from JSON. ``format`` skips detection.
+    Anthropic, ``"system"``), as parsed from JSON. ``format`` says which
+    (a transcript showing the other format raises
+    :class:`~cupellation.exceptions.FormatMismatchError`).
     ``token_counter`` counts tokens (else tiktoken's ``tiktoken_encoding`` when
     ``use_tiktoken`` and available, else the estimate). ``end`` is the
     timestamp of the last item when timestamps are synthesized from nothing
@@ -288,6 +298,8 @@ def _convert(data: Any, lines: Sequence[int] | None, options: _Options) -> list[
     """:func:`chat_to_items`, with each message's line for JSON Lines input."""
     messages, system, has_system = messages_of(data)
     chosen: ChatFormat = detect_chat_format(data) if options.format is None else options.format
+    if options.format is not None:  # a format given is checked, never trusted
+        check_chat_format(messages, chosen)
     if chosen == "openai" and has_system:
         raise DecodeError("system", system,
                           "is not part of the OpenAI format (use a 'system' role message)")

@@ -139,7 +139,8 @@ def add_parser(
     kind.add_argument("--items", dest="force_items", action="store_true",
                       help="read ITEMS as ContextItems, never as a transcript")
     group.add_argument("--chat-format", choices=["openai", "anthropic"],
-                       help="the transcript's format (default: recognised)")
+                       help="the transcript's format (default: recognised); a transcript "
+                            "showing the other format is refused")
     group.add_argument("--estimate-tokens", action="store_true",
                        help="for transcripts, estimate tokens as ceil(characters / 4) instead "
                             "of counting with tiktoken (used when installed and its encoding "

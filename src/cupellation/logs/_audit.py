@@ -119,6 +119,8 @@ class AuditLog:
                 raise InvalidValueError(name, value, "must be >= 0")
         if not isinstance(path, str | os.PathLike):
             raise InvalidTypeError("path", path, "a file path")
+        if not os.fspath(path):  # Path("") is the current folder, not a file
+            raise InvalidValueError("path", path, "must not be empty")
         self._path = os.fspath(Path(path).absolute())
         self._max_bytes = max_bytes
         self._backup_count = backup_count

@@ -21,7 +21,7 @@ from .._events.records import (
     RUN_FAILED_RECORD,
 )
 from .._events.settings import resolve_digest_key
-from .._model import check_text
+from .._model import check_text, listed
 from .._report import ReportBuilder
 from ..events import (
     EVENT_SCHEMA_VERSION,
@@ -220,7 +220,8 @@ class LogReader(Iterator[LoggedRun]):
         self._max_open = max_open_runs
         self._progress = progress
         self._key = resolve_digest_key(digest_key)
-        self._sources = self._expand(list(sources), rotated)
+        self._sources = self._expand(listed("sources", sources, "an iterable of sources"),
+                                     rotated)
         self._open: OrderedDict[str, _Run] = OrderedDict()
         self._ended: OrderedDict[str, None] = OrderedDict()
         self._iterator = self._runs()
