@@ -10,7 +10,9 @@ and trimming.
 OpenAI Responses, Anthropic, LangChain; dicts or the SDKs' objects) and returns the
 messages that fit the budget, in conversation order and in the same shape, keeping
 tool exchanges whole so the result is a list the provider accepts.
-:func:`select_messages_with_report` also returns the report (why each message was or
+:class:`SelectOptions` holds the options every entry point shares (the budget, the
+policy, the token counter, trimming...), as one frozen value; keywords are sugar for
+its fields. :func:`select_messages_with_report` also returns the report (why each message was or
 was not kept). :func:`ordering_problems` checks a list against the providers' rules.
 In an agent loop, a :class:`MessageHistory` reads each message once, when it is
 appended, so that its ``select()`` before each request costs little more than the
@@ -35,9 +37,9 @@ from __future__ import annotations
 from ._conversation import CONVERSATIONS_KEPT, MESSAGE_COUNT_KEY, clear_message_cache
 from ._history import MessageHistory
 from ._messages import MessageFormat
+from ._options import SelectKeywords, SelectOptions, ThinkingMode
 from ._select import (
     MessageSelection,
-    ThinkingMode,
     ordering_problems,
     select_messages,
     select_messages_with_report,
@@ -80,6 +82,8 @@ __all__ = [
     "MessageFormat",
     "MessageHistory",
     "MessageSelection",
+    "SelectKeywords",
+    "SelectOptions",
     "TextCounter",
     "ThinkingMode",
     "TokenCounter",
