@@ -384,9 +384,12 @@ def _new_units(messages: list[Message], reading: _Reading, request: Request,
     units: list[Unit] = []
     for span in spans:  # reusable units can only lead: they lie within the known messages
         old = reusable.get((span.start, span.end))
-        if old is None or old.item.pinned != (span.pinned or (
-                pin_at is not None and span.start <= pin_at < span.end)):
+        if old is None:
             break
+        pinned = span.pinned or (pin_at is not None and span.start <= pin_at < span.end)
+        if old.item.pinned != pinned:  # a turn's start, no longer the last: same stamp
+            old = _unit(span, messages[span.start:span.end], fmt, counter, request.limits,
+                        old.stamp, pinned=pinned)
         units.append(old)
         last_stamp = old.stamp
     stamp = _first_stamp(request.now, len(spans) - len(units), last_stamp)

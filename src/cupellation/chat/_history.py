@@ -59,9 +59,9 @@ class MessageHistory:
     ``MessageHistory(messages, max_tokens=8000).select()`` is whole. Appending and
     selecting may come from different threads, but appends must not run at once (a
     lock refuses the second with :class:`RuntimeError` rather than lose a message); a
-    selection sees the messages appended before it started. :meth:`copy` branches a history without reading
-    anything again; a pickled or deep-copied history reads its messages again (its
-    options are pickled with it, a collector in them too).
+    selection sees the messages appended before it started. :meth:`copy` branches a
+    history without reading anything again; a pickled or deep-copied history reads its
+    messages again (its options are pickled with it, a collector in them too).
     """
 
     __slots__ = ("_append_lock", "_limits", "_options", "_reading", "_state")

@@ -94,6 +94,14 @@ class SelectOptions:
             raise InvalidTypeError("run_info", self.run_info, "a RunInfo or None")
         check_limits(self.trim)  # raises naming the kind or the limit
 
+    @staticmethod
+    def merge(options: SelectOptions | None, keywords: Mapping[str, Any]) -> SelectOptions:
+        """``options`` (None: the defaults) with the fields named in ``keywords``
+        replaced: what an entry point taking both an options value and keyword sugar
+        selects with. A budget given as keywords replaces the options' budget value
+        and the other way round."""
+        return merged_options(options, keywords)
+
     def replace(self, **changes: Any) -> SelectOptions:
         """A copy with ``changes`` (field names as keywords), checked again."""
         return dataclasses.replace(self, **changes)

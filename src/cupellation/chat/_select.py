@@ -47,7 +47,9 @@ from ._messages import (
     CALLS,
     FORMATS,
     REASONING,
+    THINKING_BLOCKS,
     MessageFormat,
+    field_of,
     without_thinking,
 )
 from ._options import SelectKeywords, SelectOptions, ThinkingMode, merged_options
@@ -459,11 +461,15 @@ def select_messages_with_report(messages: Any, options: SelectOptions | None = N
 
 
 def ordering_problems(messages: Any, *, system: Any = None,
-                      format: MessageFormat | None = None) -> list[str]:
+                      format: MessageFormat | None = None,
+                      thinking: bool | None = None) -> list[str]:
     """Every way ``messages`` breaks its provider's ordering rules (orphaned tool
     calls or results, results out of place, a first Anthropic message that is not the
-    user's), one line each, worded after the provider's own 400 errors; empty when
-    none. Reads the same inputs as :func:`select_messages`; counts nothing."""
+    user's; with Anthropic extended thinking, a final turn that uses tools and whose
+    first assistant message does not start with a thinking block), one line each,
+    worded after the provider's own 400 errors; empty when none. ``thinking`` says
+    whether extended thinking is on (None: on when any message holds a thinking
+    block). Reads the same inputs as :func:`select_messages`; counts nothing."""
     if format is not None and format not in FORMATS:
         raise InvalidValueError("format", format, f"must be one of {', '.join(FORMATS)} or None")
     given, _, has_system, key = _unpack(messages, system)
@@ -474,5 +480,22 @@ def ordering_problems(messages: Any, *, system: Any = None,
     read = [read_message(obj, fmt, f"{name}[{k}]", counter, {}) for k, obj in enumerate(given)]
     problems: list[str] = []
     group(read, fmt, 0, problems, name=name)
+    if fmt == "anthropic" and (thinking or (thinking is None and any(m.thinking for m in read))):
+        problems += _thinking_problems(read, name)
     return problems
 
+
+def _thinking_problems(read: list[Any], name: str) -> list[str]:
+    """Anthropic with thinking on: the final assistant turn, when it uses tools, must
+    start with a thinking block."""
+    opener = _current_turn_opener(read)
+    if opener is None or not any(m.category == CALLS for m in read[opener:]):
+        return []
+    content = field_of(read[opener].obj, "content")
+    first = content[0] if isinstance(content, list | tuple) and content else None
+    if first is not None and field_of(first, "type") in THINKING_BLOCKS:
+        return []
+    return [f"{name}[{opener}].content: does not start with a thinking block, but it opens "
+            "the final assistant turn, which uses tools; Anthropic refuses it: \"When "
+            "`thinking` is enabled, a final `assistant` message must start with a thinking "
+            "block (preceeding the lastmost set of `tool_use` and `tool_result` blocks)\""]
