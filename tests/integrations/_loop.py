@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from chat._provider_rules import problems
 from cupellation import EventCollector
 from cupellation.chat import MessageFormat, MessageSelection, select_messages_with_report
 from cupellation.events import PipelineEvent, RunStarted
-from chat._provider_rules import problems
 
 #: The budget of every loop and the trimming limit of tool outputs.
 MAX_TOKENS = 900

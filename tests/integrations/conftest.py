@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from cupellation.chat import clear_message_cache
 from chat.conftest import no_network  # noqa: F401 - the fixture, used by every test here
+from cupellation.chat import clear_message_cache
 
 
 @pytest.fixture(autouse=True)

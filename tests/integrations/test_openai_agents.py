@@ -23,6 +23,7 @@ from openai.types.responses import (
     ResponseOutputText,
 )
 
+from cupellation.chat import MessageSelection
 from cupellation.integrations.openai_agents import InputFilter, input_filter
 
 from ._loop import BIG, MAX_TOKENS, TRIM, Runs, check_call, logs, weather
@@ -93,7 +94,7 @@ def test_every_model_call_gets_a_valid_window_within_the_budget() -> None:
     the large output is trimmed; old exchanges are left out; each call's report
     explains it; the runs carry the trace's group id as the conversation."""
     runs = Runs()
-    seen = []
+    seen: list[MessageSelection] = []
     window = input_filter(max_tokens=MAX_TOKENS, trim=TRIM, collector=runs,
                           on_select=seen.append)
     model = _loop(window, turns=4)

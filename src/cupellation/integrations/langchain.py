@@ -54,7 +54,7 @@ def _thread_id() -> str | None:
     return thread if isinstance(thread, str) else None
 
 
-class WindowMiddleware(AgentMiddleware[Any, Any]):  # type: ignore[misc]
+class WindowMiddleware(AgentMiddleware[Any, Any]):
     """A ``create_agent`` middleware: each model call's messages, selected (see the
     module doc). ``options`` and the keywords are
     :class:`~cupellation.chat.SelectOptions`' (the format is ``"langchain"``);

@@ -103,6 +103,12 @@ def _calls(part: Any) -> bool:
             and isinstance(getattr(part, "tool_call_id", None), str))
 
 
+def _call(part: Any) -> dict[str, Any]:
+    """A tool call part as an OpenAI tool call."""
+    return {"id": part.tool_call_id, "type": "function",
+            "function": {"name": part.tool_name, "arguments": part.args_as_json_str()}}
+
+
 def _read(messages: Sequence[ModelMessage]) -> tuple[list[dict[str, Any]], list[_Origin]]:
     """The messages as OpenAI messages (the system head first) and what each stands
     for."""
@@ -132,9 +138,7 @@ def _read(messages: Sequence[ModelMessage]) -> tuple[list[dict[str, Any]], list[
         elif isinstance(message, ModelResponse):
             texts = [_text(part) for part in message.parts
                      if getattr(part, "part_kind", "") in _TEXT_KINDS]
-            calls = [{"id": part.tool_call_id, "type": "function",
-                      "function": {"name": part.tool_name, "arguments": part.args_as_json_str()}}
-                     for part in message.parts if _calls(part)]
+            calls = [_call(part) for part in message.parts if _calls(part)]
             others = [_text(part) for part in message.parts
                       if getattr(part, "part_kind", "") not in _TEXT_KINDS and not _calls(part)]
             converted = {"role": "assistant", "content": "\n".join(texts + others) or None}
@@ -243,8 +247,8 @@ def _rebuilt(source: Sequence[ModelMessage], read: list[dict[str, Any]],
             out.append(_response(message, parts))
             continue
         keep = [p for p in range(len(message.parts)) if p in parts or p in system]
-        new_parts = [part if parts.get(p) is None else _with_content(part, parts[p])
-                     for p, part in enumerate(message.parts) if p in keep]
+        new_parts = [_with_content(part, parts.get(p)) for p, part in enumerate(message.parts)
+                     if p in keep]
         changed = len(keep) != len(message.parts) or any(parts.get(p) for p in keep)
         out.append(dataclasses.replace(message, parts=new_parts) if changed else message)
     return out
@@ -268,9 +272,10 @@ def _response(message: ModelResponse, parts: dict[int, str | None]) -> ModelResp
     return dataclasses.replace(message, parts=new_parts)
 
 
-def _with_content(part: Any, text: str) -> Any:
-    """``part`` holding ``text`` (a cut text) as its content."""
-    return dataclasses.replace(part, content=text)
+def _with_content(part: Any, text: str | None) -> Any:
+    """``part`` holding ``text`` (a cut text) as its content; ``part`` itself for
+    None (not cut)."""
+    return part if text is None else dataclasses.replace(part, content=text)
 
 
 def history_processor(options: SelectOptions | None = None, *,
