@@ -144,8 +144,8 @@ def add_parser(
                             "of counting with tiktoken (used when installed and its encoding "
                             "is available)")
     add_policy_options(parser, default_help=f"default: the {DEFAULT_PRESET} preset")
-    add_budget_options(parser, defaults="with no budget in the policy, --max-tokens and "
-                                        "--target-tokens are required")
+    add_budget_options(parser, defaults="with no budget in the policy, --max-tokens is "
+                                        "required; --target-tokens defaults to it")
     _add_output_options(parser)
     otlp = parser.add_argument_group("OpenTelemetry")
     add_otlp_options(otlp, default_capture=None)
