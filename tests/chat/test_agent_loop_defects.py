@@ -4,14 +4,22 @@ every format, a pinned overflow that names the messages."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
-from cupellation import SelectOptions, select_messages, select_messages_with_report
-from cupellation.chat import ordering_problems, resolve_counter
+from cupellation import (
+    SelectionReport,
+    SelectOptions,
+    select_messages,
+    select_messages_with_report,
+)
+from cupellation.chat import EXCHANGE_KEY, ordering_problems, resolve_counter
+from cupellation.cli import main
 from cupellation.exceptions import PinnedBudgetError
 
 from ._conversations import FORMATS, render, weather_conversation
@@ -179,3 +187,38 @@ def test_langchain_system_message_is_counted_when_in_the_list() -> None:
     selection = select_messages_with_report(messages, max_tokens=1_000)
     assert selection.report.included[0].item.pinned
     assert selection.report.included[0].item.tokens > 40
+
+
+def test_the_cli_selects_a_chat_files_exchanges_whole(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`cupellation select` on a chat file, at budgets from 40 to 400 tokens (no
+    --target-tokens: it defaults to --max-tokens): a tool call and its results are
+    selected as one item, so the kept messages never hold a call without its result
+    or a result without its call (at 60 it kept a logs({}) call and dropped its
+    result)."""
+    messages = [
+        {"role": "system", "content": "You are an operations assistant."},
+        {"role": "user", "content": "What do the logs say?"},
+        {"role": "assistant", "content": "Checking.", "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "logs", "arguments": "{}"}},
+            {"id": "c2", "type": "function", "function": {"name": "uptime",
+                                                          "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "E_LOG_LINE error rate 0.2% " * 20},
+        {"role": "tool", "tool_call_id": "c2", "content": "up 41 days"},
+        {"role": "assistant", "content": "The error rate is 0.2%."},
+        {"role": "user", "content": "Thanks."},
+    ]
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps(messages), encoding="utf-8")
+    for budget in (40, 60, 100, 200, 400):
+        capsys.readouterr()
+        assert main(["select", str(path), "--max-tokens", str(budget), "--report", "-"]) == 0
+        report = SelectionReport.from_json(capsys.readouterr().out)
+        contents = [entry.item.content for entry in report.included]
+        calls = [c for c in contents if "logs({})" in c]
+        assert all("E_LOG_LINE" in c and "up 41 days" in c for c in calls), contents
+        assert not any("E_LOG_LINE" in c and "logs({})" not in c for c in contents)
+        exchange = [e.item for e in report.included + report.excluded
+                    if "logs({})" in e.item.content]
+        assert len(exchange) == 1
+        assert exchange[0].metadata[EXCHANGE_KEY] == 5  # text, two calls, two results

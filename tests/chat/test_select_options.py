@@ -136,7 +136,7 @@ def test_formats_that_mix_or_do_not_fit_are_refused() -> None:
     with pytest.raises(DecodeError, match="only in the Anthropic format"):
         select_messages(_chat(1), system="x", format="openai", max_tokens=100)
     with pytest.raises(InvalidValueError, match="format"):
-        select_messages(_chat(1), format="gemini", max_tokens=100)  # type: ignore[arg-type]
+        select_messages(_chat(1), format="gemini", max_tokens=100)  # type: ignore[call-overload]
 
 
 def _thinking_loop() -> list[dict[str, Any]]:
@@ -245,8 +245,8 @@ def test_strip_after_change_removes_thinking_after_the_first_dropped_message() -
         else:
             assert sent is messages[index]
     with pytest.raises(InvalidValueError, match="anthropic_thinking"):
-        select_messages(messages, system="x", max_tokens=10,
-                        anthropic_thinking="drop")  # type: ignore[arg-type]
+        select_messages(messages, system="x", max_tokens=10,  # type: ignore[call-overload]
+                        anthropic_thinking="drop")
 
 
 def test_a_growing_list_reuses_what_was_read() -> None:

@@ -81,7 +81,7 @@ def test_the_value_is_frozen_and_checked_when_made() -> None:
     with pytest.raises(ConfigurationError, match="budget"):
         SelectOptions(max_tokens=10, budget=ContextBudget(max_tokens=10, target_tokens=10))
     with pytest.raises(InvalidValueError, match="max_token"):
-        select_messages(_chat(), max_token=10)  # type: ignore[call-arg]
+        select_messages(_chat(), max_token=10)  # type: ignore[call-overload]
     with pytest.raises(InvalidTypeError, match="options"):
         select_messages(_chat(), {"max_tokens": 10})  # type: ignore[call-overload]
 

@@ -28,13 +28,15 @@ documented in ``cupellation.chat._tokens``.
 
 :func:`trim_items` cuts items over a per-kind token limit to their head and tail, with
 a marker, and records ``originalTokens``. :func:`chat_to_items` and :func:`load_chat`
-read JSON transcripts as one item per text, tool call and tool result (what
-``cupellation select --chat`` does).
+read JSON transcripts as one item per text, tool call and tool result;
+:func:`group_exchanges` makes each tool exchange one item (what ``cupellation select``
+selects from a chat transcript, as :func:`select_messages` selects units).
 """
 
 from __future__ import annotations
 
 from ._conversation import CONVERSATIONS_KEPT, MESSAGE_COUNT_KEY, clear_message_cache
+from ._exchanges import EXCHANGE_KEY, group_exchanges
 from ._history import MessageHistory
 from ._messages import MessageFormat
 from ._options import SelectKeywords, SelectOptions, ThinkingMode
@@ -69,6 +71,7 @@ from ._trim import MIN_TRIM_LIMIT, TRIMMED_KEY, trim_items
 
 __all__ = [
     "CONVERSATIONS_KEPT",
+    "EXCHANGE_KEY",
     "MESSAGE_COUNT_KEY",
     "MESSAGE_INDEX_KEY",
     "MIN_TRIM_LIMIT",
@@ -93,6 +96,7 @@ __all__ = [
     "count_tokens",
     "detect_chat_format",
     "estimate_tokens",
+    "group_exchanges",
     "load_chat",
     "offline_encoding",
     "ordering_problems",

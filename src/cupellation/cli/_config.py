@@ -185,10 +185,10 @@ def resolve_budget(policy: Policy, args: argparse.Namespace,
     target = args.target_tokens if args.target_tokens is not None else (
         base.target_tokens if base else None)
     if args.target_tokens is None and args.max_tokens is not None and (
-            target is None or target > max_tokens):
+            target is None or target > args.max_tokens):
         # As the library: the target defaults to the window given (a policy's own
         # target is kept while it fits the --max-tokens given).
-        target = max_tokens
+        target = args.max_tokens
     reserve = args.output_reserve if args.output_reserve is not None else (
         base.output_reserve if base else 0)
     if max_tokens is None or target is None:
