@@ -318,7 +318,8 @@ def test_format_text_prints_the_decisions(items_file: Path, tmp_path: Path,
 def test_chat_transcripts_are_recognised_or_forced(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """An OpenAI message list, an Anthropic {system, messages} object and OpenAI JSON
-    Lines are read as transcripts (tool calls become ToolCall items); the system prompt
+    Lines are read as transcripts (a tool call and its result become one ToolOutput
+    item, the exchange, as select_messages selects it); the system prompt
     is pinned and placed first by the chronological default; --items refuses a
     transcript and a broken message names its line."""
     openai = [{"role": "system", "content": "Be terse."},
@@ -341,8 +342,9 @@ def test_chat_transcripts_are_recognised_or_forced(
         status, out, err = _run(capsys, "select", path, *BUDGET, "--estimate-tokens")
         assert status == 0, err
         rows = json.loads(out)
-        assert [row["kind"] for row in rows] == ["SystemPrompt", "Message", "ToolCall",
-                                                 "ToolOutput"], name
+        assert [row["kind"] for row in rows] == ["SystemPrompt", "Message", "ToolOutput"], name
+        assert "weather(" in rows[2]["content"]
+        assert "4°C, rain" in rows[2]["content"]
         assert rows[0]["pinned"] is True
         assert err == ""
     assert_one_line_error(run_main(capsys, "select", tmp_path / "anthropic.json", *BUDGET,

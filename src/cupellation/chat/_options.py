@@ -137,10 +137,12 @@ def merged_options(options: SelectOptions | None, keywords: Mapping[str, Any]
         raise InvalidTypeError("options", options, "a SelectOptions or None")
     if not keywords:
         return options
-    unknown = sorted(set(keywords) - _FIELDS)
-    if unknown:
+    if not _FIELDS.issuperset(keywords):
+        unknown = sorted(set(keywords) - _FIELDS)
         raise InvalidValueError(unknown[0], keywords[unknown[0]],
                                 f"is not an option (the options are {', '.join(sorted(_FIELDS))})")
+    if options is _DEFAULT:  # the common call: keywords alone, made at once
+        return SelectOptions(**keywords)
     changes = dict(keywords)
     if "budget" in changes and changes["budget"] is not None:
         changes.setdefault("max_tokens", None)

@@ -66,11 +66,13 @@ kind, source, priority, tags, metadata, timestamp, futureRelevanceHint, pinned,
 originalTokens), JSON Lines of them, or a chat transcript (an OpenAI-style list
 of messages with roles, or an Anthropic-style {{"system", "messages"}} object,
 also as JSON Lines): transcripts are recognised by their 'messages' or 'role'
-keys, or forced with --chat. '-' reads standard input. Files are read as UTF-8.
+keys, or forced with --chat; each tool exchange (the call and its results) is one
+item, kept or left out whole. '-' reads standard input. Files are read as UTF-8.
 
 The policy is --policy FILE|PRESET (default: the {DEFAULT_PRESET} preset: recency x3 and
 kind x1, greedy slicing, chronological placement). The budget comes from the
-policy's [budget] and the budget flags; one of them must give it.
+policy's [budget] and the budget flags; one of them must give it (--target-tokens
+defaults to --max-tokens).
 
 Standard output gets exactly one thing: the placed items as a JSON array in
 placed order (the seeds' item shape) by default; the summary tables with
