@@ -47,6 +47,7 @@ from ._messages import (
     CALLS,
     FORMATS,
     REASONING,
+    RESULTS,
     THINKING_BLOCKS,
     MessageFormat,
     field_of,
@@ -465,8 +466,8 @@ def ordering_problems(messages: Any, *, system: Any = None,
                       thinking: bool | None = None) -> list[str]:
     """Every way ``messages`` breaks its provider's ordering rules (orphaned tool
     calls or results, results out of place, a first Anthropic message that is not the
-    user's; with Anthropic extended thinking, a final turn that uses tools and whose
-    first assistant message does not start with a thinking block), one line each,
+    user's; with Anthropic extended thinking, a final turn still in its tool loop
+    whose first assistant message does not start with a thinking block), one line each,
     worded after the provider's own 400 errors; empty when none. ``thinking`` says
     whether extended thinking is on (None: on when any message holds a thinking
     block). Reads the same inputs as :func:`select_messages`; counts nothing."""
@@ -486,10 +487,12 @@ def ordering_problems(messages: Any, *, system: Any = None,
 
 
 def _thinking_problems(read: list[Any], name: str) -> list[str]:
-    """Anthropic with thinking on: the final assistant turn, when it uses tools, must
-    start with a thinking block."""
+    """Anthropic with thinking on: the final assistant turn, while it is in its tool
+    loop (the list ends with tool results the model is to continue from), must start
+    with a thinking block."""
     opener = _current_turn_opener(read)
-    if opener is None or not any(m.category == CALLS for m in read[opener:]):
+    if opener is None or not read or read[-1].category != RESULTS or not any(
+            m.category == CALLS for m in read[opener:]):
         return []
     content = field_of(read[opener].obj, "content")
     first = content[0] if isinstance(content, list | tuple) and content else None
