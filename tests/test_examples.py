@@ -82,6 +82,41 @@ def test_langchain_middleware_fits_every_model_call(tmp_path: Path) -> None:
     assert "BROKEN" not in result.stdout
 
 
+def test_openai_agents_filter_fits_every_model_call(tmp_path: Path) -> None:
+    """The Agents SDK example (a real Runner, a scripted Model, the one-line filter)
+    runs offline: its last turn leaves items out, and every call fits the budget and
+    keeps the tool-call rules."""
+    result = _run_offline("openai_agents_filter.py", tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "turn 2: the last call sent 14 of 18 items" in result.stdout
+    assert "6 model calls; every call within 600 tokens: True; tool-call rules kept: True" in (
+        result.stdout)
+
+
+def test_pydantic_ai_processor_fits_every_request_and_keeps_the_history(
+        tmp_path: Path) -> None:
+    """The PydanticAI example (FunctionModel, ProcessHistory) runs offline: the run's
+    own list loses what was left out, the processor's full history keeps it, and every
+    request fits the budget."""
+    result = _run_offline("pydantic_ai_processor.py", tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "the run kept 10 messages, the full history 12" in result.stdout
+    assert "6 requests; every request within 600 tokens: True; responses in the full " \
+           "history: 6" in result.stdout
+
+
+def test_langchain_window_middleware_fits_every_model_call(tmp_path: Path) -> None:
+    """The LangChain example (create_agent, WindowMiddleware) runs offline: the last
+    call leaves messages out while the state keeps all 15, every call fits with the
+    system prompt counted, and the tool-call rules hold."""
+    result = _run_offline("langchain_window_middleware.py", tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "turn 2: the last call sent 12 of 15 messages (system prompt included)" in (
+        result.stdout)
+    assert "6 model calls; every call within 600 tokens: True; tool-call rules kept: True" in (
+        result.stdout)
+
+
 def test_traced_agent_loop_rebuilds_every_selection_from_its_spans(tmp_path: Path) -> None:
     """Without an OTLP endpoint the traced loop keeps its spans in memory (offline) and
     rebuilds each step's selection from them, trimmed units included; with one it sends

@@ -30,7 +30,7 @@ from ._model import ContextBudget, ContextItem, ContextKind, ContextSource, Over
 from ._pipeline import Pipeline
 from ._report import ReportBuilder, SelectionReport, build_report
 from ._version import __version__
-from .chat import MessageHistory, select_messages
+from .chat import MessageHistory, SelectOptions, select_messages, select_messages_with_report
 from .events import RunInfo
 from .exceptions import CupelError
 from .placing import ChronologicalPlacer, UShapedPlacer
@@ -97,6 +97,7 @@ __all__ = [
     "ReportBuilder",
     "RunInfo",
     "ScaledScorer",
+    "SelectOptions",
     "SelectionReport",
     "TagScorer",
     "TraceCollector",
@@ -108,4 +109,5 @@ __all__ = [
     "exceptions",
     "reasons",
     "select_messages",
+    "select_messages_with_report",
 ]

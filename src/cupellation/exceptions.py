@@ -287,11 +287,15 @@ class PipelineError(CupelError):
 class PinnedBudgetError(PipelineError, ValueError):
     """Pinned items need more tokens than ``maxTokens - outputReserve`` allows."""
 
-    def __init__(self, pinned_tokens: int, available_tokens: int) -> None:
+    def __init__(self, pinned_tokens: int, available_tokens: int, *, detail: str = "") -> None:
         super().__init__(
             f"Pinned items require {pinned_tokens} tokens, but only "
             f"{available_tokens} are available (maxTokens - outputReserve)"
+            + (f": {detail}" if detail else "")
         )
+        #: What the caller knows of the pinned items (select_messages names the
+        #: messages and suggests trim=); empty from the pipeline itself.
+        self.detail = detail
         self.pinned_tokens = pinned_tokens
         self.available_tokens = available_tokens
 

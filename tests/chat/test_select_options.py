@@ -28,7 +28,12 @@ from cupellation.chat import (
     select_messages_with_report,
 )
 from cupellation.events import RunStarted
-from cupellation.exceptions import ConfigurationError, DecodeError, InvalidValueError
+from cupellation.exceptions import (
+    ConfigurationError,
+    DecodeError,
+    InvalidValueError,
+    PinnedBudgetError,
+)
 from cupellation.policy import get_preset
 
 from ._conversations import FORMATS, render, weather_conversation
@@ -131,7 +136,7 @@ def test_formats_that_mix_or_do_not_fit_are_refused() -> None:
     with pytest.raises(DecodeError, match="only in the Anthropic format"):
         select_messages(_chat(1), system="x", format="openai", max_tokens=100)
     with pytest.raises(InvalidValueError, match="format"):
-        select_messages(_chat(1), format="gemini", max_tokens=100)  # type: ignore[arg-type]
+        select_messages(_chat(1), format="gemini", max_tokens=100)  # type: ignore[call-overload]
 
 
 def _thinking_loop() -> list[dict[str, Any]]:
@@ -221,13 +226,16 @@ def test_the_last_turns_start_is_pinned_so_the_window_ends_with_the_lists_turn()
 def test_strip_after_change_removes_thinking_after_the_first_dropped_message() -> None:
     """anthropic_thinking='strip_after_change': kept assistant messages after the first
     message left out are sent as copies without their thinking blocks (for models whose
-    thinking is bound to everything before it); earlier ones, and the originals, are
-    untouched."""
+    thinking is bound to everything before it); earlier ones, the originals, and the
+    current turn's first assistant message (message 5: Anthropic refuses a final turn
+    that does not start with a thinking block) are untouched."""
     messages = _thinking_loop()
     selection = select_messages_with_report(messages, system="terse", max_tokens=200,
                                             anthropic_thinking="strip_after_change", now=NOW)
     assert selection.dropped == (1, 2)
-    assert selection.thinking_stripped == (3, 5, 7)
+    assert selection.thinking_stripped == (3, 7)
+    assert selection.messages[selection.kept.index(5)] is messages[5]
+    assert ordering_problems(selection.messages, system="terse") == []
     for index, sent in zip(selection.kept, selection.messages, strict=True):
         types = [block["type"] for block in sent["content"]] if isinstance(
             sent["content"], list) else []
@@ -237,8 +245,8 @@ def test_strip_after_change_removes_thinking_after_the_first_dropped_message() -
         else:
             assert sent is messages[index]
     with pytest.raises(InvalidValueError, match="anthropic_thinking"):
-        select_messages(messages, system="x", max_tokens=10,
-                        anthropic_thinking="drop")  # type: ignore[arg-type]
+        select_messages(messages, system="x", max_tokens=10,  # type: ignore[call-overload]
+                        anthropic_thinking="drop")
 
 
 def test_a_growing_list_reuses_what_was_read() -> None:
@@ -252,7 +260,9 @@ def test_a_growing_list_reuses_what_was_read() -> None:
     second = select_messages_with_report(grown, max_tokens=5000, now=later)
     old = {id(e.item) for e in first.report.included}
     reused = [e.item for e in second.report.included if id(e.item) in old]
-    assert len(reused) == len(first.report.included)
+    # All but the unit of the former last user message, pinned then and not now
+    # (remade with its stamp).
+    assert len(reused) == len(first.report.included) - 1
     stamps = [e.item.timestamp for e in second.report.included if e.item.timestamp]
     assert len(stamps) == len(second.report.included)
     assert stamps == sorted(stamps)
@@ -320,7 +330,13 @@ def test_a_growing_loop_sends_exactly_the_kept_units_messages(
         else:
             messages = [*messages, {"role": "user" if step != "assistant" else "assistant",
                                     "content": "w " * size}]
-        sent = select_messages(messages, max_tokens=max_tokens, policy=preset, now=NOW)
+        try:
+            sent = select_messages(messages, max_tokens=max_tokens, policy=preset, now=NOW)
+        except PinnedBudgetError:  # the latest user message (pinned) alone is too long
+            with pytest.raises(PinnedBudgetError, match="pinned messages are"):
+                select_messages_with_report(messages, max_tokens=max_tokens, policy=preset,
+                                            now=NOW)
+            continue
         selection = select_messages_with_report(messages, max_tokens=max_tokens,
                                                 policy=preset, now=NOW)
         assert [id(m) for m in sent] == [id(messages[k]) for k in selection.kept]

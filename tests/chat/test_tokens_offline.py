@@ -205,7 +205,8 @@ def test_anthropic_counts_are_estimates_and_say_so() -> None:
 
 
 def test_per_message_and_per_call_overheads_are_the_documented_ones() -> None:
-    """A message costs 3 + its role + its content (+1 for a name); a tool call its name,
+    """A message costs 3 + its role + its content (+ its name's tokens + 1 for a name);
+    a tool call its name,
     its arguments and 3 more: the OpenAI Cookbook's figures and the documented
     approximation, on exact counts."""
     count = resolve_counter("o200k_base")
@@ -216,7 +217,7 @@ def test_per_message_and_per_call_overheads_are_the_documented_ones() -> None:
     selection = select_messages_with_report([user, call, result], max_tokens=1000,
                                             token_counter="o200k_base")
     units = [e.item.tokens for e in selection.report.included]
-    assert units[0] == 3 + count("user") + count("hello world") + 1
+    assert units[0] == 3 + count("user") + count("hello world") + count("ada") + 1
     assert units[1] == (3 + count("assistant") + count("f") + count('{"a": 1}') + 3
                         + 3 + count("tool") + count("ok"))
 

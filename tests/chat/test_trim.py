@@ -70,7 +70,7 @@ def test_limits_are_checked() -> None:
     with pytest.raises(InvalidValueError, match="repeats"):
         trim_items([], {"toolOutput": 50, "ToolOutput": 60})
     with pytest.raises(InvalidTypeError, match="trim"):
-        select_messages([], max_tokens=10, trim=[("ToolOutput", 50)])  # type: ignore[arg-type]
+        select_messages([], max_tokens=10, trim=[("ToolOutput", 50)])  # type: ignore[call-overload]
 
 
 def test_select_messages_trims_results_before_grouping_and_sums_the_exchange() -> None:

@@ -196,7 +196,8 @@ def test_policy_errors_name_the_file_line_and_path(
 def test_budget_comes_from_flags_over_the_policy(
         items_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A policy with a [budget] needs no flags; a flag overrides only its own part;
-    with neither there is a clear error; an impossible budget names the flag."""
+    --max-tokens alone sets the target too (as the library does); with neither there
+    is a clear error; an impossible budget names the flag."""
     policy = tmp_path / "p.toml"
     policy.write_text(get_preset("rag").to_toml() + "\n[budget]\nmax_tokens = 100\n"
                       "target_tokens = 25\noutput_reserve = 10\n")
@@ -208,10 +209,14 @@ def test_budget_comes_from_flags_over_the_policy(
                           "--target-tokens", "45", "--report", "-")
     assert sum(e.item.tokens for e in SelectionReport.from_json(out).included) > 25
     assert_one_line_error(run_main(capsys, "select", items_file), 2,
-                          "no budget: give --max-tokens and --target-tokens",
+                          "no budget: give --max-tokens (--target-tokens defaults to it)",
                           "the policy Chat has no [budget]")
-    assert_one_line_error(run_main(capsys, "select", items_file, "--max-tokens", "10"), 2,
-                          "no budget: give --target-tokens")
+    # --target-tokens defaults to --max-tokens, as select_messages' target does.
+    status, out, _ = _run(capsys, "select", items_file, "--max-tokens", "30", "--report", "-")
+    assert status == 0
+    report = SelectionReport.from_json(out)
+    assert 0 < sum(e.item.tokens for e in report.included) <= 30
+    assert report.excluded  # the 45 tokens of items do not fit: the target is 30
     assert_one_line_error(run_main(capsys, "select", items_file, "--max-tokens", "10",
                                    "--target-tokens", "20"), 2, "--target-tokens:")
 
@@ -313,7 +318,8 @@ def test_format_text_prints_the_decisions(items_file: Path, tmp_path: Path,
 def test_chat_transcripts_are_recognised_or_forced(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """An OpenAI message list, an Anthropic {system, messages} object and OpenAI JSON
-    Lines are read as transcripts (tool calls become ToolCall items); the system prompt
+    Lines are read as transcripts (a tool call and its result become one ToolOutput
+    item, the exchange, as select_messages selects it); the system prompt
     is pinned and placed first by the chronological default; --items refuses a
     transcript and a broken message names its line."""
     openai = [{"role": "system", "content": "Be terse."},
@@ -336,8 +342,9 @@ def test_chat_transcripts_are_recognised_or_forced(
         status, out, err = _run(capsys, "select", path, *BUDGET, "--estimate-tokens")
         assert status == 0, err
         rows = json.loads(out)
-        assert [row["kind"] for row in rows] == ["SystemPrompt", "Message", "ToolCall",
-                                                 "ToolOutput"], name
+        assert [row["kind"] for row in rows] == ["SystemPrompt", "Message", "ToolOutput"], name
+        assert "weather(" in rows[2]["content"]
+        assert "4°C, rain" in rows[2]["content"]
         assert rows[0]["pinned"] is True
         assert err == ""
     assert_one_line_error(run_main(capsys, "select", tmp_path / "anthropic.json", *BUDGET,

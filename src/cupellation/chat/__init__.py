@@ -10,7 +10,9 @@ and trimming.
 OpenAI Responses, Anthropic, LangChain; dicts or the SDKs' objects) and returns the
 messages that fit the budget, in conversation order and in the same shape, keeping
 tool exchanges whole so the result is a list the provider accepts.
-:func:`select_messages_with_report` also returns the report (why each message was or
+:class:`SelectOptions` holds the options every entry point shares (the budget, the
+policy, the token counter, trimming...), as one frozen value; keywords are sugar for
+its fields. :func:`select_messages_with_report` also returns the report (why each message was or
 was not kept). :func:`ordering_problems` checks a list against the providers' rules.
 In an agent loop, a :class:`MessageHistory` reads each message once, when it is
 appended, so that its ``select()`` before each request costs little more than the
@@ -26,18 +28,20 @@ documented in ``cupellation.chat._tokens``.
 
 :func:`trim_items` cuts items over a per-kind token limit to their head and tail, with
 a marker, and records ``originalTokens``. :func:`chat_to_items` and :func:`load_chat`
-read JSON transcripts as one item per text, tool call and tool result (what
-``cupellation select --chat`` does).
+read JSON transcripts as one item per text, tool call and tool result;
+:func:`group_exchanges` makes each tool exchange one item (what ``cupellation select``
+selects from a chat transcript, as :func:`select_messages` selects units).
 """
 
 from __future__ import annotations
 
 from ._conversation import CONVERSATIONS_KEPT, MESSAGE_COUNT_KEY, clear_message_cache
+from ._exchanges import EXCHANGE_KEY, group_exchanges
 from ._history import MessageHistory
 from ._messages import MessageFormat
+from ._options import SelectKeywords, SelectOptions, ThinkingMode
 from ._select import (
     MessageSelection,
-    ThinkingMode,
     ordering_problems,
     select_messages,
     select_messages_with_report,
@@ -67,6 +71,7 @@ from ._trim import MIN_TRIM_LIMIT, TRIMMED_KEY, trim_items
 
 __all__ = [
     "CONVERSATIONS_KEPT",
+    "EXCHANGE_KEY",
     "MESSAGE_COUNT_KEY",
     "MESSAGE_INDEX_KEY",
     "MIN_TRIM_LIMIT",
@@ -80,6 +85,8 @@ __all__ = [
     "MessageFormat",
     "MessageHistory",
     "MessageSelection",
+    "SelectKeywords",
+    "SelectOptions",
     "TextCounter",
     "ThinkingMode",
     "TokenCounter",
@@ -89,6 +96,7 @@ __all__ = [
     "count_tokens",
     "detect_chat_format",
     "estimate_tokens",
+    "group_exchanges",
     "load_chat",
     "offline_encoding",
     "ordering_problems",

@@ -266,12 +266,13 @@ def _extend(request: Request, known: Conversation | None, common: int) -> Conver
     limit = min(common, known.units[-1].span.start if known.units else 0)
     if request.regroup_from is not None:
         limit = min(limit, request.regroup_from)
-    if fmt == "anthropic":
-        # The trailing turn is regrouped (its start is one unit), and so is the unit of
-        # the last turn's start, pinned until a later turn starts.
-        for turn in (trailing_turn(messages), last_turn_start(known.messages)):
-            if turn is not None:
-                limit = min(limit, turn)
+    # The unit of the last turn's start is regrouped, pinned until a later turn
+    # starts; Anthropic's trailing turn too (its start is one unit).
+    turns = (trailing_turn(messages), last_turn_start(known.messages)) if fmt == "anthropic" \
+        else (last_turn_start(known.messages),)
+    for turn in turns:
+        if turn is not None:
+            limit = min(limit, turn)
     kept = len(known.units)
     while kept and known.units[kept - 1].span.end > limit:
         kept -= 1
@@ -397,14 +398,17 @@ def _new_units(messages: list[Message], reading: _Reading, request: Request,
     and pin as it was, the others made and stamped after ``reading.last_stamp``."""
     fmt, counter, restart, pin_at, last_stamp = reading
     spans = group(messages, fmt, restart, name=request.name, open_end=request.open_end)
-    if fmt == "anthropic":
-        spans = _anchor_turn(messages, spans)
+    spans = _anchor_turn(messages, spans) if fmt == "anthropic" else _pin_turn_start(
+        messages, spans)
     units: list[Unit] = []
     for span in spans:  # reusable units can only lead: they lie within the known messages
         old = reusable.get((span.start, span.end))
-        if old is None or old.item.pinned != (span.pinned or (
-                pin_at is not None and span.start <= pin_at < span.end)):
+        if old is None:
             break
+        pinned = span.pinned or (pin_at is not None and span.start <= pin_at < span.end)
+        if old.item.pinned != pinned:  # a turn's start, no longer the last: same stamp
+            old = _unit(span, messages[span.start:span.end], fmt, counter, request.limits,
+                        old.stamp, pinned=pinned)
         units.append(old)
         last_stamp = old.stamp
     stamp = _first_stamp(request.now, len(spans) - len(units), last_stamp)

@@ -15,18 +15,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, Unpack
 
-from .._collectors import TraceCollector
-from .._model import ContextBudget
-from .._pipeline import Pipeline
-from ..events import RunInfo
-from ..exceptions import DecodeError, InvalidTypeError, InvalidValueError
-from ..policy import Policy
+from ..exceptions import ConfigurationError, DecodeError, InvalidTypeError, InvalidValueError
 from ._conversation import Conversation, Request, extend_conversation, fresh_conversation
-from ._messages import FORMATS, MessageFormat
-from ._select import MessageSelection, ThinkingMode, choice, choose, selection
-from ._tokens import CounterSpec, TextCounter
+from ._options import SelectKeywords, SelectOptions, merged_options
+from ._select import MessageSelection, choice, choose, selection
 from ._trim import check_limits
 from ._units import OpenEnd
 
@@ -58,27 +52,29 @@ class MessageHistory:
     a break: the history groups its exchange when they arrive, and :meth:`select`
     refuses the list (as the provider would) until they have.
 
-    ``format``, ``token_counter``, ``trim`` and Anthropic's ``system`` prompt are
-    fixed when the history is made; a message appended that shows another format than
-    the one given raises :class:`~cupellation.exceptions.FormatMismatchError`.
-    Appending and selecting may come from different threads, but appends must not run
-    at once (a lock refuses the second with :class:`RuntimeError` rather than lose a
-    message); a selection sees the messages appended before it started. :meth:`copy`
-    branches a history without reading anything again; a pickled or deep-copied
-    history reads its messages again.
+    The history is made with a :class:`~cupellation.chat.SelectOptions` (or its
+    fields as keywords): its ``format``, ``token_counter`` and ``trim``, and
+    Anthropic's ``system`` prompt, are fixed then; the rest (budget, policy,
+    collector...) is what :meth:`select` uses unless it is given others, so
+    ``MessageHistory(messages, max_tokens=8000).select()`` is whole. A message
+    appended that shows another format than the one given raises
+    :class:`~cupellation.exceptions.FormatMismatchError`. Appending and
+    selecting may come from different threads, but appends must not run at once (a
+    lock refuses the second with :class:`RuntimeError` rather than lose a message); a
+    selection sees the messages appended before it started. :meth:`copy` branches a
+    history without reading anything again; a pickled or deep-copied history reads its
+    messages again (its options are pickled with it, a collector in them too).
     """
 
-    __slots__ = ("_append_lock", "_limits", "_reading", "_state")
+    __slots__ = ("_append_lock", "_limits", "_options", "_reading", "_state")
 
-    def __init__(self, messages: Iterable[Any] = (), *, system: Any = None,
-                 format: MessageFormat | None = None,
-                 token_counter: CounterSpec | TextCounter = "auto",
-                 trim: Mapping[Any, int] | None = None, now: datetime | None = None) -> None:
-        if format is not None and format not in FORMATS:
-            raise InvalidValueError("format", format,
-                                    f"must be one of {', '.join(FORMATS)} or None")
-        self._limits = check_limits(trim)
-        self._reading = (system, system is not None, format, token_counter)
+    def __init__(self, messages: Iterable[Any] = (), options: SelectOptions | None = None, *,
+                 system: Any = None, now: datetime | None = None,
+                 **keywords: Unpack[SelectKeywords]) -> None:
+        chosen = merged_options(options, keywords)
+        self._options = chosen
+        self._limits = check_limits(chosen.trim)
+        self._reading = (system, system is not None, chosen.format, chosen.token_counter)
         self._append_lock = threading.Lock()
         # The conversation read so far and the problems of its open end, replaced
         # together (one attribute: a selection reads a consistent pair).
@@ -127,39 +123,48 @@ class MessageHistory:
         finally:
             self._append_lock.release()
 
-    def select(self, *, max_tokens: int | None = None, target_tokens: int | None = None,
-               budget: ContextBudget | None = None,
-               policy: Policy | Pipeline | str | None = None,
-               collector: TraceCollector | None = None,
-               anthropic_thinking: ThinkingMode = "keep",
-               run_info: RunInfo | None = None) -> list[Any]:
+    def select(self, options: SelectOptions | None = None,
+               **keywords: Unpack[SelectKeywords]) -> list[Any]:
         """The messages that fit the budget, in conversation order: a list of the
-        objects appended (trimmed or thinking-stripped ones as new objects). The
-        options are :func:`~cupellation.select_messages`' (Anthropic's system prompt,
-        given to the history, is counted, always kept and never returned: pass
-        :attr:`system` to the API beside the list)."""
-        how = choice(max_tokens=max_tokens, target_tokens=target_tokens, budget=budget,
-                     policy=policy, collector=collector,
-                     anthropic_thinking=anthropic_thinking, run_info=run_info,
-                     want_report=False)
+        objects appended (trimmed or thinking-stripped ones as new objects).
+
+        The options are the history's own (:attr:`options`, given when it was made),
+        or ``options``, with the fields given as keywords replaced (see
+        :class:`~cupellation.chat.SelectOptions`). ``format``, ``token_counter`` and
+        ``trim`` are fixed when the history is made: a selection that asks for others
+        raises :class:`~cupellation.exceptions.ConfigurationError`. Anthropic's system
+        prompt, given to the history, is counted, always kept and never returned: pass
+        :attr:`system` to the API beside the list."""
+        how = choice(self._selecting(options, keywords), want_report=False)
         return choose(self._complete(), how).kept
 
-    def select_with_report(self, *, max_tokens: int | None = None,
-                           target_tokens: int | None = None,
-                           budget: ContextBudget | None = None,
-                           policy: Policy | Pipeline | str | None = None,
-                           collector: TraceCollector | None = None,
-                           anthropic_thinking: ThinkingMode = "keep",
-                           run_info: RunInfo | None = None) -> MessageSelection:
+    def select_with_report(self, options: SelectOptions | None = None,
+                           **keywords: Unpack[SelectKeywords]) -> MessageSelection:
         """:meth:`select`, with its report and what it did to each message (a
         :class:`~cupellation.chat.MessageSelection`; indices into :attr:`messages`)."""
-        how = choice(max_tokens=max_tokens, target_tokens=target_tokens, budget=budget,
-                     policy=policy, collector=collector,
-                     anthropic_thinking=anthropic_thinking, run_info=run_info,
-                     want_report=True)
+        how = choice(self._selecting(options, keywords), want_report=True)
         conversation = self._complete()
         chosen = choose(conversation, how)
         return selection(conversation, chosen.kept, chosen)
+
+    def _selecting(self, options: SelectOptions | None, keywords: Mapping[str, Any]
+                   ) -> SelectOptions:
+        """The options of one selection, checked against the history's reading ones."""
+        chosen = merged_options(self._options if options is None else options, keywords)
+        _, _, fmt, counter_spec = self._reading
+        for field, value, fixed in (("format", chosen.format, fmt),
+                                    ("token_counter", chosen.token_counter, counter_spec),
+                                    ("trim", dict(check_limits(chosen.trim)),
+                                     dict(self._limits))):
+            if value != fixed:
+                raise ConfigurationError(field, value, f"is fixed when the history is made "
+                                                       f"(it was {fixed!r})")
+        return chosen
+
+    @property
+    def options(self) -> SelectOptions:
+        """The options given when the history was made (its selections' default)."""
+        return self._options
 
     def _complete(self) -> Conversation:
         """The conversation, refused while the list breaks a rule at its end."""
@@ -206,6 +211,7 @@ class MessageHistory:
         leave the other as it was (an agent exploring two branches)."""
         twin = MessageHistory.__new__(MessageHistory)
         twin._limits, twin._reading, twin._state = self._limits, self._reading, self._state
+        twin._options = self._options
         twin._append_lock = threading.Lock()
         return twin
 
@@ -216,10 +222,8 @@ class MessageHistory:
         again, so each unit is stamped anew (the last at the moment the original's
         last unit was stamped, earlier ones a microsecond apart before it)."""
         conversation = self._state[0]
-        system, _, fmt, counter_spec = self._reading
         last = conversation.units[-1].item.timestamp if conversation.units else None
-        return (_restored, (conversation.objects, system, fmt, counter_spec,
-                            dict(self._limits), last))
+        return (_restored, (conversation.objects, self._reading[0], self._options, last))
 
     def __len__(self) -> int:
         return len(self._state[0].objects)
@@ -229,9 +233,7 @@ class MessageHistory:
                 f"token_counter={self.token_counter!r})")
 
 
-def _restored(messages: list[Any], system: Any, fmt: MessageFormat | None,
-              counter_spec: CounterSpec | TextCounter, limits: dict[Any, int],
+def _restored(messages: list[Any], system: Any, options: SelectOptions,
               now: datetime | None) -> MessageHistory:
     """A pickled history read again (see MessageHistory.__reduce__)."""
-    return MessageHistory(messages, system=system, format=fmt, token_counter=counter_spec,
-                          trim=limits or None, now=now)
+    return MessageHistory(messages, options, system=system, now=now)

@@ -165,7 +165,7 @@ class Message:
     thinking: bool = False
     genuine_user: bool = False  # a user message with more than tool results (a turn starts)
     results_first: bool = True  # Anthropic: the tool_result blocks come before any other
-    has_name: bool = False
+    name: str = ""  # the message's own ``name`` (OpenAI, LangChain), counted
     estimated_parts: int = 0
     part_tokens: int = 0
     tokens: int = 0
@@ -177,8 +177,8 @@ class Message:
     def count(self, counter: TextCounter) -> None:
         """Set ``tokens`` (see the module doc of ``_tokens`` for the overheads)."""
         tokens = MESSAGE_OVERHEAD + counter(self.role) + self.part_tokens
-        if self.has_name:
-            tokens += NAME_OVERHEAD
+        if self.name:  # the cookbook encodes every value, the name's too, + 1 for it
+            tokens += counter(self.name) + NAME_OVERHEAD
         for piece in self.pieces:
             tokens += counter(piece.text)
         for _, name, arguments in self.calls:

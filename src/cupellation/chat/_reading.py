@@ -210,7 +210,8 @@ class _Reader:
         message = self.message = Message(obj, _CATEGORY_OF_ROLE[role], role)
         kind = _TEXT_KIND_OF_ROLE[role]
         name = get("name")
-        message.has_name = isinstance(name, str) and role not in ("tool", "function")
+        # Every role's name is sent, and counted (a tool or function message's too).
+        message.name = name if isinstance(name, str) else ""
         self.content(get("content"), ("content",), kind, calls_in_blocks=False)
         if role == "tool":
             call_id = get("tool_call_id")
@@ -359,6 +360,10 @@ class _Reader:
                              "must be a system, human, ai, tool or function message")
         message = self.message = Message(obj, _CATEGORY_OF_ROLE[role], role)
         text_kind = _TEXT_KIND_OF_ROLE[role]
+        # langchain-openai sends a message's name (a ToolNode's tool messages always
+        # have one) as the OpenAI message's ``name``: counted as OpenAI counts it.
+        own_name = field_of(obj, "name")
+        message.name = own_name if isinstance(own_name, str) else ""
         self.content(field_of(obj, "content"), ("content",), text_kind, calls_in_blocks=False)
         if role == "tool":
             call_id = field_of(obj, "tool_call_id")
@@ -412,6 +417,8 @@ def read_message(obj: Any, fmt: str, where: str, counter: TextCounter,
     else:
         reader.langchain(obj)
     message = reader.message
+    if message.category == USER:  # every format: a user message starts a turn
+        message.genuine_user = True
     message.count(counter)
     try:
         message.trim(limits, counter)

@@ -13,7 +13,7 @@ import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple, TypeVar, Unpack, overload
 
 import msgspec
 
@@ -32,6 +32,7 @@ from ..exceptions import (
     DecodeError,
     InvalidTypeError,
     InvalidValueError,
+    PinnedBudgetError,
 )
 from ..placing import ChronologicalPlacer
 from ..policy import Policy, get_preset
@@ -43,20 +44,26 @@ from ._conversation import (
     read_conversation,
 )
 from ._messages import (
+    ASSISTANT,
+    CALLS,
     FORMATS,
+    REASONING,
+    RESULTS,
+    THINKING_BLOCKS,
     MessageFormat,
+    field_of,
     without_thinking,
 )
+from ._options import SelectKeywords, SelectOptions, ThinkingMode, merged_options
 from ._reading import read_message
-from ._tokens import CounterSpec, TextCounter, resolve_counter
+from ._tokens import resolve_counter
 from ._trim import check_limits
-from ._units import group
+from ._units import group, last_turn_start
 
 __all__ = [
     "Choice",
     "Chosen",
     "MessageSelection",
-    "ThinkingMode",
     "choice",
     "choose",
     "ordering_problems",
@@ -65,9 +72,7 @@ __all__ = [
     "selection",
 ]
 
-#: What happens to Anthropic thinking blocks of kept messages (see select_messages).
-ThinkingMode = Literal["keep", "strip_after_change"]
-
+_M = TypeVar("_M")
 _DEFAULT_PRESET = "chat"
 
 
@@ -198,17 +203,12 @@ class Chosen(NamedTuple):
     stripped: tuple[int, ...]
 
 
-def choice(*, max_tokens: int | None, target_tokens: int | None,
-           budget: ContextBudget | None, policy: Policy | Pipeline | str | None,
-           collector: TraceCollector | None, anthropic_thinking: ThinkingMode,
-           run_info: RunInfo | None, want_report: bool) -> Choice:
-    """The checked options of a call that selects (see :func:`select_messages`)."""
-    if anthropic_thinking not in ("keep", "strip_after_change"):
-        raise InvalidValueError("anthropic_thinking", anthropic_thinking,
-                                "must be 'keep' or 'strip_after_change'")
-    pipeline, policy_budget = _pipeline(policy)
-    return Choice(pipeline, _budget(max_tokens, target_tokens, budget, policy_budget),
-                  collector, run_info, anthropic_thinking, want_report)
+def choice(options: SelectOptions, *, want_report: bool) -> Choice:
+    """The checked options of a call that selects (see :class:`SelectOptions`)."""
+    pipeline, policy_budget = _pipeline(options.policy)
+    return Choice(pipeline, _budget(options.max_tokens, options.target_tokens, options.budget,
+                                    policy_budget),
+                  options.collector, options.run_info, options.anthropic_thinking, want_report)
 
 
 def choose(conversation: Conversation, how: Choice) -> Chosen:
@@ -219,9 +219,12 @@ def choose(conversation: Conversation, how: Choice) -> Chosen:
     if how.want_report:
         diagnostics = DiagnosticTraceCollector(TraceDetailLevel.FULL)
         sink = diagnostics if sink is None else FanOutCollector(diagnostics, sink)
-    placed = how.pipeline.run(conversation.candidates, how.budget, sink,
-                              run_info=None if sink is None else _with_counter(how.run_info,
-                                                                                 conversation))
+    try:
+        placed = how.pipeline.run(conversation.candidates, how.budget, sink,
+                                  run_info=None if sink is None else _with_counter(
+                                      how.run_info, conversation))
+    except PinnedBudgetError as error:
+        raise _named_overflow(conversation, error) from None
     kept = _kept_objects(conversation, placed)
     stripped: tuple[int, ...] = ()
     if how.anthropic_thinking == "strip_after_change" and conversation.fmt == "anthropic":
@@ -245,31 +248,44 @@ def selection(conversation: Conversation, messages: Any, chosen: Chosen) -> Mess
 
 
 class _Call(NamedTuple):
-    """The reading options of one select_messages call, as given (see its docstring);
+    """The reading options of one select_messages call (see :class:`SelectOptions`);
     a named tuple, made on every call in half the time of a frozen dataclass."""
 
     system: Any
-    token_counter: CounterSpec | TextCounter
-    trim: Mapping[Any, int] | None
-    format: str | None
+    options: SelectOptions
     now: datetime | None
 
 
 def _run(messages: Any, call: _Call, how: Choice) -> tuple[Conversation, Chosen, Any]:
     """Read ``messages`` (remembered, grown or afresh) and select: the conversation,
     what was chosen, and the kept messages in the shape given."""
-    format, now = call.format, call.now
-    if format is not None and format not in FORMATS:
-        raise InvalidValueError("format", format, f"must be one of {', '.join(FORMATS)} or None")
+    options, now = call.options, call.now
     if now is not None and (not isinstance(now, datetime) or now.utcoffset() is None):
         raise InvalidValueError("now", now, "must be a timezone-aware datetime or None")
     given, system_value, has_system, key = _unpack(messages, call.system)
-    request = Request(given=given, system=system_value, has_system=has_system, fmt=format,
-                       counter_spec=call.token_counter, limits=check_limits(call.trim), now=now,
-                       name=key or "messages")
+    request = Request(given=given, system=system_value, has_system=has_system,
+                      fmt=options.format, counter_spec=options.token_counter,
+                      limits=check_limits(options.trim), now=now, name=key or "messages")
     conversation = read_conversation(request)
     chosen = choose(conversation, how)
     return conversation, chosen, _shaped(messages, key, chosen.kept)
+
+
+def _named_overflow(conversation: Conversation, error: PinnedBudgetError) -> PinnedBudgetError:
+    """``error`` saying which messages are pinned and how to make them fit."""
+    named: list[str] = []
+    for item in conversation.candidates:
+        if not item.pinned:
+            continue
+        span = conversation.spans[id(item)]
+        where = ("system" if span.start < 0 else f"messages[{span.start}]"
+                 if span.end - span.start == 1 else f"messages[{span.start}:{span.end}]")
+        named.append(f"{where} ({item.kind.value}, {item.tokens} tokens)")
+    return PinnedBudgetError(
+        error.pinned_tokens, error.available_tokens,
+        detail=f"the pinned messages are {', '.join(named)}; raise the budget, or pass "
+               "trim= (such as trim={'ToolOutput': 2000}) to cut long tool results and "
+               "messages to their head and tail")
 
 
 def _kept_objects(conversation: Conversation, placed: list[ContextItem]) -> list[Any]:
@@ -354,11 +370,15 @@ def _strip_thinking(conversation: Conversation, placed: list[ContextItem]
     kept_set = set(indices)
     change = next((k for k, m in enumerate(messages) if k not in kept_set or m.trimmed),
                   len(messages))
+    # The current turn's first assistant message keeps its thinking: Anthropic refuses
+    # a final assistant turn that does not start with a thinking block.
+    current = _current_turn_opener(messages)
     out: list[Any] = []
     stripped: list[int] = []
     for index in indices:
         message = messages[index]
-        if index > change and message.thinking and message.role == "assistant":
+        if (index > change and index != current and message.thinking
+                and message.role == "assistant"):
             out.append(without_thinking(message.output))
             stripped.append(index)
         else:
@@ -366,32 +386,45 @@ def _strip_thinking(conversation: Conversation, placed: list[ContextItem]
     return out, tuple(stripped)
 
 
-def select_messages(
-    messages: Any,
-    *,
-    system: Any = None,
-    max_tokens: int | None = None,
-    target_tokens: int | None = None,
-    budget: ContextBudget | None = None,
-    policy: Policy | Pipeline | str | None = None,
-    collector: TraceCollector | None = None,
-    token_counter: CounterSpec | TextCounter = "auto",
-    trim: Mapping[Any, int] | None = None,
-    format: MessageFormat | None = None,
-    anthropic_thinking: ThinkingMode = "keep",
-    now: datetime | None = None,
-    run_info: RunInfo | None = None,
-) -> Any:
+def _current_turn_opener(messages: Sequence[Any]) -> int | None:
+    """The index of the first assistant message after the last message that starts a
+    turn (the current turn's opener), or None."""
+    start = last_turn_start(messages)
+    first = 0 if start is None else start + 1
+    return next((k for k in range(first, len(messages))
+                 if messages[k].category in (ASSISTANT, CALLS, REASONING)), None)
+
+
+@overload
+def select_messages(messages: list[_M], options: SelectOptions | None = None, *,
+                    system: Any = None, now: datetime | None = None,
+                    **keywords: Unpack[SelectKeywords]) -> list[_M]: ...
+@overload
+def select_messages(messages: tuple[_M, ...], options: SelectOptions | None = None, *,
+                    system: Any = None, now: datetime | None = None,
+                    **keywords: Unpack[SelectKeywords]) -> tuple[_M, ...]: ...
+@overload
+def select_messages(messages: Mapping[str, Any], options: SelectOptions | None = None, *,
+                    system: Any = None, now: datetime | None = None,
+                    **keywords: Unpack[SelectKeywords]) -> dict[str, Any]: ...
+def select_messages(messages: Any, options: SelectOptions | None = None, *,
+                    system: Any = None, now: datetime | None = None,
+                    **keywords: Unpack[SelectKeywords]) -> Any:
     """The messages that fit the budget, in conversation order and in the shape given.
 
     ``messages`` is a list of OpenAI Chat Completions messages, OpenAI Responses input
     items, Anthropic messages or LangChain messages: dicts, or the SDKs' own objects
     (``openai``, ``anthropic``, ``langchain_core``), mixed as an agent loop appends
     them; or a mapping holding the list under ``messages`` (``input`` for Responses),
-    with Anthropic's ``system`` beside it. The result has the same shape: a list, or
-    a copy of the mapping with the kept messages. The kept messages are the objects
-    given (never rebuilt), except those ``trim`` cut and those
-    ``anthropic_thinking="strip_after_change"`` strips, which are new objects.
+    with Anthropic's ``system`` beside it. The result has the same shape: a list (a
+    tuple for a tuple), or a copy of the mapping with the kept messages. The kept
+    messages are the objects given (never rebuilt), except those ``trim`` cut and
+    those ``anthropic_thinking="strip_after_change"`` strips, which are new objects
+    of the same type.
+
+    ``options`` (a :class:`SelectOptions`) holds the budget, policy, collector, token
+    counter, trimming, format and thinking mode; each is also a keyword argument
+    (``max_tokens=8000``), which replaces that field of ``options``.
 
     - ``system`` is Anthropic's system prompt, passed apart: counted and always kept,
       never returned. System and developer messages of the other formats stay in the
@@ -402,81 +435,48 @@ def select_messages(
       ``function_call_output``): kept or dropped together, so the result keeps the
       providers' ordering rules. A list that already breaks one raises
       :class:`~cupellation.exceptions.DecodeError` naming the message and the rule.
-      Anthropic: the first message (a user message) and the user message that starts
-      the last turn are pinned, and the start of a trailing tool-use turn with
-      thinking blocks is one pinned unit (see docs/decisions.md).
-    - The budget: ``max_tokens`` (and ``target_tokens``, default ``max_tokens``), or
-      ``budget``, or the policy's. ``policy`` is a :class:`~cupellation.policy.Policy`,
-      a preset name (default ``"chat"``) or a :class:`~cupellation.Pipeline`; whatever
-      its placer, units are placed in conversation order (a
-      :class:`~cupellation.ChronologicalPlacer` over the units' timestamps), and
-      nothing is deduplicated: two equal messages are two moments of the
-      conversation.
-    - ``collector`` receives the run's events (spans, logs, a report), as for
-      :meth:`~cupellation.Pipeline.run`.
-    - ``token_counter``: ``"auto"``, ``"o200k_base"``, ``"cl100k_base"``,
-      ``"estimate"`` or a callable ``text -> int`` (see :mod:`cupellation.chat`).
-    - ``trim``: token limits per kind, such as ``{"ToolOutput": 800}``: a message or
-      tool result over its limit is cut to its head and tail (a visible marker
-      between) before units are made; the unit records ``originalTokens``.
-    - ``format``: ``"openai"``, ``"openai-responses"``, ``"anthropic"`` or
-      ``"langchain"``; recognised when not given (a list of plain text messages reads
-      as ``"openai"``: pass ``format="anthropic"`` for Anthropic without ``system``).
-      A format given is checked, never trusted: a list holding a message that shows
+    - Pinned, in every format: the first system message (Anthropic: the first
+      message, which must be the user's, and ``system``), and the unit holding the
+      last user message that starts a turn (the question being answered), so the
+      window always ends with the current turn. Anthropic: the start of a trailing
+      tool-use turn with thinking blocks is one pinned unit (see docs/decisions.md).
+    - A ``format`` given is checked, never trusted: a list holding a message that shows
       another format (an Anthropic ``tool_use`` block in a list given as
       ``"openai"``) raises :class:`~cupellation.exceptions.FormatMismatchError`
       naming the message and the format it shows, since read as the wrong format its
       tool exchanges would not be kept whole.
-    - ``anthropic_thinking="strip_after_change"`` removes thinking blocks from the
-      kept assistant messages after the first message left out or trimmed, for
-      models whose thinking blocks are bound to everything before them (preserved
-      thinking); the default ``"keep"`` sends them unchanged.
     - ``now``: the time stamped on new messages (default: the current time).
-    - ``run_info``: the session, user and conversation the run belongs to
-      (:class:`~cupellation.RunInfo`), recorded in its ``run_started`` event with the
-      token counter used and whether any count is an estimate.
 
-    Raises :class:`~cupellation.exceptions.PinnedBudgetError` when the pinned units
-    alone exceed the budget, and what :meth:`~cupellation.Pipeline.run` raises.
+    Raises :class:`~cupellation.exceptions.PinnedBudgetError` naming the pinned
+    messages when they alone exceed the budget (``trim=`` cuts a long tool result),
+    and what :meth:`~cupellation.Pipeline.run` raises.
     """
-    how = choice(max_tokens=max_tokens, target_tokens=target_tokens, budget=budget,
-                 policy=policy, collector=collector, anthropic_thinking=anthropic_thinking,
-                 run_info=run_info, want_report=False)
-    return _run(messages, _Call(system, token_counter, trim, format, now), how)[2]
+    chosen = merged_options(options, keywords)
+    how = choice(chosen, want_report=False)
+    return _run(messages, _Call(system, chosen, now), how)[2]
 
 
-def select_messages_with_report(
-    messages: Any,
-    *,
-    system: Any = None,
-    max_tokens: int | None = None,
-    target_tokens: int | None = None,
-    budget: ContextBudget | None = None,
-    policy: Policy | Pipeline | str | None = None,
-    collector: TraceCollector | None = None,
-    token_counter: CounterSpec | TextCounter = "auto",
-    trim: Mapping[Any, int] | None = None,
-    format: MessageFormat | None = None,
-    anthropic_thinking: ThinkingMode = "keep",
-    now: datetime | None = None,
-    run_info: RunInfo | None = None,
-) -> MessageSelection:
+def select_messages_with_report(messages: Any, options: SelectOptions | None = None, *,
+                                system: Any = None, now: datetime | None = None,
+                                **keywords: Unpack[SelectKeywords]) -> MessageSelection:
     """:func:`select_messages`, with its report and what it did to each message (a
     :class:`MessageSelection`). The arguments are the same."""
-    how = choice(max_tokens=max_tokens, target_tokens=target_tokens, budget=budget,
-                 policy=policy, collector=collector, anthropic_thinking=anthropic_thinking,
-                 run_info=run_info, want_report=True)
-    conversation, chosen, shaped = _run(messages, _Call(system, token_counter, trim, format,
-                                                        now), how)
-    return selection(conversation, shaped, chosen)
+    chosen = merged_options(options, keywords)
+    how = choice(chosen, want_report=True)
+    conversation, chosen_units, shaped = _run(messages, _Call(system, chosen, now), how)
+    return selection(conversation, shaped, chosen_units)
 
 
 def ordering_problems(messages: Any, *, system: Any = None,
-                      format: MessageFormat | None = None) -> list[str]:
+                      format: MessageFormat | None = None,
+                      thinking: bool | None = None) -> list[str]:
     """Every way ``messages`` breaks its provider's ordering rules (orphaned tool
     calls or results, results out of place, a first Anthropic message that is not the
-    user's), one line each, worded after the provider's own 400 errors; empty when
-    none. Reads the same inputs as :func:`select_messages` (a list holding a message
+    user's; with Anthropic extended thinking, a final turn still in its tool loop
+    whose first assistant message does not start with a thinking block), one line each,
+    worded after the provider's own 400 errors; empty when none. ``thinking`` says
+    whether extended thinking is on (None: on when any message holds a thinking
+    block). Reads the same inputs as :func:`select_messages` (a list holding a message
     of another format than ``format`` raises
     :class:`~cupellation.exceptions.FormatMismatchError`); counts nothing."""
     if format is not None and format not in FORMATS:
@@ -492,5 +492,24 @@ def ordering_problems(messages: Any, *, system: Any = None,
     read = [read_message(obj, fmt, f"{name}[{k}]", counter, {}) for k, obj in enumerate(given)]
     problems: list[str] = []
     group(read, fmt, 0, problems, name=name)
+    if fmt == "anthropic" and (thinking or (thinking is None and any(m.thinking for m in read))):
+        problems += _thinking_problems(read, name)
     return problems
 
+
+def _thinking_problems(read: list[Any], name: str) -> list[str]:
+    """Anthropic with thinking on: the final assistant turn, while it is in its tool
+    loop (the list ends with tool results the model is to continue from), must start
+    with a thinking block."""
+    opener = _current_turn_opener(read)
+    if opener is None or not read or read[-1].category != RESULTS or not any(
+            m.category == CALLS for m in read[opener:]):
+        return []
+    content = field_of(read[opener].obj, "content")
+    first = content[0] if isinstance(content, list | tuple) and content else None
+    if first is not None and field_of(first, "type") in THINKING_BLOCKS:
+        return []
+    return [f"{name}[{opener}].content: does not start with a thinking block, but it opens "
+            "the final assistant turn, which uses tools; Anthropic refuses it: \"When "
+            "`thinking` is enabled, a final `assistant` message must start with a thinking "
+            "block (preceeding the lastmost set of `tool_use` and `tool_result` blocks)\""]

@@ -27,7 +27,8 @@ records the counts as estimates; give the budget an
 
 **Overheads** (documented approximations, not counts):
 
-- 3 tokens per message, plus the role, plus 1 for a ``name``: the OpenAI Cookbook, *How
+- 3 tokens per message, plus the role, plus a ``name``'s own tokens and 1 more (any
+  role's, a tool message's too: the cookbook encodes every value): the OpenAI Cookbook, *How
   to count tokens with tiktoken* (``num_tokens_from_messages``: ``tokens_per_message =
   3``, ``tokens_per_name = 1`` for gpt-3.5-turbo-0125, gpt-4 and gpt-4o models). The 3
   tokens that prime every reply and the tool definitions are per request, not per

@@ -184,12 +184,19 @@ def resolve_budget(policy: Policy, args: argparse.Namespace,
         base.max_tokens if base else None)
     target = args.target_tokens if args.target_tokens is not None else (
         base.target_tokens if base else None)
+    if args.target_tokens is None and args.max_tokens is not None and (
+            target is None or target > args.max_tokens):
+        # As the library: the target defaults to the window given (a policy's own
+        # target is kept while it fits the --max-tokens given).
+        target = args.max_tokens
     reserve = args.output_reserve if args.output_reserve is not None else (
         base.output_reserve if base else 0)
     if max_tokens is None or target is None:
         missing = " and ".join(flag for flag, value in (("--max-tokens", max_tokens),
                                                          ("--target-tokens", target))
                                if value is None)
+        missing = "--max-tokens (--target-tokens defaults to it)" if max_tokens is None \
+            else missing
         name = f"the policy {policy.name}" if policy.name else "the policy"
         raise CliError(f"no budget: give {missing} ({name} has no [budget]; a policy file "
                        "can hold one: 'cupellation policy show chat --max-tokens 8000 "

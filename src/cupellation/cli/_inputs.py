@@ -125,7 +125,8 @@ def _chat(data: Any, source: str, lines: Sequence[int] | None,
           options: Mapping[str, Any]) -> Loaded:
     try:
         fmt = options.get("format") or chat.detect_chat_format(data)
-        items = chat.chat_to_items(data, **options)
+        # Each tool exchange one item, kept or left out whole, as select_messages does.
+        items = chat.group_exchanges(chat.chat_to_items(data, **options))
     except RecursionError:
         raise _too_deep(source) from None
     except (CupelError, ValueError, TypeError) as exc:

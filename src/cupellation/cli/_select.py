@@ -67,11 +67,13 @@ kind, source, priority, tags, metadata, timestamp, futureRelevanceHint, pinned,
 originalTokens), JSON Lines of them, or a chat transcript (an OpenAI-style list
 of messages with roles, or an Anthropic-style {{"system", "messages"}} object,
 also as JSON Lines): transcripts are recognised by their 'messages' or 'role'
-keys, or forced with --chat. '-' reads standard input. Files are read as UTF-8.
+keys, or forced with --chat; each tool exchange (the call and its results) is one
+item, kept or left out whole. '-' reads standard input. Files are read as UTF-8.
 
 The policy is --policy FILE|PRESET (default: the {DEFAULT_PRESET} preset: recency x3 and
 kind x1, greedy slicing, chronological placement). The budget comes from the
-policy's [budget] and the budget flags; one of them must give it.
+policy's [budget] and the budget flags; one of them must give it (--target-tokens
+defaults to --max-tokens).
 
 Standard output gets exactly one thing: the placed items as a JSON array in
 placed order (the seeds' item shape) by default; the summary tables with
@@ -146,8 +148,8 @@ def add_parser(
                             "of counting with tiktoken (used when installed and its encoding "
                             "is available)")
     add_policy_options(parser, default_help=f"default: the {DEFAULT_PRESET} preset")
-    add_budget_options(parser, defaults="with no budget in the policy, --max-tokens and "
-                                        "--target-tokens are required")
+    add_budget_options(parser, defaults="with no budget in the policy, --max-tokens is "
+                                        "required; --target-tokens defaults to it")
     _add_output_options(parser)
     otlp = parser.add_argument_group("OpenTelemetry")
     add_otlp_options(otlp, default_capture=None)
