@@ -185,30 +185,3 @@ def test_resolve_service_order_and_bad_arguments(monkeypatch: pytest.MonkeyPatch
     with pytest.raises(InvalidValueError, match="service"):
         AuditLog(tmp_path / "a.jsonl", service="")
 
-
-def test_the_cli_records_service_option_then_environment_then_its_own_name(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """``demo --audit-log`` records ``--service``; without it OTEL_SERVICE_NAME; with
-    neither ``cupellation`` (the name --otlp's resource takes by default), in the audit
-    log and in the demo's own events file and spans alike; a blank --service is exit 2
-    with one line naming the option."""
-    from tests.cli._cli_support import assert_one_line_error, run_main  # noqa: PLC0415
-
-    def recorded(*extra: str) -> str:
-        out = tmp_path / f"d{len(list(tmp_path.iterdir()))}"
-        result = run_main(capsys, "demo", "-q", "--out", out, "--audit-log", out / "a.log",
-                          *extra)
-        assert result.code == 0, result.err
-        events = _started(out / "events.jsonl")["service"]
-        trace_text = (out / "trace.jsonl").read_text()
-        assert f'"stringValue":"{events}"' in trace_text.replace(" ", "")
-        assert _started(out / "a.log")["service"] == events
-        return str(events)
-
-    assert recorded() == "cupellation"
-    monkeypatch.setenv("OTEL_SERVICE_NAME", "from-env")
-    assert recorded() == "from-env"
-    assert recorded("--service", "agent-7") == "agent-7"
-    assert_one_line_error(run_main(capsys, "demo", "-q", "--out", tmp_path / "x",
-                                   "--service", " "), 2, "--service")
