@@ -139,13 +139,14 @@ from ._decode import (
     reports_from_spans,
     runs_from_spans,
 )
-from ._fetch import BACKENDS, BackendError, fetch_spans
+from ._fetch import BACKENDS, DEFAULT_PHOENIX_PROJECT, BackendError, fetch_spans
 from ._jaeger import spans_from_jaeger_json
 from ._names import SCOPE_NAME
 from ._spans import SpanData, SpanEventData, spans_from_otlp_json, spans_from_otlp_proto
 
 __all__ = [
     "BACKENDS",
+    "DEFAULT_PHOENIX_PROJECT",
     "CAPTURE_CONTENT_ENV",
     "SCOPE_NAME",
     "BackendError",

@@ -26,10 +26,13 @@ from ._decode import parse_trace
 from ._names import RUN_ID
 from ._spans import SpanData
 
-__all__ = ["BACKENDS", "BackendError", "fetch_spans", "parse_since"]
+__all__ = ["BACKENDS", "DEFAULT_PHOENIX_PROJECT", "BackendError", "fetch_spans", "parse_since"]
 
 #: The backends :func:`fetch_spans` reads from.
 BACKENDS: Final = ("phoenix", "mlflow", "jaeger", "tempo")
+#: The Phoenix project read when none is named: Phoenix's own default project, where
+#: spans sent without a project go (docker/'s collector sends there too).
+DEFAULT_PHOENIX_PROJECT: Final = "default"
 #: How many pages (of up to 1,000 spans or 100 traces) one fetch follows at most.
 _MAX_PAGES: Final = 10_000
 _PAGE: Final = 1000
@@ -365,7 +368,7 @@ def fetch_spans(backend: str, url: str, *, trace_id: str | None = None,
         raise BackendError(f"{backend}: the timeout must be a positive number of seconds")
     client = _Client(backend, url, headers or {}, timeout)
     if backend == "phoenix":
-        return _phoenix(client, project or "default", trace_id, run_id, since)
+        return _phoenix(client, project or DEFAULT_PHOENIX_PROJECT, trace_id, run_id, since)
     if backend == "mlflow":
         return _mlflow(client, experiment, trace_id, run_id, since)
     if backend == "jaeger":
