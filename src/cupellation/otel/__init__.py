@@ -37,7 +37,8 @@ target), ``cupel.run.candidate_count``, ``cupel.run.candidate_tokens``,
 ``cupel.run.start_seq``/``end_seq``, the run information when given
 (``cupel.run.session_id``, ``user_id``, ``conversation_id``, ``token_counter``,
 ``token_estimates``, ``service``: the run's, else the collector's ``service=``, else
-the tracer provider's resource ``service.name``, else ``OTEL_SERVICE_NAME``), and ``cupel.run.digest``: the run's digest (see
+the tracer provider's resource ``service.name``, else ``OTEL_SERVICE_NAME``), and
+``cupel.run.digest``: the run's digest (see
 :class:`~cupellation.events.RunDigest`) over the line form of the events the spans
 carry, after content capture; on failure ``cupel.run.stage``,
 ``cupel.run.error_type``, ``cupel.run.error_text``, the exception recorded and an
