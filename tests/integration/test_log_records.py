@@ -268,3 +268,25 @@ def test_setup_otlp_builds_the_log_exporter_from_arguments_and_environment(
         plain.shutdown(timeout_seconds=1)
     assert trace.get_tracer_provider() is not http.tracer_provider  # nothing global
 
+
+
+def test_a_digest_key_makes_the_end_record_an_hmac_that_only_the_key_verifies() -> None:
+    """With digest_key, each run's end record carries hmac-sha256 over the run's
+    canonical lines: the records fold, with the key, into the in-process reports; read
+    without the key the digest cannot be checked, and with another key it is a
+    mismatch the report lists as incomplete."""
+    provider, memory = _memory_provider()
+    runs = _runs(LogRecordCollector(logger_provider=provider, content_capture="full",
+                                    digest_key="fleet-key"), 4, seed=3)
+    rows: list[dict[str, Any]] = [dict(r.log_record.attributes or {})
+                                  for r in memory.get_finished_logs()]
+    ends = [row for row in rows if row["type"] in ("run_completed", "run_failed")]
+    assert len(ends) == len(runs)
+    assert all(str(row["digest"]).startswith("hmac-sha256:") for row in ends)
+    by_run: dict[str, list[PipelineEvent]] = defaultdict(list)
+    for row in rows:
+        by_run[str(row["run_id"])].append(event_from_dict(row))
+    for run_id, (_, report) in runs.items():
+        assert build_report(by_run[run_id], digest_key="fleet-key") == report
+        wrong = build_report(by_run[run_id], digest_key="another-key")
+        assert any("digest mismatch" in line for line in wrong.incomplete)
