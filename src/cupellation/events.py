@@ -48,10 +48,14 @@ way).
 Environment variables: ``CUPELLATION_CAPTURE_CONTENT`` (a sink's content
 capture when not given) and ``CUPELLATION_DIGEST_KEY`` (the digests' HMAC key
 when not given); an invalid value warns once and the default applies.
+``OTEL_SERVICE_NAME`` (then ``service.name`` in ``OTEL_RESOURCE_ATTRIBUTES``)
+names the service a sink records in ``run_started`` when neither the run's
+:class:`RunInfo`, the sink's ``service=`` nor its SDK provider's resource does
+(:func:`resolve_service`).
 """
 
 from ._events.batch import ItemEventBatch
-from ._events.capture import apply_content_capture, content_digest
+from ._events.capture import apply_content_capture, content_digest, stamp_service
 from ._events.digest import RunDigest, Verification
 from ._events.flat import (
     EVENT_SCHEMA_VERSION,
@@ -67,8 +71,11 @@ from ._events.lines import RunLineEncoder
 from ._events.settings import (
     CAPTURE_ENV_VAR,
     DIGEST_KEY_ENV_VAR,
+    SERVICE_ENV_VAR,
+    check_service,
     resolve_capture,
     resolve_digest_key,
+    resolve_service,
 )
 from ._events.types import (
     PIPELINE_KEYS,
@@ -109,6 +116,7 @@ __all__ = [
     "RunInfo",
     "RunLineEncoder",
     "RunStarted",
+    "SERVICE_ENV_VAR",
     "StageCompleted",
     "StageName",
     "StageStarted",
@@ -116,6 +124,7 @@ __all__ = [
     "UnknownEvent",
     "Verification",
     "apply_content_capture",
+    "check_service",
     "content_digest",
     "event_from_dict",
     "event_from_json",
@@ -125,4 +134,6 @@ __all__ = [
     "events_from_json_lines",
     "resolve_capture",
     "resolve_digest_key",
+    "resolve_service",
+    "stamp_service",
 ]

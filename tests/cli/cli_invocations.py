@@ -528,7 +528,9 @@ def _otlp_options(draw: Draw) -> list[tuple[float, Callable[[Draw], list[str]]]]
     return [(0.08, lambda d: ["--otlp"]),
             (0.1, lambda d: ["--otlp-tier", d.choose(["StageOnly", "StageAndExclusions",
                                                       "Full"], ["full", ""])]),
-            (0.1, lambda d: ["--otlp-content", d.choose(["none", "hash", "full"], ["x"])])]
+            (0.1, lambda d: ["--otlp-content", d.choose(["none", "hash", "full"], ["x"])]),
+            (0.1, lambda d: ["--service", d.choose(["agent-7", "support agent", "日本"],
+                                                   ["", " ", "\t"])])]
 
 
 def _select(draw: Draw) -> list[str]:

@@ -20,6 +20,10 @@ from types import TracebackType
 from typing import Literal, Self
 
 import grpc
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
+    ExportLogsServiceRequest,
+    ExportLogsServiceResponse,
+)
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
     ExportMetricsServiceRequest,
     ExportMetricsServiceResponse,
@@ -36,6 +40,7 @@ INVALID_ARGUMENT (not retried). error: 500 / INTERNAL (not retried). unavailable
 
 TRACE_METHOD = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 METRICS_METHOD = "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export"
+LOGS_METHOD = "/opentelemetry.proto.collector.logs.v1.LogsService/Export"
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +54,10 @@ class Received:
     def trace_request(self) -> ExportTraceServiceRequest:
         """The body decoded as an OTLP trace export request."""
         return ExportTraceServiceRequest.FromString(self.body)
+
+    def logs_request(self) -> ExportLogsServiceRequest:
+        """The body decoded as an OTLP logs export request."""
+        return ExportLogsServiceRequest.FromString(self.body)
 
 
 @dataclass(slots=True)
@@ -104,6 +113,8 @@ class _Handler(BaseHTTPRequestHandler):
             shared.stopping.wait(shared.delay)
         if self.path.endswith("/v1/metrics"):
             answer = ExportMetricsServiceResponse().SerializeToString()
+        elif self.path.endswith("/v1/logs"):
+            answer = ExportLogsServiceResponse().SerializeToString()
         else:
             answer = ExportTraceServiceResponse().SerializeToString()
         try:
@@ -169,7 +180,14 @@ class FakeGrpcBackend(_Backend):
                 request_deserializer=ExportMetricsServiceRequest.FromString,
                 response_serializer=ExportMetricsServiceResponse.SerializeToString),
         }
+        log_handlers = {
+            "Export": grpc.unary_unary_rpc_method_handler(
+                self._export_logs, request_deserializer=ExportLogsServiceRequest.FromString,
+                response_serializer=ExportLogsServiceResponse.SerializeToString),
+        }
         self._server.add_generic_rpc_handlers((
+            grpc.method_handlers_generic_handler(
+                "opentelemetry.proto.collector.logs.v1.LogsService", log_handlers),
             grpc.method_handlers_generic_handler(
                 "opentelemetry.proto.collector.trace.v1.TraceService", handlers),
             grpc.method_handlers_generic_handler(
@@ -202,6 +220,11 @@ class FakeGrpcBackend(_Backend):
                         context: grpc.ServicerContext) -> ExportMetricsServiceResponse:
         self._answer(METRICS_METHOD, request.SerializeToString(), context)
         return ExportMetricsServiceResponse()
+
+    def _export_logs(self, request: ExportLogsServiceRequest,
+                     context: grpc.ServicerContext) -> ExportLogsServiceResponse:
+        self._answer(LOGS_METHOD, request.SerializeToString(), context)
+        return ExportLogsServiceResponse()
 
     def __enter__(self) -> Self:
         self._server.start()

@@ -19,6 +19,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.sdk.trace.export import SpanExportResult
 
 from cupellation import ContextBudget, ContextItem, GreedySlice, Pipeline, RecencyScorer
+from cupellation.otel import DEFAULT_PHOENIX_PROJECT
 from cupellation.otel import _names as otel_names
 from cupellation.testing import capture_spans
 from cupellation_exporters import (
@@ -121,7 +122,8 @@ def test_collector_exporters_point_at_ports_their_services_listen_on(
         compose: dict[str, Any], collector: dict[str, Any]) -> None:
     """otlp/jaeger goes to jaeger:4317 (Jaeger v2's OTLP gRPC), otlp/tempo to the
     gRPC port Tempo's distributor listens on, otlphttp/phoenix to Phoenix's HTTP port
-    with the project header, all services that compose defines."""
+    with the project header naming the project `report --from phoenix` reads by
+    default, all services that compose defines."""
     services = compose["services"]
     exporters = collector["exporters"]
     host, port = _host_port(exporters["otlp/jaeger"]["endpoint"])
@@ -141,7 +143,7 @@ def test_collector_exporters_point_at_ports_their_services_listen_on(
     assert host in services
     assert port in _ports(services["phoenix"])  # the container port compose publishes
     assert phoenix.get("encoding", "proto") == "proto"  # Phoenix refuses OTLP/JSON (415)
-    assert phoenix["headers"][PROJECT_HEADER] == DEFAULT_SERVICE_NAME
+    assert phoenix["headers"][PROJECT_HEADER] == DEFAULT_PHOENIX_PROJECT
 
 
 def test_collector_files_are_mounted_where_its_config_reads_them(

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import (
     SimpleSpanProcessor,
@@ -35,6 +36,7 @@ from cupellation.events import (
     StageCompleted,
     apply_content_capture,
     event_to_dict,
+    stamp_service,
 )
 from cupellation.exceptions import DecodeError
 from cupellation.logs import AuditLog
@@ -540,8 +542,12 @@ def _events_of(spans: Sequence[ReadableSpan]) -> list[dict[str, Any]]:
 
 def test_fan_out_lowering_matches_a_live_lower_tier(selections: list[Selection]) -> None:
     """Replaying at StageOnly gives the events a live StageOnly collector got (seqs
-    renumbered without the item events, run_started naming the tier)."""
+    renumbered without the item events, run_started naming the tier), with the
+    service of the replay's resource (the default one here) recorded as a live
+    SpanCollector on that resource records it."""
+    service = str(Resource.create({}).attributes["service.name"])
     for selection in selections[:10]:
         spans = spans_from_events(selection.events["Full"], tier="StageOnly",
                                   content_capture="full")
-        assert _events_of(spans) == _flat(selection.events["StageOnly"])
+        assert _events_of(spans) == _flat(
+            stamp_service(selection.events["StageOnly"], lambda: service))

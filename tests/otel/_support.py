@@ -32,7 +32,7 @@ from cupellation import (
     SelectionReport,
     TraceDetailLevel,
 )
-from cupellation.events import PipelineEvent
+from cupellation.events import PipelineEvent, stamp_service
 from cupellation.otel import SpanCollector
 
 UNLIMITED = SpanLimits(max_attributes=SpanLimits.UNSET, max_events=SpanLimits.UNSET,
@@ -105,7 +105,9 @@ class Traced:
 
 def run_both(pipeline: Pipeline, items: Sequence[ContextItem], budget: ContextBudget,
              spans: SpanCollector, level: TraceDetailLevel = TraceDetailLevel.FULL) -> Traced:
-    """Run once with a DiagnosticTraceCollector and ``spans`` side by side."""
+    """Run once with a DiagnosticTraceCollector and ``spans`` side by side. The
+    events are the in-process ones with the service the span collector records
+    (its provider's ``service.name``), as the spans carry them."""
     diagnostics = DiagnosticTraceCollector(level)
     result: list[ContextItem] | None = None
     error: BaseException | None = None
@@ -113,7 +115,9 @@ def run_both(pipeline: Pipeline, items: Sequence[ContextItem], budget: ContextBu
         result = pipeline.run(list(items), budget, FanOutCollector(diagnostics, spans))
     except Exception as exc:
         error = exc
-    return Traced(result, error, diagnostics.events, diagnostics.build_report())
+    service = spans.service
+    events = tuple(stamp_service(diagnostics.events, lambda: service))
+    return Traced(result, error, events, diagnostics.build_report())
 
 
 # -- span processors --------------------------------------------------------------------

@@ -18,6 +18,13 @@ Files: ``EventLogExporter`` (the event stream as JSON lines, through
 document, replaced atomically) and ``OtlpJsonFileSpanExporter`` (spans as OTLP/JSON
 lines, the Collector's ``otlpjsonfile`` format).
 
+Log records: ``LogRecordCollector`` emits one OpenTelemetry log record per event
+(attributes: the event's flat mapping; body: its type; timestamp: the run's
+``started_at``) through an SDK ``LoggerProvider``, such as the one
+``setup_otlp(logs=True)`` builds (``providers.log_collector()``), so an
+OpenTelemetry Collector's ``clickhouse`` exporter stores the rows ``cupellation
+store`` reads.
+
 Replay: ``replay(sources, exporter)`` sends runs recorded in audit logs, event files or
 trace files to any span exporter as spans with the runs' own times and deterministic
 ids (``spans_from_events``, ``spans_from_trace``, ``read_replay_sources``); it is what
@@ -46,6 +53,13 @@ from ._files import (
     otlp_json_document,
     otlp_json_line,
 )
+from ._logrecords import (
+    LOG_SCOPE_NAME,
+    LOG_SEVERITY,
+    LogRecordCollector,
+    log_record_attributes,
+    run_timestamp,
+)
 from ._otlp import (
     DEFAULT_GRPC_ENDPOINT,
     DEFAULT_GRPC_PORT,
@@ -57,11 +71,14 @@ from ._otlp import (
     DEFAULT_SCHEDULE_DELAY_MILLIS,
     DEFAULT_SERVICE_NAME,
     DEFAULT_TIMEOUT_SECONDS,
+    HTTP_LOGS_PATH,
     HTTP_METRICS_PATH,
     HTTP_TRACES_PATH,
     PROTOCOLS,
     OtlpProtocol,
     OtlpProviders,
+    logs_asked,
+    otlp_log_exporter,
     otlp_resource,
     otlp_span_exporter,
     otlp_target,
@@ -100,7 +117,11 @@ __all__ = [
     "DEFAULT_TIMEOUT_SECONDS",
     "DROP_REASONS",
     "EXPORT_FAILED",
+    "HTTP_LOGS_PATH",
     "HTTP_METRICS_PATH",
+    "LOG_SCOPE_NAME",
+    "LOG_SEVERITY",
+    "LogRecordCollector",
     "HTTP_TRACES_PATH",
     "PROTOCOLS",
     "QUEUE_FULL",
@@ -118,6 +139,9 @@ __all__ = [
     "ReplayedRun",
     "ReportFileExporter",
     "is_trace_source",
+    "log_record_attributes",
+    "logs_asked",
+    "otlp_log_exporter",
     "otlp_json_document",
     "otlp_json_line",
     "otlp_resource",
@@ -125,6 +149,7 @@ __all__ = [
     "read_replay_sources",
     "replay",
     "replay_id",
+    "run_timestamp",
     "setup_otlp",
     "spans_from_events",
     "spans_from_trace",

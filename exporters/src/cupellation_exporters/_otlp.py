@@ -1,6 +1,6 @@
 """One call that gives an application with no OpenTelemetry configuration an OTLP
-pipeline: a TracerProvider (bounded batch queue, dropped-span accounting) and a
-MeterProvider, exporting over HTTP/protobuf or gRPC.
+pipeline: a TracerProvider (bounded batch queue, dropped-span accounting), a
+MeterProvider and a LoggerProvider, exporting over HTTP/protobuf or gRPC.
 
 Nothing global is touched unless ``set_global=True``: the caller gets the providers
 back, passes ``tracer_provider`` to whatever creates spans, and calls ``shutdown()``.
@@ -16,8 +16,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+from opentelemetry import _logs as otel_logs
 from opentelemetry import metrics as otel_metrics
 from opentelemetry import trace
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExporter
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import (
     MetricExporter,
@@ -51,11 +54,14 @@ __all__ = [
     "DEFAULT_SCHEDULE_DELAY_MILLIS",
     "DEFAULT_SERVICE_NAME",
     "DEFAULT_TIMEOUT_SECONDS",
+    "HTTP_LOGS_PATH",
     "HTTP_METRICS_PATH",
     "HTTP_TRACES_PATH",
     "PROTOCOLS",
     "OtlpProviders",
     "OtlpProtocol",
+    "logs_asked",
+    "otlp_log_exporter",
     "otlp_resource",
     "otlp_span_exporter",
     "setup_otlp",
@@ -73,10 +79,11 @@ DEFAULT_HTTP_ENDPOINT: Final = f"http://localhost:{DEFAULT_HTTP_PORT}"
 DEFAULT_GRPC_ENDPOINT: Final = f"http://localhost:{DEFAULT_GRPC_PORT}"
 HTTP_TRACES_PATH: Final = "v1/traces"
 HTTP_METRICS_PATH: Final = "v1/metrics"
+HTTP_LOGS_PATH: Final = "v1/logs"
 DEFAULT_TIMEOUT_SECONDS: Final = 10.0
 _COMPRESSIONS: Final = ("none", "gzip", "deflate")
 
-_Signal = Literal["TRACES", "METRICS"]
+_Signal = Literal["TRACES", "METRICS", "LOGS"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +101,20 @@ class OtlpProviders:
     protocol: OtlpProtocol
     """The traces protocol in use."""
     resource: Resource
-    """The resource both providers report (``service.name`` included)."""
+    """The resource every provider reports (``service.name`` included)."""
+    logger_provider: LoggerProvider | None = None
+    """Log records (a :class:`~cupellation_exporters.LogRecordCollector`'s) go to a
+    batch processor, then to the OTLP log exporter; None unless built with
+    ``logs=True`` (or ``OTEL_LOGS_EXPORTER=otlp``)."""
+
+    def log_collector(self, **options: Any) -> Any:
+        """A :class:`~cupellation_exporters.LogRecordCollector` on ``logger_provider``
+        (``options`` are its own). Raises ``ValueError`` when built without logs."""
+        if self.logger_provider is None:
+            raise ValueError("setup_otlp was called without logs=True: no logger provider")
+        from ._logrecords import LogRecordCollector  # noqa: PLC0415
+
+        return LogRecordCollector(logger_provider=self.logger_provider, **options)
 
     @property
     def dropped_spans(self) -> int:
@@ -105,6 +125,13 @@ class OtlpProviders:
         """Export what is pending; True if everything went out within the timeout."""
         deadline = time.monotonic() + timeout_seconds
         flushed = self.tracer_provider.force_flush(int(timeout_seconds * 1000))
+        if self.logger_provider is not None:
+            remaining = max(deadline - time.monotonic(), 0.0)
+            try:
+                flushed = self.logger_provider.force_flush(int(remaining * 1000)) and flushed
+            except Exception:
+                _logger.debug("logger provider force_flush raised", exc_info=True)
+                flushed = False
         if self.meter_provider is not None:
             remaining = max(deadline - time.monotonic(), 0.0)
             try:
@@ -124,6 +151,11 @@ class OtlpProviders:
             self.tracer_provider.shutdown()
         except Exception:
             _logger.debug("tracer provider shutdown raised", exc_info=True)
+        if self.logger_provider is not None:
+            try:
+                self.logger_provider.shutdown()
+            except Exception:
+                _logger.debug("logger provider shutdown raised", exc_info=True)
         if self.meter_provider is None:
             return
         budget = (self.span_processor.shutdown_timeout_millis / 1000
@@ -151,6 +183,7 @@ def setup_otlp(
     shutdown_timeout: float | None = None,
     metric_export_interval_millis: float | None = None,
     set_global: bool = False,
+    logs: bool | None = None,
 ) -> OtlpProviders:
     """Build a TracerProvider and a MeterProvider that export over OTLP.
 
@@ -186,8 +219,15 @@ def setup_otlp(
       when asked: Phoenix and MLflow take none, and refuse them). A failing metrics
       export is logged once per process, not once per run. ``metric_export_interval_millis``
       (else ``OTEL_METRIC_EXPORT_INTERVAL``, else 60000).
+    - ``logs``: build a LoggerProvider (batch processor, OTLP log exporter) for
+      :class:`~cupellation_exporters.LogRecordCollector` (``providers.log_collector()``);
+      None (the default) does so only when ``OTEL_LOGS_EXPORTER`` names ``otlp``. Its
+      protocol, endpoint (``/v1/logs`` over HTTP), headers, timeout and compression
+      follow the rules above with ``OTEL_EXPORTER_OTLP_LOGS_*`` in place of
+      ``..._TRACES_*``.
 
-    With ``set_global=True`` the providers also become OpenTelemetry's global ones
+    With ``set_global=True`` the providers (the logger provider included) also become
+    OpenTelemetry's global ones
     (which can be set only once per process). Raises ``ValueError`` for an invalid
     argument; nothing here raises once spans flow.
     """
@@ -217,13 +257,21 @@ def setup_otlp(
             metric_exporter, export_interval_millis=metric_export_interval_millis)
         meter_provider = MeterProvider(resource=resource, metric_readers=[reader])
 
+    logger_provider: LoggerProvider | None = None
+    if logs if logs is not None else logs_asked():
+        logger_provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
+        logger_provider.add_log_record_processor(BatchLogRecordProcessor(_log_exporter(
+            _protocol(protocol, "LOGS"), endpoint, headers, timeout, compression)))
+
     if set_global:
         trace.set_tracer_provider(tracer_provider)
         if meter_provider is not None:
             otel_metrics.set_meter_provider(meter_provider)
+        if logger_provider is not None:
+            otel_logs.set_logger_provider(logger_provider)
     return OtlpProviders(tracer_provider=tracer_provider, meter_provider=meter_provider,
                          span_processor=processor, protocol=traces_protocol,
-                         resource=resource)
+                         resource=resource, logger_provider=logger_provider)
 
 
 def otlp_span_exporter(
@@ -246,6 +294,22 @@ def otlp_span_exporter(
                           compression)
 
 
+def otlp_log_exporter(
+    *,
+    protocol: OtlpProtocol | None = None,
+    endpoint: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+    compression: str | None = None,
+) -> LogRecordExporter:
+    """The OTLP log record exporter :func:`setup_otlp` builds with ``logs=True``, on
+    its own (for an application that builds its LoggerProvider itself). The
+    arguments are :func:`setup_otlp`'s, falling back to ``OTEL_EXPORTER_OTLP_LOGS_*``
+    then ``OTEL_EXPORTER_OTLP_*``. Raises ``ValueError`` for an invalid argument."""
+    _check(compression, timeout)
+    return _log_exporter(_protocol(protocol, "LOGS"), endpoint, headers, timeout, compression)
+
+
 def otlp_resource(service_name: str | None = None,
                   resource_attributes: Mapping[str, str | bool | int | float] | None = None,
                   ) -> Resource:
@@ -253,6 +317,12 @@ def otlp_resource(service_name: str | None = None,
     ``resource_attributes``, with ``service.name`` from ``service_name``, else
     ``OTEL_SERVICE_NAME``, else ``OTEL_RESOURCE_ATTRIBUTES``, else ``"cupellation"``."""
     return _resource(service_name, resource_attributes)
+
+
+def logs_asked() -> bool:
+    """True when ``OTEL_LOGS_EXPORTER`` (a comma-separated list) names ``otlp``."""
+    names = os.environ.get("OTEL_LOGS_EXPORTER", "")
+    return "otlp" in {name.strip().lower() for name in names.split(",")}
 
 
 def metrics_asked() -> bool:
@@ -459,6 +529,25 @@ def _metric_exporter(protocol: OtlpProtocol, endpoint: str | None,
     return HttpMetricExporter(endpoint=_http_url(endpoint, HTTP_METRICS_PATH),
                               headers=merged, timeout=timeout,
                               compression=_http_compression(compression))
+
+
+def _log_exporter(protocol: OtlpProtocol, endpoint: str | None,
+                  headers: Mapping[str, str] | None, timeout: float | None,
+                  compression: str | None) -> LogRecordExporter:
+    merged = _headers(headers, "LOGS")
+    if protocol == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc._log_exporter import (  # noqa: PLC0415
+            OTLPLogExporter as GrpcLogExporter,
+        )
+
+        return GrpcLogExporter(endpoint=endpoint, headers=merged, timeout=timeout,
+                               compression=_grpc_compression(compression))
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import (  # noqa: PLC0415
+        OTLPLogExporter as HttpLogExporter,
+    )
+
+    return HttpLogExporter(endpoint=_http_url(endpoint, HTTP_LOGS_PATH), headers=merged,
+                           timeout=timeout, compression=_http_compression(compression))
 
 
 def _http_compression(name: str | None) -> HttpCompression | None:

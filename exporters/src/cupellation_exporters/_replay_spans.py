@@ -40,7 +40,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import metrics as otel_metrics
 from opentelemetry import trace
 from opentelemetry.attributes import BoundedAttributes
-from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.util import BoundedList
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
@@ -419,12 +419,18 @@ def spans_from_events(events: Iterable[PipelineEvent], *,
     clock = _Clock(start)
     recorder = _Recorder(run_id, parent_trace if parent_trace is not None
                          else replay_id(run_id, "trace", 128), clock)
+    resource = resource if resource is not None else Resource.create({})
+    # A run that recorded no service gets the resource's, as a live SpanCollector on a
+    # provider with this resource records it.
+    named = resource.attributes.get(SERVICE_NAME)
     collector = SpanCollector(
         tracer_provider=_RecorderProvider(recorder),
         meter_provider=otel_metrics.NoOpMeterProvider(),
         tier=min(wanted_tier, recorded_tier),
         content_capture=_effective_capture(started.content_capture, wanted_capture),
-        digest_key=digest_key)
+        digest_key=digest_key,
+        service=named if isinstance(named, str) and named else None)
+
     fan_out = FanOutCollector(collector)
 
     def feed() -> None:
@@ -437,7 +443,6 @@ def spans_from_events(events: Iterable[PipelineEvent], *,
     # A copy of the context: whatever the collector attaches (and, for a run whose end
     # was never recorded, leaves attached) stays there.
     contextvars.copy_context().run(feed)
-    resource = resource if resource is not None else Resource.create({})
     out = []
     for span in recorder.spans:
         span.finish(end)

@@ -9,6 +9,7 @@ is the original.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Sequence
 
 import msgspec
 
@@ -16,7 +17,8 @@ from .._model import EMPTY_METADATA, ContextItem
 from .levels import ContentCapture
 from .types import ItemExcluded, ItemIncluded, PipelineEvent, RunStarted
 
-__all__ = ["apply_content_capture", "captured_item", "content_digest", "placeholder_content"]
+__all__ = ["apply_content_capture", "captured_item", "content_digest", "placeholder_content",
+           "stamp_service"]
 
 
 def content_digest(content: str) -> str:
@@ -63,3 +65,21 @@ def apply_content_capture(event: PipelineEvent, capture: ContentCapture | str) -
     if isinstance(event, RunStarted):
         return msgspec.structs.replace(event, content_capture=capture.value)
     return event
+
+
+def stamp_service(events: Sequence[PipelineEvent], service: Callable[[], str | None]
+                  ) -> Sequence[PipelineEvent]:
+    """``events`` with a ``run_started`` that names no service given ``service()``'s
+    (called only then; None leaves it unnamed). A sink calls it on every delivery,
+    before it encodes or hashes anything, so the service it records is covered by
+    the run's digest. What ``service()`` returns is the sink's to resolve (see
+    :func:`cupellation.events.resolve_service`); this function resolves nothing."""
+    if not isinstance(events, tuple | list) or not any(
+            type(event) is RunStarted and event.service is None for event in events):
+        return events  # item batches and every later delivery of a run: as they are
+    name = service()
+    if name is None:
+        return events
+    return [msgspec.structs.replace(event, service=name)
+            if type(event) is RunStarted and event.service is None else event
+            for event in events]

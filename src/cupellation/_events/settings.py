@@ -6,6 +6,11 @@
 - ``CUPELLATION_DIGEST_KEY``: the key that turns a run's digest into an
   HMAC-SHA256 (sinks writing it, readers checking it) when no ``digest_key=``
   is given.
+- ``OTEL_SERVICE_NAME`` (OpenTelemetry's own, read here as the SDK reads it, then
+  ``service.name`` in ``OTEL_RESOURCE_ATTRIBUTES``): the service a sink records in
+  each run's ``run_started`` when neither the run's :class:`~cupellation.RunInfo`
+  nor the sink (``service=``) names one, and no SDK provider with a resource is in
+  use (see :func:`resolve_service`).
 
 A parameter always wins over the environment. An empty variable counts as
 unset. An invalid value does what OpenTelemetry's SDK does with its own
@@ -21,21 +26,33 @@ import os
 import threading
 import warnings
 from typing import Final
+from urllib.parse import unquote
 
-from ..exceptions import InvalidTypeError
+from ..exceptions import InvalidTypeError, InvalidValueError
 from .levels import ContentCapture
 
 __all__ = [
     "CAPTURE_ENV_VAR",
     "DIGEST_KEY_ENV_VAR",
+    "RESOURCE_ATTRIBUTES_ENV_VAR",
+    "SERVICE_ENV_VAR",
+    "check_service",
     "resolve_capture",
     "resolve_digest_key",
+    "resolve_service",
 ]
 
 #: Sets a sink's content capture when its ``content_capture`` parameter is not given.
 CAPTURE_ENV_VAR: Final = "CUPELLATION_CAPTURE_CONTENT"
 #: Sets the key of run digests (HMAC-SHA256) when no ``digest_key`` is given.
 DIGEST_KEY_ENV_VAR: Final = "CUPELLATION_DIGEST_KEY"
+#: OpenTelemetry's variable naming the service (the resource's ``service.name``): the
+#: service a run is recorded under when nothing closer names it.
+SERVICE_ENV_VAR: Final = "OTEL_SERVICE_NAME"
+#: OpenTelemetry's resource attributes (``key=value,...``, values percent-encoded);
+#: its ``service.name`` is read after :data:`SERVICE_ENV_VAR`, as the SDK does.
+RESOURCE_ATTRIBUTES_ENV_VAR: Final = "OTEL_RESOURCE_ATTRIBUTES"
+_SERVICE_NAME: Final = "service.name"
 
 _logger = logging.getLogger("cupellation")
 _warned: set[tuple[str, str]] = set()
@@ -96,3 +113,60 @@ def resolve_digest_key(value: bytes | str | None) -> bytes | None:
         _warn_once(DIGEST_KEY_ENV_VAR, "<not UTF-8>", "cannot be read as UTF-8; digests are "
                    "plain SHA-256")
         return None
+
+
+def check_service(value: object) -> str | None:
+    """``value`` as a sink's ``service=`` argument: None or non-empty text, else
+    :class:`~cupellation.exceptions.InvalidTypeError` /
+    :class:`~cupellation.exceptions.InvalidValueError` naming ``service``."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidTypeError("service", value, "a string or None")
+    if not value.strip():
+        raise InvalidValueError("service", value, "must not be empty")
+    return value
+
+
+def resolve_service(value: str | None, provider: object = None) -> str | None:
+    """The service a sink records for a run the application did not name one for.
+
+    ``value`` (the sink's ``service=``) when given; else the ``service.name`` of
+    ``provider``'s resource, when ``provider`` is an OpenTelemetry SDK tracer or
+    logger provider (anything with ``resource.attributes``: the API's no-op and
+    proxy providers have none); else ``OTEL_SERVICE_NAME``; else ``service.name`` in
+    ``OTEL_RESOURCE_ATTRIBUTES``; else None (the run records no service).
+
+    The provider comes before the variables because it is what the telemetry
+    carries: the SDK builds a resource from those same variables, but a
+    ``service.name`` the application passes to ``Resource.create`` wins over them,
+    and that is the ``ServiceName`` the Collector writes. So a sink beside an SDK
+    provider records exactly the Collector's ``ServiceName`` for the process.
+    """
+    if value is not None:
+        return value
+    resource = getattr(provider, "resource", None)
+    attributes = getattr(resource, "attributes", None)
+    if attributes is not None:
+        try:
+            named = attributes.get(_SERVICE_NAME)
+        except Exception:  # a foreign object with an odd mapping: not a resource
+            named = None
+        if isinstance(named, str) and named:
+            return named
+    named = os.environ.get(SERVICE_ENV_VAR, "")
+    if named:  # taken as it is, as the SDK takes it
+        return named
+    return _resource_service(os.environ.get(RESOURCE_ATTRIBUTES_ENV_VAR, ""))
+
+
+def _resource_service(text: str) -> str | None:
+    """``service.name`` in ``OTEL_RESOURCE_ATTRIBUTES`` text, decoded as the SDK does
+    (pairs split at ``,``, key and value at the first ``=``, both stripped, the value
+    percent-decoded, the last pair of a key winning); None when absent or empty."""
+    named = ""
+    for pair in text.split(","):
+        key, sep, raw = pair.partition("=")
+        if sep and key.strip() == _SERVICE_NAME:
+            named = unquote(raw.strip())
+    return named or None

@@ -72,7 +72,8 @@ StageName: TypeAlias = PipelineStage | str
 #: deduplication is on, and the overflow strategy.
 PIPELINE_KEYS: Final = ("scorer", "slicer", "placer", "deduplication", "overflow_strategy")
 
-_RUN_INFO_TEXT: Final = ("session_id", "user_id", "conversation_id", "token_counter")
+_RUN_INFO_TEXT: Final = ("session_id", "user_id", "conversation_id", "token_counter",
+                         "service")
 
 
 class RunInfo(msgspec.Struct, frozen=True, gc=False, kw_only=True):
@@ -87,7 +88,10 @@ class RunInfo(msgspec.Struct, frozen=True, gc=False, kw_only=True):
 
     ``token_counter`` names the counter (``"tiktoken:o200k_base"``,
     ``"estimate:chars/4"``); ``token_estimates`` is True when any count is an
-    estimate.
+    estimate. ``service`` names the service that ran it, as OpenTelemetry's
+    ``service.name`` does (the Collector's ``ServiceName`` column); left None, the
+    sink that records the run fills it in (``OTEL_SERVICE_NAME`` or its SDK
+    provider's resource), so an audit file and the Collector's tables agree.
     """
 
     session_id: str | None = None
@@ -95,6 +99,7 @@ class RunInfo(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     conversation_id: str | None = None
     token_counter: str | None = None
     token_estimates: bool = False
+    service: str | None = None
 
     def __post_init__(self) -> None:
         for name in _RUN_INFO_TEXT:
@@ -130,7 +135,9 @@ class RunStarted(BaseEvent, frozen=True, kw_only=True):
     ``StageAndExclusions`` or ``Full``) and ``content_capture`` how item content
     was kept, so a rebuilt report knows what it holds. ``trace_id``/``span_id``
     are the W3C ids of the span current when the run started, if any. The last
-    five fields are the run's :class:`RunInfo`, when the application gave one.
+    six fields are the run's :class:`RunInfo`, when the application gave one;
+    ``service`` (absent from files written before it existed, read as None) is
+    filled in by the sink when the application left it out.
     """
 
     type: ClassVar[str] = "run_started"
@@ -148,13 +155,14 @@ class RunStarted(BaseEvent, frozen=True, kw_only=True):
     conversation_id: str | None = None
     token_counter: str | None = None
     token_estimates: bool = False
+    service: str | None = None
 
     @property
     def run_info(self) -> RunInfo:
         """The application's :class:`RunInfo` recorded with the run."""
         return RunInfo(session_id=self.session_id, user_id=self.user_id,
                        conversation_id=self.conversation_id, token_counter=self.token_counter,
-                       token_estimates=self.token_estimates)
+                       token_estimates=self.token_estimates, service=self.service)
 
     def __hash__(self) -> int:  # the pipeline description is a (read-only) mapping
         return hash((self.run_id, self.seq, self.started_at, self.budget,

@@ -22,7 +22,7 @@ _REMOTE_ONLY = ("trace", "since", "project", "experiment", "service", "header", 
 
 def add_remote_arguments(parser: argparse.ArgumentParser) -> None:
     """The --from options of ``report``."""
-    from ..otel._fetch import BACKENDS  # noqa: PLC0415 - kept out of CLI start-up
+    from ..otel._fetch import BACKENDS, DEFAULT_PHOENIX_PROJECT  # noqa: PLC0415 - start-up
 
     group = parser.add_argument_group(
         "from a trace backend", "--from BACKEND with one URL (the backend's base URL, "
@@ -35,7 +35,9 @@ def add_remote_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--since", metavar="TIME",
                        help="the runs since TIME: ISO 8601 (2026-11-26T10:00:00Z) or a span "
                             "back from now (90s, 15m, 2h, 7d)")
-    group.add_argument("--project", help="Phoenix: the project (default: default)")
+    group.add_argument("--project", help=f"Phoenix: the project (default: "
+                                         f"{DEFAULT_PHOENIX_PROJECT}, where docker/'s collector "
+                                         "sends)")
     group.add_argument("--experiment", help="MLflow: the experiment's id or name (needed "
                                             "with --run or --since)")
     group.add_argument("--service", help="Jaeger: the service the spans were sent as "
@@ -113,7 +115,7 @@ def fetch_runs(args: argparse.Namespace) -> Fetched:
     reached before any run was read is a one-line error (exit 2)."""
     from ..exceptions import PartialFetchError  # noqa: PLC0415
     from ..otel import runs_from_spans  # noqa: PLC0415
-    from ..otel._fetch import fetch_spans, parse_since  # noqa: PLC0415
+    from ..otel._fetch import DEFAULT_PHOENIX_PROJECT, fetch_spans, parse_since  # noqa: PLC0415
 
     since = parse_since(args.since) if args.since is not None else None
     if args.trace is None and args.run is None and since is None:
@@ -150,7 +152,7 @@ def fetch_runs(args: argparse.Namespace) -> Fetched:
 
 def _where(args: argparse.Namespace) -> str:
     """Where the runs were looked for, in words."""
-    selector = (f"project {args.project or 'default'}" if args.from_backend == "phoenix"
+    selector = (f"project {args.project or DEFAULT_PHOENIX_PROJECT}" if args.from_backend == "phoenix"
                 else f"experiment {args.experiment}" if args.experiment
                 else f"service {args.service}" if args.service else "")
     asked = (f"trace {args.trace}" if args.trace else f"run {args.run}" if args.run

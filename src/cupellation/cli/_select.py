@@ -18,7 +18,7 @@ from .._events.settings import resolve_digest_key
 from .._model import ContextBudget, ContextItem
 from .._report import SelectionReport
 from ..chat import TokenEstimateWarning
-from ..events import ContentCapture, PipelineEvent, RunLineEncoder, StageCompleted
+from ..events import ContentCapture, PipelineEvent, RunInfo, RunLineEncoder, StageCompleted
 from ..exceptions import BudgetOverflowError, CupelError, TableTooLargeError
 from ..html import render_html
 from ..logs import AuditLog
@@ -50,7 +50,14 @@ from ._config import (
 )
 from ._inputs import parse_candidates
 from ._summary import print_selection
-from ._telemetry import OTLP_INSTALL_HINT, Otlp, TraceFile, add_otlp_options, load_exporters
+from ._telemetry import (
+    OTLP_INSTALL_HINT,
+    Otlp,
+    TraceFile,
+    add_otlp_options,
+    cli_service,
+    load_exporters,
+)
 
 __all__ = ["add_demo_parser", "add_parser", "load_candidates", "run", "run_demo"]
 
@@ -237,11 +244,12 @@ def _execute(policy: Policy, budget: ContextBudget, items: list[ContextItem],
     trace file; the audit log and the OTLP providers are closed before returning."""
     report_collector = DiagnosticTraceCollector(TraceDetailLevel.FULL)
     children: list[object] = [report_collector]
+    service = cli_service(args)
     audit: AuditLog | None = None
     otlp: Otlp | None = None
     try:
         if args.otlp:
-            otlp = Otlp(args.otlp_tier, args.otlp_content)
+            otlp = Otlp(args.otlp_tier, args.otlp_content, service)
             children.append(otlp.collector)
         if args.audit_log is not None:
             _make_audit_folder(args)
@@ -259,7 +267,7 @@ def _execute(policy: Policy, budget: ContextBudget, items: list[ContextItem],
         placed: list[ContextItem] | None = None
         failure: CupelError | None = None
         try:
-            placed = pipeline.run(items, budget, collector)
+            placed = pipeline.run(items, budget, collector, run_info=RunInfo(service=service))
         except CupelError as exc:
             failure = exc
     finally:
@@ -486,7 +494,7 @@ def run_demo(args: argparse.Namespace, /) -> int:
     budget = resolve_budget(policy, args, fallback=DEMO_BUDGET)
     candidates_text = _bundled(_DEMO_ITEMS)
     items = parse_candidates(candidates_text, "demo_candidates.json", mode="items").items
-    trace = TraceFile.create()
+    trace = TraceFile.create(cli_service(args))
     outcome = _execute(policy, budget, items, args, trace)
     report = outcome.report
     policy_text = policy.with_budget(budget).to_toml()

@@ -17,17 +17,20 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from importlib.metadata import entry_points
-from typing import Any
+from typing import Any, Final
 
+from ..events import resolve_service
 from ..otel import SpanCollector
 from ._common import CliError, safe
 
 __all__ = [
+    "CLI_SERVICE",
     "OTLP_INSTALL_HINT",
     "Otlp",
     "TraceFile",
     "WarningLines",
     "add_otlp_options",
+    "cli_service",
     "current_warnings",
     "one_line_warnings",
 ]
@@ -41,8 +44,18 @@ _CAPTURES = ("none", "hash", "full")
 _CLI_LOGGER = logging.getLogger("cupellation.cli")
 
 
+#: The service the CLI's runs are recorded under when nothing names one (the name
+#: ``setup_otlp`` gives its resource by default, so spans and files agree).
+CLI_SERVICE: Final = "cupellation"
+
+
 def add_otlp_options(parser: Any, *, default_capture: str | None) -> None:
-    """``--otlp``, ``--otlp-tier`` and ``--otlp-content``."""
+    """``--otlp``, ``--otlp-tier``, ``--otlp-content`` and ``--service``."""
+    parser.add_argument("--service", metavar="NAME", default=None,
+                        help="the service recorded with the run (run_started's service, the "
+                             "Collector's ServiceName) and the --otlp resource's service.name "
+                             f"(default: OTEL_SERVICE_NAME, else service.name in "
+                             f"OTEL_RESOURCE_ATTRIBUTES, else {CLI_SERVICE})")
     parser.add_argument("--otlp", action="store_true",
                         help="also send the run's spans and metrics over OTLP to the endpoint "
                              "the standard OTEL_EXPORTER_OTLP_* variables name (default "
@@ -57,6 +70,16 @@ def add_otlp_options(parser: Any, *, default_capture: str | None) -> None:
     parser.add_argument("--otlp-content", choices=_CAPTURES, default=default_capture,
                         metavar="CAPTURE",
                         help=f"item content in the spans: none, hash or full ({capture})")
+
+
+def cli_service(args: Any) -> str:
+    """The service a run of ``select`` or ``demo`` records: ``--service``, else the
+    environment (:func:`~cupellation.events.resolve_service`), else :data:`CLI_SERVICE`.
+    A blank ``--service`` is bad input."""
+    named = getattr(args, "service", None)
+    if named is not None and not named.strip():
+        raise CliError(f"--service: {safe(repr(named))} is empty: name the service")
+    return resolve_service(named) or CLI_SERVICE
 
 
 def _endpoint(protocol: str) -> str:
@@ -112,7 +135,7 @@ class Otlp:
     """The ``--otlp`` providers and their SpanCollector; ``close()`` shuts them down
     (bounded by the export timeout) and sums up a failed export in one line."""
 
-    def __init__(self, tier: str, content: str | None) -> None:
+    def __init__(self, tier: str, content: str | None, service: str | None = None) -> None:
         exporters = load_exporters()
         if exporters is None:
             raise CliError(OTLP_INSTALL_HINT)
@@ -122,14 +145,15 @@ class Otlp:
         logging.getLogger("cupellation").addFilter(self._gather.muffle)
         self._closed = False
         try:
-            self.providers = exporters.setup_otlp()
+            self.providers = exporters.setup_otlp(service_name=service)
         except (ValueError, ImportError) as exc:
             self._detach()
             raise CliError(f"--otlp: {safe(str(exc), 300)}") from None
         self.endpoint = _endpoint(str(getattr(self.providers, "protocol", "")))
         self.collector = SpanCollector(tracer_provider=self.providers.tracer_provider,
                                        meter_provider=self.providers.meter_provider,
-                                       tier=tier, content_capture=content)
+                                       tier=tier, content_capture=content,
+                                       service=service)
 
     def _detach(self) -> None:
         logging.getLogger("opentelemetry").removeHandler(self._gather)
@@ -198,7 +222,7 @@ class TraceFile:
 
     why_not: str = ""
 
-    def __init__(self) -> None:
+    def __init__(self, service: str = CLI_SERVICE) -> None:
         from opentelemetry.sdk.resources import Resource  # noqa: PLC0415 - optional
         from opentelemetry.sdk.trace import SpanLimits, TracerProvider  # noqa: PLC0415
         from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: PLC0415
@@ -210,14 +234,14 @@ class TraceFile:
         limits = SpanLimits(max_span_attributes=10_000, max_events=100_000,
                             max_event_attributes=10_000, max_attributes=10_000)
         self._provider = TracerProvider(
-            resource=Resource.create({"service.name": "cupellation"}), span_limits=limits)
+            resource=Resource.create({"service.name": service}), span_limits=limits)
         self._provider.add_span_processor(SimpleSpanProcessor(self._memory))
         self.collector = SpanCollector(tracer_provider=self._provider, tier="Full",
                                        content_capture="full")
         self.writer = "cupellation"
 
     @classmethod
-    def create(cls) -> TraceFile | None:
+    def create(cls, service: str = CLI_SERVICE) -> TraceFile | None:
         """A TraceFile, or None when the optional packages are missing."""
         try:
             importlib.import_module("opentelemetry.sdk.trace")
@@ -227,7 +251,7 @@ class TraceFile:
             cls.why_not = (f"the trace file needs {exc.name or 'the OpenTelemetry SDK'}: pip "
                            "install cupellation-exporters")
             return None
-        return cls()
+        return cls(service)
 
     def text(self) -> str:
         """The spans recorded so far as OTLP/JSON lines ('' when there are none)."""

@@ -17,9 +17,20 @@ import weakref
 from collections.abc import Sequence
 from pathlib import Path
 
+from opentelemetry import trace
+
 from .._events.lines import RunLineEncoder
 from .._events.settings import resolve_capture, resolve_digest_key
-from ..events import ContentCapture, PipelineEvent, RunCompleted, RunFailed, TraceDetailLevel
+from ..events import (
+    ContentCapture,
+    PipelineEvent,
+    RunCompleted,
+    RunFailed,
+    TraceDetailLevel,
+    check_service,
+    resolve_service,
+    stamp_service,
+)
 from ..exceptions import InvalidTypeError, InvalidValueError
 
 __all__ = ["AuditLog"]
@@ -105,13 +116,22 @@ class AuditLog:
     corruption, not tampering: anyone who can edit the file can recompute a
     SHA-256. With ``digest_key`` (or the ``CUPELLATION_DIGEST_KEY`` environment
     variable) it is an HMAC-SHA256, which only the key's holders can make.
+
+    **The service.** Each run's ``run_started`` line names the service that ran it
+    (``service``), as the OpenTelemetry Collector's ``ServiceName`` column would:
+    the run's :class:`~cupellation.RunInfo` ``service`` when given, else
+    ``service=`` here, else the global SDK tracer provider's resource
+    ``service.name``, else ``OTEL_SERVICE_NAME``, else ``service.name`` in
+    ``OTEL_RESOURCE_ATTRIBUTES`` (resolved at each run's start; see
+    :func:`~cupellation.events.resolve_service`); with none of them, no service.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, max_bytes: int = 0,
                  backup_count: int = 5, compress: bool = True,
                  content_capture: ContentCapture | str | None = None,
                  detail_level: TraceDetailLevel | str | int = TraceDetailLevel.FULL,
-                 fsync: bool = False, digest_key: bytes | str | None = None) -> None:
+                 fsync: bool = False, digest_key: bytes | str | None = None,
+                 service: str | None = None) -> None:
         for name, value in (("max_bytes", max_bytes), ("backup_count", backup_count)):
             if type(value) is not int:
                 raise InvalidTypeError(name, value, "an integer")
@@ -129,6 +149,7 @@ class AuditLog:
         self._encoder = RunLineEncoder(resolve_capture(content_capture, ContentCapture.FULL),
                                        resolve_digest_key(digest_key))
         self._detail_level = TraceDetailLevel.parse(detail_level)
+        self._service = check_service(service)
         self._pending: dict[str, list[bytes]] = {}
         self._pending_size: dict[str, int] = {}
         self._lock = threading.Lock()
@@ -182,7 +203,7 @@ class AuditLog:
         """Encode ``events``; write the run's lines when it ends."""
         if not events:
             return
-        data = self._encoder.lines(events)
+        data = self._encoder.lines(stamp_service(events, self._run_service))
         run_id = events[0].run_id
         last = events[-1]
         pending = self._pending.get(run_id)
@@ -204,6 +225,16 @@ class AuditLog:
             del self._pending[run_id]
             del self._pending_size[run_id]
             self._write(b"".join(pending))
+
+    @property
+    def service(self) -> str | None:
+        """The service a run that names none is recorded under, were it to start now
+        (``service=``, else the provider's resource, else the environment)."""
+        return self._run_service()
+
+    def _run_service(self) -> str | None:
+        """The service recorded for a run that names none (see the class docstring)."""
+        return resolve_service(self._service, trace.get_tracer_provider())
 
     def flush(self) -> None:
         """Write the lines of runs that have not ended yet (they stay correct: the

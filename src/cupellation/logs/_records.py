@@ -27,7 +27,10 @@ from ..events import (
     TraceDetailLevel,
     UnknownEvent,
     apply_content_capture,
+    check_service,
     event_to_dict,
+    resolve_service,
+    stamp_service,
 )
 from ..exceptions import InvalidTypeError, InvalidValueError
 
@@ -113,14 +116,19 @@ class StructlogSink:
     the digest of the run's records in their canonical line form (see
     :class:`~cupellation.logs.AuditLog`), keyed with ``digest_key`` or the
     ``CUPELLATION_DIGEST_KEY`` environment variable when set.
+
+    Each ``run_started`` record names the run's ``service``, resolved as
+    :class:`~cupellation.logs.AuditLog` resolves it (``service=`` here, else the
+    global SDK tracer provider's ``service.name``, else ``OTEL_SERVICE_NAME``).
     """
 
     __slots__ = ("_capture", "_detail_level", "_digests", "_explicit", "_key", "_level",
-                 "_levelno", "_route")
+                 "_levelno", "_route", "_service")
 
     def __init__(self, logger: Any = None, *, content_capture: ContentCapture | str | None = None,
                  detail_level: TraceDetailLevel | str | int = TraceDetailLevel.FULL,
-                 level: str = "info", digest_key: bytes | str | None = None) -> None:
+                 level: str = "info", digest_key: bytes | str | None = None,
+                 service: str | None = None) -> None:
         if not isinstance(level, str) or level.lower() not in _LEVELS:
             raise InvalidValueError("level", level, "must be debug, info, warning, error or "
                                     "critical")
@@ -137,6 +145,7 @@ class StructlogSink:
         self._route: Any = None
         self._key = resolve_digest_key(digest_key)
         self._digests: dict[str, RunDigest] = {}
+        self._service = check_service(service)
 
     @property
     def is_enabled(self) -> bool:
@@ -160,6 +169,7 @@ class StructlogSink:
 
     def record(self, events: Sequence[PipelineEvent], /) -> None:
         """Write one record per event, in order."""
+        events = stamp_service(events, self._run_service)
         route = self._route
         if route is None or (len(events) == 1 and isinstance(events[0], RunStarted)):
             route = self._route = self._resolve()
@@ -174,6 +184,15 @@ class StructlogSink:
         method = getattr(route, self._level)
         for event in events:
             method(record_name(event), **self._fields(event, span_ids))
+
+    @property
+    def service(self) -> str | None:
+        """The service a run that names none is recorded under, were it to start now
+        (``service=``, else the provider's resource, else the environment)."""
+        return self._run_service()
+
+    def _run_service(self) -> str | None:
+        return resolve_service(self._service, otel_trace.get_tracer_provider())
 
     def _fields(self, event: PipelineEvent, span_ids: tuple[str, str] | None) -> dict[str, Any]:
         """The record of ``event`` (its run's digest hashed on, and written into its end)."""

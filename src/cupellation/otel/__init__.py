@@ -36,7 +36,9 @@ target), ``cupel.run.candidate_count``, ``cupel.run.candidate_tokens``,
 ``cupel.run.pipeline.{scorer,slicer,placer,deduplication,overflow_strategy}``,
 ``cupel.run.start_seq``/``end_seq``, the run information when given
 (``cupel.run.session_id``, ``user_id``, ``conversation_id``, ``token_counter``,
-``token_estimates``), and ``cupel.run.digest``: the run's digest (see
+``token_estimates``, ``service``: the run's, else the collector's ``service=``, else
+the tracer provider's resource ``service.name``, else ``OTEL_SERVICE_NAME``), and
+``cupel.run.digest``: the run's digest (see
 :class:`~cupellation.events.RunDigest`) over the line form of the events the spans
 carry, after content capture; on failure ``cupel.run.stage``,
 ``cupel.run.error_type``, ``cupel.run.error_text``, the exception recorded and an
@@ -145,6 +147,7 @@ from ._decode import (
 )
 from ._fetch import (
     BACKENDS,
+    DEFAULT_PHOENIX_PROJECT,
     BackendError,
     FetchLimitError,
     MalformedAnswerError,
@@ -158,6 +161,7 @@ from ._spans import SpanData, SpanEventData, spans_from_otlp_json, spans_from_ot
 
 __all__ = [
     "BACKENDS",
+    "DEFAULT_PHOENIX_PROJECT",
     "CAPTURE_CONTENT_ENV",
     "SCOPE_NAME",
     "BackendError",

@@ -32,7 +32,10 @@ from ..events import (
     TraceDetailLevel,
     UnknownEvent,
     apply_content_capture,
+    check_service,
     event_to_dict,
+    resolve_service,
+    stamp_service,
 )
 from ..exceptions import InvalidValueError
 from ._columns import LAYOUT, ColumnSet, SpanLayout
@@ -119,10 +122,15 @@ class SpanCollector:
     a span processor or the meter fails, the error goes to the ``cupellation``
     logger once for that run, every span of the run that is open is ended and
     every context it attached is detached, and the run itself goes on untouched.
+
+    ``service`` names the service each run's ``run_started`` records when the run's
+    :class:`~cupellation.RunInfo` names none; without it, the tracer provider's
+    resource ``service.name`` (what the backend shows), else ``OTEL_SERVICE_NAME``
+    (see :func:`~cupellation.events.resolve_service`).
     """
 
     __slots__ = ("_capture", "_closed", "_encoder", "_key", "_layout", "_level", "_lines",
-                 "_lock", "_providers", "_runs", "_value_cap")
+                 "_lock", "_providers", "_runs", "_service", "_value_cap")
 
     def __init__(self, *, tracer_provider: trace.TracerProvider | None = None,
                  meter_provider: metrics.MeterProvider | None = None,
@@ -130,8 +138,9 @@ class SpanCollector:
                  content_capture: ContentCapture | str | None = None,
                  digest_key: bytes | str | None = None,
                  layout: SpanLayout | str = SpanLayout.COLUMNS,
-                 value_cap: int = DEFAULT_VALUE_CAP) -> None:
+                 value_cap: int = DEFAULT_VALUE_CAP, service: str | None = None) -> None:
         self._level = TraceDetailLevel.parse(tier)
+        self._service = check_service(service)
         self._layout = SpanLayout.parse(layout)
         if type(value_cap) is not int or value_cap < 256:
             raise InvalidValueError("value_cap", value_cap,
@@ -184,7 +193,7 @@ class SpanCollector:
                     self._digest(events)
                 self._on_batch(events)
                 return
-            for event in events:
+            for event in stamp_service(events, self._run_service):
                 if isinstance(event, RunStarted):
                     self._on_event(event)
                     self._digest((event,))
@@ -199,6 +208,15 @@ class SpanCollector:
             _logger.exception("cupellation: SpanCollector failed on run %s; its spans are "
                               "ended and it records nothing more of that run", run_id)
             self._abandon(run_id)
+
+    @property
+    def service(self) -> str | None:
+        """The service a run that names none is recorded under, were it to start now
+        (``service=``, else the provider's resource, else the environment)."""
+        return self._run_service()
+
+    def _run_service(self) -> str | None:
+        return resolve_service(self._service, self._providers.tracer_provider())
 
     def _digest(self, events: Sequence[PipelineEvent]) -> str | None:
         """The span projection's run digest, in one place, for each delivery of a run

@@ -45,6 +45,7 @@ from ._spans import SpanData
 
 __all__ = [
     "BACKENDS",
+    "DEFAULT_PHOENIX_PROJECT",
     "BackendError",
     "FetchLimitError",
     "MalformedAnswerError",
@@ -56,6 +57,9 @@ __all__ = [
 
 #: The backends :func:`fetch_spans` reads from.
 BACKENDS: Final = ("phoenix", "mlflow", "jaeger", "tempo")
+#: The Phoenix project read when none is named: Phoenix's own default project, where
+#: spans sent without a project go (docker/'s collector sends there too).
+DEFAULT_PHOENIX_PROJECT: Final = "default"
 _PAGE: Final = 1000
 _TRACE_HEX = re.compile(r"[0-9a-fA-F]{32}")
 _RELATIVE = re.compile(r"([0-9]+)\s*(s|m|h|d)")
@@ -326,7 +330,7 @@ def fetch_spans(backend: str, url: str, *, trace_id: str | None = None,
     progress = _Progress()
     try:
         if backend == "phoenix":
-            _phoenix(client, progress, project or "default", trace_id, run_id, since)
+            _phoenix(client, progress, project or DEFAULT_PHOENIX_PROJECT, trace_id, run_id, since)
         elif backend == "mlflow":
             _mlflow(client, progress, experiment, trace_id, since)
         elif backend == "jaeger":

@@ -33,6 +33,13 @@ class Providers:
         self._tracer_cache: tuple[object, Tracer | None] | None = None
         self._meter_cache: tuple[object, Instruments | None] | None = None
 
+    def tracer_provider(self) -> object:
+        """The tracer provider in use: the one given, else the global one as it is now."""
+        if self._tracer_provider is not None and not isinstance(
+                self._tracer_provider, trace.ProxyTracerProvider):
+            return self._tracer_provider
+        return trace.get_tracer_provider()
+
     def tracer(self) -> Tracer | None:
         """The tracer, or None when tracing is off or the provider fails (logged)."""
         try:
