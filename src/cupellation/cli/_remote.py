@@ -115,7 +115,7 @@ def fetch_runs(args: argparse.Namespace) -> Fetched:
     reached before any run was read is a one-line error (exit 2)."""
     from ..exceptions import PartialFetchError  # noqa: PLC0415
     from ..otel import runs_from_spans  # noqa: PLC0415
-    from ..otel._fetch import DEFAULT_PHOENIX_PROJECT, fetch_spans, parse_since  # noqa: PLC0415
+    from ..otel._fetch import fetch_spans, parse_since  # noqa: PLC0415
 
     since = parse_since(args.since) if args.since is not None else None
     if args.trace is None and args.run is None and since is None:
@@ -152,7 +152,10 @@ def fetch_runs(args: argparse.Namespace) -> Fetched:
 
 def _where(args: argparse.Namespace) -> str:
     """Where the runs were looked for, in words."""
-    selector = (f"project {args.project or DEFAULT_PHOENIX_PROJECT}" if args.from_backend == "phoenix"
+    from ..otel._fetch import DEFAULT_PHOENIX_PROJECT  # noqa: PLC0415 - start-up
+
+    selector = (f"project {args.project or DEFAULT_PHOENIX_PROJECT}"
+                if args.from_backend == "phoenix"
                 else f"experiment {args.experiment}" if args.experiment
                 else f"service {args.service}" if args.service else "")
     asked = (f"trace {args.trace}" if args.trace else f"run {args.run}" if args.run
