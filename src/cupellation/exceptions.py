@@ -47,9 +47,18 @@ The hierarchy::
     │   └── TableTooLargeError(PipelineError)
     │           a knapsack's DP table would exceed 50,000,000 cells (the
     │           specification's TableTooLarge); raised before allocating
-    └── DecodeError(CupelError, ValueError)
-            JSON (an event, a report, an item) could not be decoded; names the
-            field and value, and the line number where there is one
+    ├── DecodeError(CupelError, ValueError)
+    │       JSON (an event, a report, an item) could not be decoded; names the
+    │       field and value, and the line number where there is one
+    └── StoreError                             the fleet store (``cupellation.store``)
+        │                                      could not be reached or answer
+        ├── StoreInUseError                    a second embedded (chDB) store was
+        │                                      opened while another is open: chDB
+        │                                      runs one engine per process
+        └── StoreSchemaError                   ``otel_logs``/``otel_traces`` exist
+                                               but not in the Collector's Map
+                                               mode (its JSON mode, or columns
+                                               missing)
 
 Catch ``CupelError`` for anything cupellation raised, or the builtin
 ``ValueError`` / ``TypeError`` where you already do.
@@ -76,6 +85,9 @@ __all__ = [
     "RunNotReplayableError",
     "ScorerError",
     "SpecArgumentError",
+    "StoreError",
+    "StoreInUseError",
+    "StoreSchemaError",
     "TableTooLargeError",
 ]
 
@@ -332,3 +344,32 @@ class DecodeError(CupelError, ValueError):
         self.value = value
         self.problem = problem
         self.line = line
+
+
+class StoreError(CupelError):
+    """The fleet store could not be opened, reached or queried; the message names the
+    store and what failed."""
+
+
+class StoreInUseError(StoreError):
+    """An embedded store (``chdb://``) was opened while another embedded path is open
+    in this process: chDB runs one engine per process. Close the first store (or open
+    the same path again) first. ``open_path`` is the path that is open."""
+
+    def __init__(self, wanted: str, open_path: str) -> None:
+        super().__init__(f"cannot open the embedded store at {wanted!r}: chDB runs one "
+                         f"engine per process and {open_path!r} is open; close it first")
+        self.wanted = wanted
+        self.open_path = open_path
+
+
+class StoreSchemaError(StoreError):
+    """A table the store reads exists in a shape cupellation does not read: the
+    Collector's JSON mode (``LogAttributes JSON``) or a column missing or of another
+    type. ``table`` and ``column`` name it."""
+
+    def __init__(self, table: str, column: str, problem: str) -> None:
+        super().__init__(f"table {table}: column {column} {problem}")
+        self.table = table
+        self.column = column
+        self.problem = problem

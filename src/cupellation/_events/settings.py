@@ -6,6 +6,10 @@
 - ``CUPELLATION_DIGEST_KEY``: the key that turns a run's digest into an
   HMAC-SHA256 (sinks writing it, readers checking it) when no ``digest_key=``
   is given.
+- ``CUPELLATION_STORE_USER``, ``CUPELLATION_STORE_PASSWORD`` and
+  ``CUPELLATION_STORE_PASSWORD_FILE`` (a file whose first line is the password): the
+  credentials of a ClickHouse server store (``cupellation.store``). A store URL never
+  carries a password, and the command line never takes one.
 
 A parameter always wins over the environment. An empty variable counts as
 unset. An invalid value does what OpenTelemetry's SDK does with its own
@@ -22,20 +26,31 @@ import threading
 import warnings
 from typing import Final
 
-from ..exceptions import InvalidTypeError
+from ..exceptions import InvalidTypeError, InvalidValueError
 from .levels import ContentCapture
 
 __all__ = [
     "CAPTURE_ENV_VAR",
     "DIGEST_KEY_ENV_VAR",
+    "STORE_PASSWORD_ENV_VAR",
+    "STORE_PASSWORD_FILE_ENV_VAR",
+    "STORE_USER_ENV_VAR",
     "resolve_capture",
     "resolve_digest_key",
+    "resolve_store_credentials",
 ]
 
 #: Sets a sink's content capture when its ``content_capture`` parameter is not given.
 CAPTURE_ENV_VAR: Final = "CUPELLATION_CAPTURE_CONTENT"
 #: Sets the key of run digests (HMAC-SHA256) when no ``digest_key`` is given.
 DIGEST_KEY_ENV_VAR: Final = "CUPELLATION_DIGEST_KEY"
+#: The user name of a ClickHouse server store (``cupellation.store``).
+STORE_USER_ENV_VAR: Final = "CUPELLATION_STORE_USER"
+#: The password of a ClickHouse server store.
+STORE_PASSWORD_ENV_VAR: Final = "CUPELLATION_STORE_PASSWORD"
+#: A file holding the password of a ClickHouse server store (its first line; wins over
+#: ``CUPELLATION_STORE_PASSWORD``), for secrets mounted as files.
+STORE_PASSWORD_FILE_ENV_VAR: Final = "CUPELLATION_STORE_PASSWORD_FILE"
 
 _logger = logging.getLogger("cupellation")
 _warned: set[tuple[str, str]] = set()
@@ -96,3 +111,25 @@ def resolve_digest_key(value: bytes | str | None) -> bytes | None:
         _warn_once(DIGEST_KEY_ENV_VAR, "<not UTF-8>", "cannot be read as UTF-8; digests are "
                    "plain SHA-256")
         return None
+
+
+def resolve_store_credentials() -> tuple[str | None, str | None]:
+    """The (user, password) of a server store from the environment: the user from
+    ``CUPELLATION_STORE_USER``; the password from the first line of the file
+    ``CUPELLATION_STORE_PASSWORD_FILE`` names, else ``CUPELLATION_STORE_PASSWORD``.
+    An unset or empty variable is None.
+
+    Raises :class:`~cupellation.exceptions.InvalidValueError` naming the variable
+    when the password file cannot be read.
+    """
+    user = os.environ.get(STORE_USER_ENV_VAR, "") or None
+    path = os.environ.get(STORE_PASSWORD_FILE_ENV_VAR, "")
+    if path:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                first = handle.readline()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InvalidValueError(STORE_PASSWORD_FILE_ENV_VAR, path,
+                                    f"cannot be read ({type(exc).__name__})") from None
+        return user, first.rstrip("\r\n") or None
+    return user, os.environ.get(STORE_PASSWORD_ENV_VAR, "") or None
