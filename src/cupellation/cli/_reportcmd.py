@@ -68,7 +68,7 @@ class _Report:
                         "there were). --html FILE also writes the run as one self-contained "
                         "HTML page ('-': the page on standard output instead).",
             epilog=_REPORT_EXIT)
-        add_log_arguments(parser)
+        add_log_arguments(parser, service=False)
         parser.add_argument("--run", metavar="RUN_ID",
                             help="the run's id (default: the last run read)")
         parser.add_argument("--format", choices=["text", "json"], default="text")
