@@ -62,7 +62,9 @@ class _Store:
                                  "--help')")
         for path in args.files:
             if not os.path.isfile(path):
-                return fail("store load", f"cannot read {path}: no such file")
+                what = ("no such file" if not os.path.exists(path)
+                        else "not a regular file (ClickHouse reads the file itself)")
+                return fail("store load", f"cannot read {path}: {what}")
             if is_trace_file(path):
                 return fail("store load", f"{path} holds traces: loading OTLP/JSON traces "
                                           "into otel_traces is not supported yet; load logs")

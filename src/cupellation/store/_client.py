@@ -127,7 +127,11 @@ def _connect(location: StoreLocation) -> Any:
     except ImportError:  # pragma: no cover - the store extra installs it
         raise StoreError(_INSTALL_HINT) from None
     if location.embedded:
-        os.makedirs(location.path or ".", exist_ok=True)
+        try:
+            os.makedirs(location.path or ".", exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot open the store {location.url}: its directory cannot "
+                             f"be made ({exc.strerror or exc})") from None
         return clickhouse_connect.get_client(dsn=f"chdb://{location.path}")
     user, password = resolve_store_credentials()
     return clickhouse_connect.get_client(
