@@ -696,7 +696,7 @@ def _store(draw: Draw) -> list[str]:
     """``store load FILE... --into URL``: logs (valid, damaged, traces, special files)
     into the workspace's store, or no action at all."""
     if draw.bad(0.1):
-        return ["store", *draw.pick([[], ["unload"]])]
+        return ["store"] if draw.chance(0.5) else ["store", "unload"]
     files = [draw.input_path(["audit", "log_gz", "log_cut", "audit", "trace"])
              for _ in range(draw.rng.choice([1, 1, 2]))]
     table = [(0.3, lambda d: ["--service", d.choose(["web", ""], [d.text()])]),
