@@ -263,3 +263,25 @@ def test_rows_the_collector_writes_rebuild_the_run(store: Store, contents: list[
     assert len(runs) == len(from_file) == 1
     assert runs[0].report == from_file[0].report == build_report(events)
     assert runs[0].verification is from_file[0].verification is Verification.VERIFIED
+
+
+def test_runs_partly_stored_are_listed_incomplete(store: Store) -> None:
+    """A run whose rows are partly in the store (one lost, as a Collector drop or a TTL
+    would), a run without its end, and a row whose value does not parse as its
+    declared type are each read back incomplete or damaged, never folded silently."""
+    _, lost = edge_run(["a", "b", "c"], [0.5, 0.5, 0.5], [1, 2, 3])
+    _, unended = edge_run(["d", "e"], [0.5, 0.5], [1, 2])
+    _, retyped = edge_run(["f", "g"], [0.5, 0.5], [1, 2])
+    retyped = [dict(r, **{"item.tokens": "many"}) if r["type"] == "item_included" else r
+               for r in retyped]
+    store.write_records([r for r in lost if r["seq"] != 3] + unended[:-1] + retyped)
+    runs = {run.run_id: run for run in store.read_runs()}
+    reader = store.read_runs()
+    assert len(list(reader)) == 3
+    assert reader.stats.damaged_lines == 2  # the two retyped item rows, named by the reader
+    assert "item.tokens" in reader.stats.damaged[0].problem
+    for run in runs.values():
+        assert not run.report.is_complete
+    assert any("missing from the sequence: seq 3" in p
+               for p in runs[lost[0]["run_id"]].report.incomplete)
+    assert not runs[unended[0]["run_id"]].finished

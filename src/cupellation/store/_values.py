@@ -35,8 +35,8 @@ from .._datamodel.wire import BUDGET_FIELDS, ITEM_FIELDS, WireKind
 from .._events.types import KNOWN_EVENTS, PIPELINE_KEYS, StageName
 from ..reasons import KNOWN_EXCLUSION_REASONS
 
-__all__ = ["Kind", "attribute_text", "attributes_of", "canonical_line", "go_float",
-           "typed_flat"]
+__all__ = ["UNREADABLE_ROW", "Kind", "attribute_text", "attributes_of", "canonical_line",
+           "go_float", "typed_flat"]
 
 
 class Kind(enum.Enum):
@@ -202,7 +202,16 @@ def typed_flat(attributes: Mapping[str, str]) -> dict[str, Any]:
 _encode: Final = msgspec.json.Encoder().encode
 
 
+#: What stands for a row no JSON line can hold (text that is not Unicode): a line the
+#: log reader counts as damaged, so the run it belonged to shows a gap.
+UNREADABLE_ROW: Final = b'{"schema":3,"run_id":<a stored row that is not Unicode text>}\n'
+
+
 def canonical_line(attributes: Mapping[str, str]) -> bytes:
     """The JSON line (with its newline) of a row's ``LogAttributes``, typed back: what
-    the log reader folds and hashes like any audit-log line."""
-    return _encode(typed_flat(attributes)) + b"\n"
+    the log reader folds and hashes like any audit-log line (:data:`UNREADABLE_ROW`
+    for a row holding text that is not Unicode, such as a lone surrogate)."""
+    try:
+        return _encode(typed_flat(attributes)) + b"\n"
+    except (UnicodeError, msgspec.EncodeError):
+        return UNREADABLE_ROW
