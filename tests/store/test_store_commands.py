@@ -199,3 +199,16 @@ def test_store_load_is_idempotent_and_names_damage(fleet: Fleet,
     err = capsys.readouterr().err
     assert "pw" not in err
     assert err.count("\n") == 1
+
+
+def test_report_without_a_run_shows_the_newest(fleet: Fleet,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """report --store without --run shows the store's newest run (a file's is its last
+    line's run)."""
+    newest = max((run for run in read_runs(*fleet.files) if run.started_at is not None),
+                 key=lambda run: run.started_at or 0)
+    code, out = _run(capsys, "report", "--store", fleet.url, "--format", "json",
+                     "--allow-incomplete")
+    expected = _run(capsys, "report", *fleet.files, "--run", newest.run_id, "--format",
+                    "json", "--allow-incomplete")
+    assert (code, out) == expected
