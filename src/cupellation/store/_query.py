@@ -11,6 +11,7 @@ itself never runs in SQL), and the run's time window by ``Timestamp``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
@@ -22,6 +23,8 @@ __all__ = ["RunQuery", "required_literal", "run_selection"]
 
 _SPECIAL: Final = frozenset("\\.^$*+?{}[]()|")
 _QUANTIFIERS: Final = frozenset("*?{")
+#: A repetition count (``{2}``, ``{1,3}``, ``{,4}``): skipped whole, never literal.
+_BRACE: Final = re.compile(r"\{[0-9]*,?[0-9]*\}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -67,6 +70,9 @@ def required_literal(pattern: str) -> str | None:
             piece = nxt if nxt and not nxt.isalnum() else None
         elif char == "[":
             step = _class_end(pattern, index) - index
+        elif char == "{":
+            brace = _BRACE.match(pattern, index)
+            step = len(brace.group()) if brace else 1
         elif char == "(":
             depth += 1
         elif char == ")":
