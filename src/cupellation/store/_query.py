@@ -10,8 +10,8 @@ itself never runs in SQL), and the run's time window by ``Timestamp``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
