@@ -94,6 +94,7 @@ from cupellation.exceptions import CupelError, RunNotReplayableError
 from cupellation.logs import AuditLog, read_runs
 from cupellation.otel import SpanCollector, read_trace
 from cupellation.slicing import CountQuotaEntry
+from cupellation.store import attributes_of, canonical_line
 
 # The Jaeger JSON builder is the tests' own (tests/otel/_support.py), so that the
 # campaign mutates the very document the decoder tests read.
@@ -109,13 +110,14 @@ __all__ = ["FORMATS", "Artifact", "Campaign", "campaign", "main"]
 #: The span formats hold the runs in the columns layout (the default); "OTLP/JSON,
 #: events layout" holds them as one span event per item. The backends' answers are
 #: built from the columns-layout spans.
-FORMATS = ("events JSONL", "audit log", "replay input", "OTLP/JSON", "Jaeger JSON",
+FORMATS = ("events JSONL", "audit log", "replay input", "store rows", "OTLP/JSON",
+           "Jaeger JSON",
            "OTLP protobuf", "OTLP/JSON, events layout", "Phoenix spans", "Phoenix otlpv1",
            "MLflow batchGet", "Jaeger v3", "Tempo v2", "events JSONL, keyed",
            "audit log, keyed")
 #: Formats stored as lines of JSON (mutated line by line).
 _LINE_FORMATS = ("events JSONL", "audit log", "replay input", "events JSONL, keyed",
-                 "audit log, keyed")
+                 "audit log, keyed", "store rows")
 #: The formats written with a digest key, and read with it (``Artifact.key``).
 _KEYED_FORMATS = ("events JSONL, keyed", "audit log, keyed")
 #: The writers' and readers' key of the keyed formats.
@@ -251,6 +253,7 @@ def artifacts(larger: int = 150) -> list[Artifact]:
             Artifact("audit.jsonl", "audit log", audit_data, reports),
             Artifact("audit-keyed.jsonl", "audit log, keyed", keyed_data, reports, KEY),
             Artifact("audit.jsonl", "replay input", audit_data, _replayed(audit_data)),
+            Artifact("otel_logs.jsonl", "store rows", _store_rows(audit_data), reports),
             Artifact("trace.json", "OTLP/JSON", otlp, reports),
             Artifact("jaeger.json", "Jaeger JSON", jaeger, reports),
             Artifact("trace.pb", "OTLP protobuf", proto, reports),
@@ -404,12 +407,51 @@ def _replayed(data: bytes) -> Reports:
     return out
 
 
+def _store_rows(audit: bytes) -> bytes:
+    """The audit log as the fleet store holds it: one ``LogAttributes`` map per event,
+    every value a string as the Collector's exporter writes it (Go's ``AsString``),
+    one JSON object of strings per line."""
+    return b"".join(json.dumps(attributes_of(json.loads(line)), ensure_ascii=False).encode()
+                    + b"\n" for line in audit.split(b"\n") if line.strip())
+
+
+def _seq_or_zero(row: dict[str, str]) -> int:
+    """ClickHouse's ``toUInt64OrZero(LogAttributes['seq'])``."""
+    text = row.get("seq", "")
+    return int(text) if re.fullmatch(r"[0-9]{1,19}", text) and int(text) < 2**64 else 0
+
+
+def _stored(data: bytes) -> Reports:
+    """Read the store's rows as ``Store.read_runs`` does: ordered by run and seq, each
+    typed back (``canonical_line``) and folded by the log reader. A line that is no
+    map of strings cannot be a row of a Map column: it is a row lost."""
+    rows: list[dict[str, str]] = []
+    for line in data.split(b"\n"):
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(row, dict) and all(isinstance(v, str) for v in row.values()):
+            rows.append(row)
+    first: dict[str, int] = {}
+    for row in rows:
+        first.setdefault(row.get("run_id", ""), len(first))
+    rows = [row for row in rows if row.get("run_id", "") != ""]
+    rows.sort(key=lambda row: (first[row["run_id"]], _seq_or_zero(row)))
+    out: Reports = {}
+    for run in read_runs(_Bytes(b"".join(canonical_line(row) for row in rows))):
+        out[run.run_id if run.run_id not in out else run.run_id + "\x00again"] = run.report
+    return out
+
+
 def decode(artifact: Artifact, data: bytes) -> Reports:
     """The reports the artifact's decoder rebuilds from ``data``, by run id (a run id
     seen twice keeps a marker that can equal no original report)."""
     out: Reports = {}
     if artifact.format == "replay input":
         return _replayed(data)
+    if artifact.format == "store rows":
+        return _stored(data)
     if artifact.format.startswith("events JSONL"):
         events = list(events_from_json_lines(data))
         for run_id in {event.run_id for event in events}:

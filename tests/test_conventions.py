@@ -215,6 +215,7 @@ _LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("registry", frozenset({"_registry"})),
     ("pipeline", frozenset({"_pipeline", "_run", "_attribution"})),
     ("projections", frozenset({"otel", "logs"})),
+    ("store", frozenset({"store"})),
     ("built", frozenset({"policy", "conformance", "chat", "analytics"})),
     ("integrations", frozenset({"integrations"})),
     ("faces", frozenset({"cli", "_html", "_htmlstyle", "html", "testing", "__init__",

@@ -54,23 +54,32 @@ The hierarchy::
     │                                          ``format=`` holds a message that
     │                                          reads as another format, which it
     │                                          names (``.detected_format``)
-    └── BackendError                           a trace backend could not be asked,
-        │                                      or could not answer (unreachable,
-        │                                      refused, unknown project or trace)
-        ├── RedirectRefusedError               a redirect to another origin, to a
-        │                                      scheme other than http(s), or past
-        │                                      the fifth hop; ``.target`` names it
-        ├── MalformedAnswerError               the answer is not HTTP a client can
-        │                                      trust (bad status line, too many or
-        │                                      too long headers, a short body, bad
-        │                                      chunked encoding)
-        └── FetchLimitError                    the deadline (``timeout``), the body
-            │                                  size or the request count was reached
-            │                                  before anything whole was read;
-            │                                  ``.limit`` names which
-            └── PartialFetchError              the same, after part of the data was
-                                               read: ``.spans`` holds it and
-                                               ``.missing`` says what is not there
+    ├── BackendError                           a trace backend could not be asked,
+    │   │                                      or could not answer (unreachable,
+    │   │                                      refused, unknown project or trace)
+    │   ├── RedirectRefusedError               a redirect to another origin, to a
+    │   │                                      scheme other than http(s), or past
+    │   │                                      the fifth hop; ``.target`` names it
+    │   ├── MalformedAnswerError               the answer is not HTTP a client can
+    │   │                                      trust (bad status line, too many or
+    │   │                                      too long headers, a short body, bad
+    │   │                                      chunked encoding)
+    │   └── FetchLimitError                    the deadline (``timeout``), the body
+    │       │                                  size or the request count was reached
+    │       │                                  before anything whole was read;
+    │       │                                  ``.limit`` names which
+    │       └── PartialFetchError              the same, after part of the data was
+    │                                          read: ``.spans`` holds it and
+    │                                          ``.missing`` says what is not there
+    └── StoreError                             the fleet store (``cupellation.store``)
+        │                                      could not be reached or answer
+        ├── StoreInUseError                    a second embedded (chDB) store was
+        │                                      opened while another is open: chDB
+        │                                      runs one engine per process
+        └── StoreSchemaError                   ``otel_logs``/``otel_traces`` exist
+                                               but not in the Collector's Map
+                                               mode (its JSON mode, or columns
+                                               missing)
 
 Catch ``CupelError`` for anything cupellation raised, or the builtin
 ``ValueError`` / ``TypeError`` where you already do.
@@ -104,6 +113,9 @@ __all__ = [
     "RunNotReplayableError",
     "ScorerError",
     "SpecArgumentError",
+    "StoreError",
+    "StoreInUseError",
+    "StoreSchemaError",
     "TableTooLargeError",
 ]
 
@@ -435,3 +447,30 @@ class PartialFetchError(FetchLimitError):
         self.spans = tuple(spans)
         self.missing = missing
         self.requests = requests
+class StoreError(CupelError):
+    """The fleet store could not be opened, reached or queried; the message names the
+    store and what failed."""
+
+
+class StoreInUseError(StoreError):
+    """An embedded store (``chdb://``) was opened while another embedded path is open
+    in this process: chDB runs one engine per process. Close the first store (or open
+    the same path again) first. ``open_path`` is the path that is open."""
+
+    def __init__(self, wanted: str, open_path: str) -> None:
+        super().__init__(f"cannot open the embedded store at {wanted!r}: chDB runs one "
+                         f"engine per process and {open_path!r} is open; close it first")
+        self.wanted = wanted
+        self.open_path = open_path
+
+
+class StoreSchemaError(StoreError):
+    """A table the store reads exists in a shape cupellation does not read: the
+    Collector's JSON mode (``LogAttributes JSON``) or a column missing or of another
+    type. ``table`` and ``column`` name it."""
+
+    def __init__(self, table: str, column: str, problem: str) -> None:
+        super().__init__(f"table {table}: column {column} {problem}")
+        self.table = table
+        self.column = column
+        self.problem = problem

@@ -173,10 +173,13 @@ def build_workspace(root: Path) -> Iterator[Workspace]:
         assert main(["demo", "-q", "--out", str(root / "demo2"), "--audit-log",
                      str(root / "audit.jsonl"), "--target-tokens", "200"]) == 0
         log = (root / "audit.jsonl").read_bytes()
+        assert main(["store", "load", str(root / "audit.jsonl"), "--into",
+                     f"chdb://{root / 'store'}"]) == 0
         items = [{"content": f"item {k}", "tokens": k + 1, "priority": k,
                   "timestamp": f"2024-01-0{k + 1}T00:00:00Z"} for k in range(6)]
         f |= {
             "audit": root / "audit.jsonl",
+            "store_dir": root / "store",
             "trace": demo / "trace.jsonl",
             "candidates": demo / "candidates.json",
             "report_a": demo / "report.json",
@@ -409,6 +412,21 @@ class Draw:
         return self.pick(["a{99999999999}", "(", "[", "\\", "(?P<x>", "a{2,1}", "(?<=a+)b",
                           "\\p{L}", "*"])
 
+    def store(self) -> str:
+        """A --store / --into URL: the workspace's chDB store (a fresh one in a
+        subprocess, so that processes never share an engine's directory), or in a
+        hostile command line a server where nothing listens, a URL with a password,
+        a file as the store's directory, or no URL at all."""
+        port = self.space.closed_port
+        if not self.bad(0.6):
+            where = (self.space["store_dir"] if self.in_process
+                     else str(self.space.fresh("store")))
+            return f"chdb://{where}"
+        return self.pick([f"http://127.0.0.1:{port}/audit", f"https://127.0.0.1:{port}",
+                          f"http://me:s3cret@127.0.0.1:{port}/db", "ftp://x", "chdb://", "",
+                          f"http://127.0.0.1:{port}/bad-name!", f"chdb://{self.space['a_file']}",
+                          f"chdb://{self.space['store_dir']}?database=bad-name"])
+
     def url(self) -> str:
         """An endpoint: every host is 127.0.0.1, and nothing listens at the port."""
         port = self.space.closed_port
@@ -602,15 +620,28 @@ def _log_inputs(draw: Draw) -> list[str]:
     return [draw.input_path(valid) for _ in range(draw.rng.choice([1, 1, 1, 2]))]
 
 
-def _log_options(draw: Draw) -> list[tuple[float, Callable[[Draw], list[str]]]]:
-    return [(0.2, lambda d: ["--no-rotated"]), (0.3, lambda d: ["--no-progress"]),
-            (0.4, lambda d: ["--format", d.choose(["text", "json"], ["csv"])])]
+def _log_options(draw: Draw, *, service: bool = True
+                 ) -> list[tuple[float, Callable[[Draw], list[str]]]]:
+    table = [(0.2, lambda d: ["--no-rotated"]), (0.3, lambda d: ["--no-progress"]),
+             (0.4, lambda d: ["--format", d.choose(["text", "json"], ["csv"])])]
+    if service:
+        table.append((0.1, lambda d: ["--service", d.choose(["web", ""], [d.text()])]))
+    return table
+
+
+def _log_or_store(draw: Draw) -> list[str]:
+    """The logs to read, or (now and then) ``--store URL`` instead — or, in a hostile
+    command line, both."""
+    if not draw.chance(0.12):
+        return _log_inputs(draw)
+    both = _log_inputs(draw) if draw.bad(0.2) else []
+    return [*both, "--store", draw.store()]
 
 
 def _audit(draw: Draw) -> list[str]:
     table = [*_log_options(draw), (0.3, lambda d: ["--since", d.moment()]),
              (0.3, lambda d: ["--until", d.moment()]), (0.3, lambda d: ["--strict"])]
-    return ["audit", *_log_inputs(draw), *_options(draw, table)]
+    return ["audit", *_log_or_store(draw), *_options(draw, table)]
 
 
 def _report_from(draw: Draw) -> list[str]:
@@ -642,11 +673,11 @@ def _report_from(draw: Draw) -> list[str]:
 def _report(draw: Draw) -> list[str]:
     if draw.chance(0.25):
         return _report_from(draw)
-    table = [*_log_options(draw),
+    table = [*_log_options(draw, service=False),
              (0.3, lambda d: ["--run", d.text() if d.chance(0.5) else "315fe6a82ebab60e"]),
              (0.25, lambda d: ["--html", d.output_path()]),
              (0.3, lambda d: ["--allow-incomplete"])]
-    return ["report", *_log_inputs(draw), *_options(draw, table)]
+    return ["report", *_log_or_store(draw), *_options(draw, table)]
 
 
 def _why(draw: Draw) -> list[str]:
@@ -657,8 +688,10 @@ def _why(draw: Draw) -> list[str]:
     table = [*_log_options(draw), (0.2, lambda d: ["--since", d.moment()]),
              (0.2, lambda d: ["--until", d.moment()]),
              (0.3, _against), (0.15, _against),
-             (0.2, lambda d: ["--budget-ceiling", d.integer()])]
-    return ["why", *_log_inputs(draw), *which, *_options(draw, table)]
+             (0.2, lambda d: ["--budget-ceiling", d.integer()]),
+             (0.15, lambda d: ["--limit", d.choose(["1", "3"], ["0", "-1", "x"])]),
+             (0.15, lambda d: ["--offset", d.choose(["0", "2"], ["-3", "y"])])]
+    return ["why", *_log_or_store(draw), *which, *_options(draw, table)]
 
 
 def _against(draw: Draw) -> list[str]:
@@ -680,7 +713,7 @@ def _replay(draw: Draw) -> list[str]:
     table = [*_log_options(draw), (0.2, lambda d: ["--since", d.moment()]),
              (0.2, lambda d: ["--until", d.moment()]),
              (0.4, lambda d: ["--match", d.regex()])]
-    return ["replay", *_log_inputs(draw), *(["--policy", *policy] if policy else []),
+    return ["replay", *_log_or_store(draw), *(["--policy", *policy] if policy else []),
             *_options(draw, table)]
 
 
@@ -700,6 +733,8 @@ def _diff(draw: Draw) -> list[str]:
         ids = _run_ids(draw.space)
         pair = [draw.pick(ids) if not draw.bad(0.3) else draw.text() for _ in range(2)]
         logs = [part for path in _log_inputs(draw) for part in ("--log", path)]
+        if draw.chance(0.2):  # the runs in a store instead (a hostile line: both)
+            logs = [*(logs if draw.bad(0.3) else []), "--store", draw.store()]
         table = [(0.2, lambda d: ["--no-rotated"])]
         argv = ["diff", *pair, *logs]
     else:
@@ -737,6 +772,20 @@ def _export(draw: Draw) -> list[str]:
     return argv
 
 
+def _store(draw: Draw) -> list[str]:
+    """``store load FILE... --into URL``: logs (valid, damaged, traces, special files)
+    into the workspace's store, or no action at all."""
+    if draw.bad(0.1):
+        return ["store"] if draw.chance(0.5) else ["store", "unload"]
+    files = [draw.input_path(["audit", "log_gz", "log_cut", "audit", "trace"])
+             for _ in range(draw.rng.choice([1, 1, 2]))]
+    table = [(0.3, lambda d: ["--service", d.choose(["web", ""], [d.text()])]),
+             (0.3, lambda d: ["--strict"]), (0.3, lambda d: ["--no-progress"]),
+             (0.4, lambda d: ["--format", d.choose(["text", "json"], ["csv"])])]
+    into = [] if draw.bad(0.1) else ["--into", draw.store()]
+    return ["store", "load", *files, *into, *_options(draw, table)]
+
+
 def _conformance(draw: Draw) -> list[str]:
     space = draw.space
     paths = [space[draw.choose(["vectors", "vector_ok", "vector_wrong", "vectors"],
@@ -768,6 +817,7 @@ GENERATORS: dict[str, Callable[[Draw], list[str]]] = {
     "report": _report,
     "diff": _diff,
     "select": _select,
+    "store": _store,
     "why": _why,
     "": _top_level,
 }

@@ -199,12 +199,13 @@ def test_the_generators_draw_every_command_and_option(workspace: Workspace) -> N
     commands = {name for name in GENERATORS if name}
     expected = {name for name in SUBCOMMANDS if name != "policy"} | {"policy show",
                                                                      "policy check"}
+    # store's generator draws its action, as policy's two do.
     assert commands == expected
     wanted = _options_by_command()
     seen: dict[str, set[str]] = {}
     for index in range(3000):
         argv = draw_invocation(SEED, index, workspace, in_process=True).argv
-        name = " ".join(argv[:2]) if argv[:1] == ["policy"] and len(argv) > 1 else (
+        name = " ".join(argv[:2]) if argv[:1] in (["policy"], ["store"]) and len(argv) > 1 else (
             argv[0] if argv and argv[0] in SUBCOMMANDS else "")
         seen.setdefault(name, set()).update(a for a in argv if a.startswith("-"))
     missing = {name: sorted(options - seen.get(name, set()))

@@ -11,6 +11,10 @@
   each run's ``run_started`` when neither the run's :class:`~cupellation.RunInfo`
   nor the sink (``service=``) names one, and no SDK provider with a resource is in
   use (see :func:`resolve_service`).
+- ``CUPELLATION_STORE_USER``, ``CUPELLATION_STORE_PASSWORD`` and
+  ``CUPELLATION_STORE_PASSWORD_FILE`` (a file whose first line is the password): the
+  credentials of a ClickHouse server store (``cupellation.store``). A store URL never
+  carries a password, and the command line never takes one.
 
 A parameter always wins over the environment. An empty variable counts as
 unset. An invalid value does what OpenTelemetry's SDK does with its own
@@ -36,10 +40,14 @@ __all__ = [
     "DIGEST_KEY_ENV_VAR",
     "RESOURCE_ATTRIBUTES_ENV_VAR",
     "SERVICE_ENV_VAR",
+    "STORE_PASSWORD_ENV_VAR",
+    "STORE_PASSWORD_FILE_ENV_VAR",
+    "STORE_USER_ENV_VAR",
     "check_service",
     "resolve_capture",
     "resolve_digest_key",
     "resolve_service",
+    "resolve_store_credentials",
 ]
 
 #: Sets a sink's content capture when its ``content_capture`` parameter is not given.
@@ -53,6 +61,13 @@ SERVICE_ENV_VAR: Final = "OTEL_SERVICE_NAME"
 #: its ``service.name`` is read after :data:`SERVICE_ENV_VAR`, as the SDK does.
 RESOURCE_ATTRIBUTES_ENV_VAR: Final = "OTEL_RESOURCE_ATTRIBUTES"
 _SERVICE_NAME: Final = "service.name"
+#: The user name of a ClickHouse server store (``cupellation.store``).
+STORE_USER_ENV_VAR: Final = "CUPELLATION_STORE_USER"
+#: The password of a ClickHouse server store.
+STORE_PASSWORD_ENV_VAR: Final = "CUPELLATION_STORE_PASSWORD"
+#: A file holding the password of a ClickHouse server store (its first line; wins over
+#: ``CUPELLATION_STORE_PASSWORD``), for secrets mounted as files.
+STORE_PASSWORD_FILE_ENV_VAR: Final = "CUPELLATION_STORE_PASSWORD_FILE"
 
 _logger = logging.getLogger("cupellation")
 _warned: set[tuple[str, str]] = set()
@@ -170,3 +185,23 @@ def _resource_service(text: str) -> str | None:
         if sep and key.strip() == _SERVICE_NAME:
             named = unquote(raw.strip())
     return named or None
+def resolve_store_credentials() -> tuple[str | None, str | None]:
+    """The (user, password) of a server store from the environment: the user from
+    ``CUPELLATION_STORE_USER``; the password from the first line of the file
+    ``CUPELLATION_STORE_PASSWORD_FILE`` names, else ``CUPELLATION_STORE_PASSWORD``.
+    An unset or empty variable is None.
+
+    Raises :class:`~cupellation.exceptions.InvalidValueError` naming the variable
+    when the password file cannot be read.
+    """
+    user = os.environ.get(STORE_USER_ENV_VAR, "") or None
+    path = os.environ.get(STORE_PASSWORD_FILE_ENV_VAR, "")
+    if path:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                first = handle.readline()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InvalidValueError(STORE_PASSWORD_FILE_ENV_VAR, path,
+                                    f"cannot be read ({type(exc).__name__})") from None
+        return user, first.rstrip("\r\n") or None
+    return user, os.environ.get(STORE_PASSWORD_ENV_VAR, "") or None

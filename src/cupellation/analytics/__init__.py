@@ -30,6 +30,7 @@ from ._budget import (
 from ._diff import ReportDiff, diff_reports
 from ._metrics import (
     KindQuotaUtilization,
+    add_exact,
     budget_utilization,
     kind_diversity,
     quota_utilization,
@@ -62,6 +63,7 @@ __all__ = [
     "MIN_VARIANTS_MESSAGE",
     "AgainstAnswer",
     "BudgetAnswer",
+    "add_exact",
     "BudgetSearch",
     "ItemStatus",
     "KindQuotaUtilization",

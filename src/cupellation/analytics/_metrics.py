@@ -22,6 +22,7 @@ from ..slicing import CountConstrainedKnapsackSlice, CountQuotaSlice, QuotaSlice
 
 __all__ = [
     "KindQuotaUtilization",
+    "add_exact",
     "budget_utilization",
     "kind_diversity",
     "quota_utilization",
@@ -145,3 +146,21 @@ def quota_utilization(report: SelectionReport, slicer: Slicer, budget: ContextBu
         return tuple(out)
     raise InvalidTypeError("slicer", slicer,
                            "a QuotaSlice, CountQuotaSlice or CountConstrainedKnapsackSlice")
+
+
+def add_exact(partials: list[float], value: float) -> None:
+    """Add ``value`` to the non-overlapping partial sums ``partials`` without rounding
+    (Shewchuk's, as :func:`math.fsum` keeps them): ``math.fsum(partials)`` is then the
+    correctly rounded total whatever order the values came in, so a mean over runs
+    read from files equals the mean over the same runs read from a store, newest
+    first."""
+    kept = 0
+    for partial in partials:
+        big, small = (partial, value) if abs(value) < abs(partial) else (value, partial)
+        high = big + small
+        low = small - (high - big)
+        if low:
+            partials[kept] = low
+            kept += 1
+        value = high
+    partials[kept:] = [value]

@@ -4,6 +4,7 @@ logged runs (a streaming summary whose memory does not grow with the runs)."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from ..logs import LoggedRun
 from ..policy import Policy
 from ..reasons import reason_to_dict
 from ._budget import scaled_budget, search_min_budget
+from ._metrics import add_exact
 from ._rerun import ReplayableRun, replayable
 
 __all__ = ["AgainstAnswer", "BudgetAnswer", "ReplaySummary", "against_report",
@@ -156,19 +158,21 @@ def _used(report_included: Any) -> int:
 
 
 class _Mean:
-    __slots__ = ("count", "total")
+    """A mean independent of the order its values come in (exact partial sums)."""
+
+    __slots__ = ("count", "partials")
 
     def __init__(self) -> None:
         self.count = 0
-        self.total = 0.0
+        self.partials: list[float] = []
 
     def add(self, value: float) -> None:
         self.count += 1
-        self.total += value
+        add_exact(self.partials, value)
 
     @property
     def value(self) -> float | None:
-        return self.total / self.count if self.count else None
+        return math.fsum(self.partials) / self.count if self.count else None
 
 
 class ReplaySummary:

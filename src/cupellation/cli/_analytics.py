@@ -355,14 +355,19 @@ class _Diff:
                             help="read A and B as run ids in this log (repeatable)")
         parser.add_argument("--no-rotated", action="store_true",
                             help="with --log: read only the files named")
+        parser.add_argument("--store", metavar="URL",
+                            help="read A and B as run ids in this fleet store (chdb:///dir "
+                                 "or http(s)://host:8123/database)")
         parser.add_argument("--format", choices=["text", "json"], default="text")
         return parser
 
     def run(self, args: argparse.Namespace, /) -> int:
-        if not args.log and args.a == args.b == "-":
+        if args.log and args.store:
+            return _fail("diff", "give --log or --store, not both")
+        if not args.log and not args.store and args.a == args.b == "-":
             return _fail("diff", "standard input ('-') can be read once")
         try:
-            if args.log:
+            if args.log or args.store:
                 reports = _runs_from_logs(args)
                 if isinstance(reports, int):
                     return reports
@@ -394,10 +399,12 @@ def _report_file(path: str) -> SelectionReport:
 def _runs_from_logs(args: argparse.Namespace) -> tuple[SelectionReport, SelectionReport] | int:
     wanted = {args.a: None, args.b: None}
     found: dict[str, SelectionReport] = {}
-    namespace = argparse.Namespace(logs=args.log, no_rotated=args.no_rotated, no_progress=True)
+    namespace = argparse.Namespace(logs=args.log or [], no_rotated=args.no_rotated,
+                                   no_progress=True, store=args.store)
+    options = {"run_ids": list(wanted)} if args.store else {}
     reader = None
     try:
-        with open_reader(namespace) as reader:
+        with open_reader(namespace, **options) as reader:
             for run in reader:
                 if run.run_id in wanted and run.run_id not in found:
                     found[run.run_id] = run.report

@@ -23,6 +23,7 @@ from . import (
     _policycmds,
     _reportcmd,
     _select,
+    _storecmd,
     _whycmd,
 )
 from ._common import (
@@ -76,6 +77,8 @@ SUBCOMMANDS: dict[str, Subcommand] = {
     # issue 17: the auditor's next questions (cli/_analytics.py)
     "replay": _analytics.REPLAY,
     "diff": _analytics.DIFF,
+    # issue 23: the fleet store (cli/_storecmd.py; --store on the reading commands)
+    "store": _storecmd.STORE,
 }
 
 _DESCRIPTION = """\

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections import Counter
 from datetime import datetime
 from typing import Any
 
+from ..analytics import add_exact
 from ..logs import LoggedRun, ReadStats
 from ._common import NOT_WHOLE
 from ._logcmds import new_console, read_each, when_text
@@ -29,7 +31,9 @@ class _Summary:
         self.reasons: Counter[str] = Counter()
         self.reason_tokens: Counter[str] = Counter()
         self.bins = [0] * (_BINS + 1)
-        self.utilisation_sum = 0.0
+        # Exact partial sums (Shewchuk's, as math.fsum keeps them): the mean does not
+        # depend on the order runs are read in (a store returns them newest first).
+        self.utilisation_partials: list[float] = []
         self.utilisation_count = 0
         self.utilisation_min: float | None = None
         self.utilisation_max: float | None = None
@@ -58,7 +62,7 @@ class _Summary:
         utilisation = run.utilisation
         if utilisation is not None:
             self.bins[min(int(utilisation * 100), _BINS)] += 1
-            self.utilisation_sum += utilisation
+            add_exact(self.utilisation_partials, utilisation)
             self.utilisation_count += 1
             self.utilisation_min = (utilisation if self.utilisation_min is None
                                     else min(self.utilisation_min, utilisation))
@@ -97,7 +101,7 @@ class _Summary:
                 for name, n in sorted(self.reasons.items(), key=lambda kv: (-kv[1], kv[0]))],
             "utilisation": {
                 "runs": count,
-                "mean": self.utilisation_sum / count if count else None,
+                "mean": math.fsum(self.utilisation_partials) / count if count else None,
                 "min": self.utilisation_min, "p10": self.percentile(0.1),
                 "p50": self.percentile(0.5), "p90": self.percentile(0.9),
                 "max": self.utilisation_max,

@@ -26,7 +26,8 @@ from ._logread import (
     unreadable_sources,
 )
 
-__all__ = ["estimated_counter", "fail", "new_console", "read_each", "reason_text", "when_text"]
+__all__ = ["STOP", "estimated_counter", "fail", "new_console", "read_each", "reason_text",
+           "when_text"]
 
 
 def fail(command: str, message: str) -> int:
@@ -48,16 +49,23 @@ def reason_text(wire: Mapping[str, Any]) -> str:
     return f"{wire['reason']}({data})" if data else str(wire["reason"])
 
 
+#: What ``consume`` returns to stop :func:`read_each` early (a page is full).
+STOP = object()
+
+
 def read_each(command: str, args: argparse.Namespace,
           consume: Callable[[LoggedRun], object], **options: Any) -> ReadStats | int:
-    """Feed every run in ``args.logs`` (within --since/--until) to ``consume``; the
-    read's stats, or exit status 2 (one line said) when a source could not be read
-    whole: a missing file, a corrupt or truncated gzip stream, a closed stdin."""
+    """Feed every run in ``args.logs`` or ``--store`` (within --since/--until) to
+    ``consume`` (which returns :data:`STOP` to end the read early); the read's stats,
+    or exit status 2 (one line said) when a source could not be read whole: a missing
+    file, a corrupt or truncated gzip stream, a closed stdin, a store that cannot be
+    opened."""
     reader: LogReader | None = None
     try:
         with open_reader(args, since=args.since, until=args.until, **options) as reader:
             for run in reader:
-                consume(run)
+                if consume(run) is STOP:
+                    break
             stats = reader.stats
     except UsageError as exc:
         return fail(command, str(exc))

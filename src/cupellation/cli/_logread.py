@@ -15,6 +15,7 @@ from typing import IO, Any
 
 from ..exceptions import CupelError
 from ..logs import LogReader, ReadStats, read_runs
+from ._storeread import add_store_arguments, read_store
 
 __all__ = [
     "EXIT_CODES_HELP",
@@ -57,11 +58,13 @@ class UsageError(Exception):
     """A problem with the command line or the input: one line on stderr, exit 2."""
 
 
-def add_log_arguments(parser: argparse.ArgumentParser) -> None:
-    """``LOG...`` and the options every log-reading command takes."""
-    parser.add_argument("logs", nargs="+", metavar="LOG",
+def add_log_arguments(parser: argparse.ArgumentParser, *, service: bool = True) -> None:
+    """``LOG...`` (or ``--store URL``) and the options every log-reading command takes
+    (``service``: add ``--service``, for commands without their own)."""
+    parser.add_argument("logs", nargs="*", metavar="LOG",
                         help="log files (JSON lines or gzip; a rotated set is read from its "
                              "base name, oldest backup first); '-' reads standard input")
+    add_store_arguments(parser, service=service)
     parser.add_argument("--no-rotated", action="store_true",
                         help="read only the files named, not their rotated backups")
     parser.add_argument("--no-progress", action="store_true",
@@ -122,7 +125,18 @@ def unreadable_sources(stats: ReadStats) -> str | None:
 def open_reader(args: argparse.Namespace, sources: Sequence[str | IO[bytes]] | None = None,
                 **options: Any) -> Iterator[LogReader]:
     """``read_runs`` over ``sources`` (default ``args.logs``), with a rich progress
-    bar on stderr when both output streams are terminals and the read is long."""
+    bar on stderr when both output streams are terminals and the read is long; with
+    ``--store URL``, the runs the command's filters select from the store."""
+    store = getattr(args, "store", None)
+    if store is not None:
+        if args.logs:
+            raise UsageError("give LOG files or --store URL, not both")
+        with read_store(args, store, options, UsageError) as reader:
+            yield reader
+        return
+    if not args.logs:
+        raise UsageError("no LOG given: name log files (or '-'), or --store URL")
+    options.pop("select_by_item", None)  # a file is read whole either way
     check_sources(args.logs)
     if sources is None:
         sources = args.logs

@@ -63,8 +63,10 @@ def add_remote_arguments(parser: argparse.ArgumentParser) -> None:
 def check_remote_arguments(args: argparse.Namespace) -> None:
     """Usage errors: --from without exactly one URL; its options without --from."""
     if args.from_backend is None:
+        # With --store, --service picks the Collector's ServiceName instead.
         given = [name for name in _REMOTE_ONLY
-                 if getattr(args, name) not in (None, [])]
+                 if getattr(args, name) not in (None, [])
+                 and not (name == "service" and getattr(args, "store", None))]
         if given:
             raise UsageError(f"--{given[0]} needs --from BACKEND URL")
         return

@@ -70,10 +70,11 @@ class _Report:
                         "file: OTLP/JSON lines with resourceSpans, or Jaeger JSON) and print "
                         "it as a table, or as the seeds' JSON with --format json. Without "
                         "--run, the last run read (a note on standard error says how many "
-                        "there were). --html FILE also writes the run as one self-contained "
-                        "HTML page ('-': the page on standard output instead).",
+                        "there were; with --store, the newest run). --html FILE also writes "
+                        "the run as one self-contained HTML page ('-': the page on standard "
+                        "output instead).",
             epilog=_REPORT_EXIT)
-        add_log_arguments(parser)
+        add_log_arguments(parser, service=False)
         parser.add_argument("--run", metavar="RUN_ID",
                             help="the run's id (default: the last run read)")
         parser.add_argument("--format", choices=["text", "json"], default="text")
@@ -141,7 +142,8 @@ class _Report:
                              **options) as reader:
                 for run in reader:
                     found, count = _Found(run.run_id, run.report, run.budget, run), count + 1
-                    if args.run is not None:
+                    # A store gives its runs newest first: the first is the latest.
+                    if args.run is not None or args.store is not None:
                         break
                 stats = reader.stats
             return found, count, stats, None

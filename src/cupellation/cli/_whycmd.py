@@ -21,7 +21,15 @@ from ..reasons import (
     reason_to_dict,
 )
 from ._analytics import NextQuestions, add_why_options, next_lines
-from ._logcmds import estimated_counter, fail, new_console, read_each, reason_text, when_text
+from ._logcmds import (
+    STOP,
+    estimated_counter,
+    fail,
+    new_console,
+    read_each,
+    reason_text,
+    when_text,
+)
 from ._logread import (
     EXIT_CODES_HELP,
     NOTHING_FOUND,
@@ -121,6 +129,11 @@ class _Why:
         parser.add_argument("--since", metavar="TIME", help="only runs started at or after TIME")
         parser.add_argument("--until", metavar="TIME", help="only runs started at or before TIME")
         parser.add_argument("--format", choices=["text", "json"], default="text")
+        parser.add_argument("--limit", type=int, metavar="N",
+                            help="answer for at most N runs (a page; with --store the newest "
+                                 "first, in a file the order read)")
+        parser.add_argument("--offset", type=int, default=0, metavar="K",
+                            help="skip the first K runs with a match (the next page)")
         add_why_options(parser)
         return parser
 
@@ -135,16 +148,28 @@ class _Why:
                 pattern = re.compile(args.match)
             except (re.error, OverflowError, RecursionError, ValueError) as exc:
                 return fail("why", f"--match is not a valid regular expression: {exc}")
+        if (args.limit is not None and args.limit < 1) or args.offset < 0:
+            return fail("why", "--limit must be at least 1 and --offset at least 0")
         answers: list[dict[str, Any]] = []
+        page = [0]  # runs with a match seen so far
 
-        def consider(run: LoggedRun) -> None:
-            for entry in _matches(run, args.content, pattern):
+        def consider(run: LoggedRun) -> object:
+            found = _matches(run, args.content, pattern)
+            if not found:
+                return None
+            page[0] += 1
+            if page[0] <= args.offset:
+                return None
+            for entry in found:
                 answer = _answer(run, entry)
                 if isinstance(entry, ExcludedItem):
                     answer["next"] = questions.answer(run, entry)
                 answers.append(answer)
+            if args.limit is not None and page[0] >= args.offset + args.limit:
+                return STOP
+            return None
 
-        stats = read_each("why", args, consider, keep_candidates=True)
+        stats = read_each("why", args, consider, keep_candidates=True, select_by_item=True)
         if isinstance(stats, int):
             return stats
         if args.format == "json":

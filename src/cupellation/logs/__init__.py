@@ -60,7 +60,7 @@ from ._decode import ENVELOPE_KEYS
 from ._reader import LogReader, read_runs
 from ._records import RECORD_PREFIX, STDLIB_LOGGER_NAME, StructlogSink, log_record, record_name
 from ._runs import DamagedLine, LoggedRun, ReadStats
-from ._sources import expand_rotated
+from ._sources import as_datetime, expand_rotated
 
 __all__ = [
     "CAPTURE_ENV_VAR",
@@ -73,6 +73,7 @@ __all__ = [
     "LoggedRun",
     "ReadStats",
     "StructlogSink",
+    "as_datetime",
     "expand_rotated",
     "log_record",
     "read_runs",

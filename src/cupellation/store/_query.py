@@ -1,0 +1,194 @@
+"""Choosing runs in SQL: the filters of ``audit``, ``report``, ``why``, ``replay`` and
+``diff``, bound as query parameters (never formatted into the SQL text).
+
+The database narrows; the fold decides. Every filter here is a superset of what the
+file reader keeps, so the runs it returns, read through the same reader with the
+same options, give the file reader's answer: a regular expression is narrowed by a
+literal it requires (Python's and RE2's syntax and semantics differ, so the pattern
+itself never runs in SQL), and the run's time window by ``Timestamp``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final
+
+from ..events import content_digest
+from ..exceptions import InvalidValueError
+
+__all__ = ["RunQuery", "required_literal", "run_selection"]
+
+_SPECIAL: Final = frozenset("\\.^$*+?{}[]()|")
+_QUANTIFIERS: Final = frozenset("*?{")
+#: A repetition count (``{2}``, ``{1,3}``, ``{,4}``): skipped whole, never literal.
+_BRACE: Final = re.compile(r"\{[0-9]*,?[0-9]*\}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunQuery:
+    """Which runs to read from a store. Every field is optional; given ones must all
+    hold. ``since``/``until`` bound the run's start (as the file reader does);
+    ``services`` the Collector's ``ServiceName``; ``run_id``, ``session_id``,
+    ``user_id`` and ``conversation_id`` are exact; ``reason`` an exclusion reason's
+    name and ``kind`` an item kind the run decided; ``content`` an item's exact
+    content (or its digest, or a trimmed item's original); ``match`` a Python
+    regular expression searched in item content; ``strategy`` text found in the
+    run's pipeline description (``greedy``, ``KnapsackSlice``: its policy)."""
+
+    since: datetime | None = None
+    until: datetime | None = None
+    services: tuple[str, ...] = ()
+    run_id: str | None = None
+    session_id: str | None = None
+    user_id: str | None = None
+    conversation_id: str | None = None
+    reason: str | None = None
+    kind: str | None = None
+    content: str | None = None
+    match: str | None = None
+    strategy: str | None = None
+
+
+def required_literal(pattern: str) -> str | None:
+    """The longest text every match of ``pattern`` contains, found without parsing the
+    whole syntax: literal characters outside groups, classes and alternations, not
+    followed by a quantifier. None when the pattern has a top-level ``|``, an inline
+    flag, or no literal (then nothing is pushed into SQL)."""
+    if "(?" in pattern or _has_alternation(pattern):
+        return None
+    best, run, depth, index = "", "", 0, 0
+    while index < len(pattern):
+        char = pattern[index]
+        nxt = pattern[index + 1] if index + 1 < len(pattern) else ""
+        piece: str | None = None
+        step = 1
+        if char == "\\":
+            step = 2
+            piece = nxt if nxt and not nxt.isalnum() else None
+        elif char == "[":
+            step = _class_end(pattern, index) - index
+        elif char == "{":
+            brace = _BRACE.match(pattern, index)
+            step = len(brace.group()) if brace else 1
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char not in _SPECIAL:
+            piece = char
+        following = pattern[index + step] if index + step < len(pattern) else ""
+        if piece is not None and depth == 0 and following not in _QUANTIFIERS:
+            run += piece
+        else:
+            best = max(best, run, key=len)
+            run = ""
+        index += step
+    best = max(best, run, key=len)
+    return best or None
+
+
+def _class_end(pattern: str, start: int) -> int:
+    """The index after the character class that starts at ``start``."""
+    index = start + 1
+    if index < len(pattern) and pattern[index] == "^":
+        index += 1
+    if index < len(pattern) and pattern[index] == "]":
+        index += 1
+    while index < len(pattern) and pattern[index] != "]":
+        index += 2 if pattern[index] == "\\" else 1
+    return index + 1
+
+
+def _has_alternation(pattern: str) -> bool:
+    index = 0
+    while index < len(pattern):
+        if pattern[index] == "\\":
+            index += 2
+            continue
+        if pattern[index] == "[":
+            index = _class_end(pattern, index)
+            continue
+        if pattern[index] == "|":
+            return True
+        index += 1
+    return False
+
+
+def _attr(key: str) -> str:
+    return f"LogAttributes['{key}']"
+
+
+def run_selection(query: RunQuery, logs: str) -> tuple[str, dict[str, Any]]:
+    """The SQL (and its parameters) of the runs ``query`` may keep: ``(run_id, first
+    Timestamp)``, newest first."""
+    where = [f"{_attr('run_id')} != ''"]
+    having: list[str] = []
+    params: dict[str, Any] = {}
+    if query.since is not None:
+        where.append("Timestamp >= {since:DateTime64(9, 'UTC')}")
+        params["since"] = query.since
+    if query.until is not None:
+        having.append("min(Timestamp) <= {until:DateTime64(9, 'UTC')}")
+        params["until"] = query.until
+    if query.services:
+        where.append("ServiceName IN {services:Array(String)}")
+        params["services"] = list(query.services)
+    if query.run_id is not None:
+        where.append(f"{_attr('run_id')} = {{run_id:String}}")
+        params["run_id"] = query.run_id
+    started = f"{_attr('type')} = 'run_started'"
+    for name, key in (("session_id", "session_id"), ("user_id", "user_id"),
+                      ("conversation_id", "conversation_id")):
+        value = getattr(query, name)
+        if value is not None:
+            having.append(f"countIf({started} AND {_attr(key)} = {{{name}:String}}) > 0")
+            params[name] = value
+    _item_filters(query, having, params)
+    if query.strategy is not None:
+        having.append(f"countIf({started} AND arrayExists((k, v) -> startsWith(k, 'pipeline.') "
+                      "AND positionCaseInsensitiveUTF8(v, {strategy:String}) > 0, "
+                      "mapKeys(LogAttributes), mapValues(LogAttributes))) > 0")
+        params["strategy"] = query.strategy
+    sql = (f"SELECT {_attr('run_id')} AS run, min(Timestamp) AS at FROM {logs} "
+           f"WHERE {' AND '.join(where)} GROUP BY run"
+           + (f" HAVING {' AND '.join(having)}" if having else "")
+           + " ORDER BY at DESC, run")
+    return sql, params
+
+
+def _item_filters(query: RunQuery, having: list[str], params: dict[str, Any]) -> None:
+    if query.reason is not None:
+        having.append(f"countIf({_attr('type')} = 'item_excluded' AND "
+                      f"{_attr('reason.name')} = {{reason:String}}) > 0")
+        params["reason"] = query.reason
+    if query.kind is not None:
+        having.append(f"countIf({_attr('item.kind')} = {{kind:String}}) > 0")
+        params["kind"] = query.kind
+    if query.content is not None:
+        digest = content_digest(query.content)
+        having.append(f"countIf({_attr('item.content')} IN ({{content:String}}, "
+                      f"{{digest:String}}) OR position({_attr('item.metadata')}, "
+                      "{digest:String}) > 0) > 0")
+        params["content"], params["digest"] = query.content, digest
+    if query.match is not None:
+        literal = required_literal(query.match)
+        if literal is not None:
+            having.append(f"countIf(position({_attr('item.content')}, {{literal:String}}) "
+                          "> 0) > 0")
+            params["literal"] = literal
+
+
+def check_page(limit: int | None, offset: int) -> None:
+    """Refuse a negative page."""
+    if limit is not None and (type(limit) is not int or limit < 0):
+        raise InvalidValueError("limit", limit, "must be a non-negative integer or None")
+    if type(offset) is not int or offset < 0:
+        raise InvalidValueError("offset", offset, "must be a non-negative integer")
+
+
+def batches(items: Sequence[str], size: int) -> list[list[str]]:
+    """``items`` in lists of at most ``size``."""
+    return [list(items[k:k + size]) for k in range(0, len(items), size)]
