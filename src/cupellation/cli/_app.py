@@ -23,6 +23,7 @@ from . import (
     _policycmds,
     _reportcmd,
     _select,
+    _statscmd,
     _storecmd,
     _whycmd,
 )
@@ -79,6 +80,7 @@ SUBCOMMANDS: dict[str, Subcommand] = {
     "diff": _analytics.DIFF,
     # issue 23: the fleet store (cli/_storecmd.py; --store on the reading commands)
     "store": _storecmd.STORE,
+    "stats": _statscmd.STATS,
 }
 
 _DESCRIPTION = """\

@@ -46,22 +46,40 @@ from ._client import StoreLocation, parse_store_url
 from ._load import MAX_DAMAGED_NAMED, LoadStats
 from ._query import RunQuery, required_literal
 from ._schema import EXPORTER_TEMPLATES, LOGS_TABLE, RUN_ID_INDEX, TRACES_TABLE
+from ._stats import (
+    BUCKETS,
+    ExclusionCount,
+    FailureCount,
+    FleetStats,
+    SourceCount,
+    UtilizationStats,
+    exact_low_quantile,
+    fleet_stats,
+)
 from ._store import Store, open_store
 from ._values import attribute_text, attributes_of, canonical_line, go_float, typed_flat
 
 __all__ = [
+    "BUCKETS",
     "EXPORTER_TEMPLATES",
     "LOGS_TABLE",
     "MAX_DAMAGED_NAMED",
     "RUN_ID_INDEX",
     "TRACES_TABLE",
+    "ExclusionCount",
+    "FailureCount",
+    "FleetStats",
     "LoadStats",
     "RunQuery",
     "Store",
+    "SourceCount",
     "StoreLocation",
+    "UtilizationStats",
     "attribute_text",
     "attributes_of",
     "canonical_line",
+    "exact_low_quantile",
+    "fleet_stats",
     "go_float",
     "open_store",
     "parse_store_url",

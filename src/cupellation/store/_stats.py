@@ -1,0 +1,295 @@
+"""Fleet statistics answered in SQL: exclusions by reason, kind and service over time,
+budget utilisation percentiles, failures and overflows, the sources most often left out.
+
+Unlike ``audit``, ``report`` or ``why``, :func:`fleet_stats` never brings a run back
+to Python: ClickHouse counts the Collector's ``otel_logs`` rows where they are. So it
+cannot check digests (that needs every line of a run, canonically encoded) and says
+so (:attr:`FleetStats.digests_checked` is always False). What SQL *can* check, it
+does, per run: one ``run_started`` and one end event, sequence numbers without gaps
+or repeats, and item rows that agree with the counts the end event announced. Runs
+that fail a check are counted in :attr:`FleetStats.incomplete_runs` (by cause in
+:attr:`FleetStats.incomplete_causes`); their rows still count in the figures, as they
+are the rows the store holds, and the command's first line says how many there are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+from ..exceptions import InvalidValueError
+
+if TYPE_CHECKING:
+    from ._store import Store
+
+__all__ = [
+    "BUCKETS",
+    "ExclusionCount",
+    "FailureCount",
+    "FleetStats",
+    "SourceCount",
+    "UtilizationStats",
+    "fleet_stats",
+]
+
+#: The time buckets :func:`fleet_stats` groups exclusions by (``none``: one bucket).
+BUCKETS: Final = ("hour", "day", "week", "none")
+Bucket = Literal["hour", "day", "week", "none"]
+_BUCKET_SQL: Final = {"hour": "toStartOfHour(Timestamp)", "day": "toStartOfDay(Timestamp)",
+                      "week": "toMonday(Timestamp)", "none": "toDateTime(0)"}
+#: The quantiles of budget utilisation reported, as (label, level).
+QUANTILES: Final = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))
+#: Detail levels whose runs log one row per exclusion / per inclusion.
+_EXCLUSION_LEVELS: Final = ("StageAndExclusions", "Full")
+
+
+def _attr(key: str) -> str:
+    return f"LogAttributes['{key}']"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExclusionCount:
+    """How many items were left out for ``reason`` of ``kind`` by ``service`` in the
+    time bucket starting at ``bucket`` (None when not bucketed)."""
+
+    bucket: datetime | None
+    service: str
+    reason: str
+    kind: str
+    count: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UtilizationStats:
+    """Budget utilisation (included tokens over ``budget.max_tokens``, the
+    specification's ``BudgetUtilization``) over a service's completed runs:
+    exact quantiles (ClickHouse's ``quantilesExactLow``, as :func:`exact_low_quantile`
+    computes them), minimum and maximum."""
+
+    service: str
+    runs: int
+    p50: float
+    p90: float
+    p99: float
+    minimum: float
+    maximum: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FailureCount:
+    """Runs of ``service`` that failed with ``error_type`` (``PinnedBudgetError``: the
+    pinned items alone were over budget; ``BudgetOverflowError``: overflow under the
+    Throw strategy)."""
+
+    service: str
+    error_type: str
+    runs: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SourceCount:
+    """An item source left out ``count`` times, most often for ``top_reason``."""
+
+    source: str
+    count: int
+    top_reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FleetStats:
+    """What :func:`fleet_stats` found. ``runs`` counts the runs with rows in the
+    window; ``incomplete_runs`` those failing a structural check (causes in
+    ``incomplete_causes``: ``no run_started``, ``no end event``, ``sequence gap or
+    repeat``, ``item rows disagree with the end event``; a run may have several).
+    ``overflow_events`` counts Truncate-strategy overflows (the run went on).
+    ``digests_checked`` is always False: statistics read no digest."""
+
+    bucket: Bucket
+    runs: int
+    completed_runs: int
+    failed_runs: int
+    incomplete_runs: int
+    incomplete_causes: Mapping[str, int]
+    overflow_events: int
+    exclusions: tuple[ExclusionCount, ...]
+    utilization: tuple[UtilizationStats, ...]
+    failures: tuple[FailureCount, ...]
+    top_sources: tuple[SourceCount, ...]
+    digests_checked: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready mapping (times as ISO 8601 text)."""
+        return {
+            "bucket": self.bucket, "runs": self.runs, "completed_runs": self.completed_runs,
+            "failed_runs": self.failed_runs, "incomplete_runs": self.incomplete_runs,
+            "incomplete_causes": dict(self.incomplete_causes),
+            "overflow_events": self.overflow_events, "digests_checked": self.digests_checked,
+            "exclusions": [{"bucket": None if e.bucket is None else e.bucket.isoformat(),
+                            "service": e.service, "reason": e.reason, "kind": e.kind,
+                            "count": e.count} for e in self.exclusions],
+            "utilization": [{"service": u.service, "runs": u.runs, "p50": u.p50,
+                             "p90": u.p90, "p99": u.p99, "min": u.minimum,
+                             "max": u.maximum} for u in self.utilization],
+            "failures": [{"service": f.service, "error_type": f.error_type, "runs": f.runs}
+                         for f in self.failures],
+            "top_sources": [{"source": s.source, "count": s.count,
+                             "top_reason": s.top_reason} for s in self.top_sources],
+        }
+
+
+def exact_low_quantile(values: Sequence[float], level: float) -> float:
+    """ClickHouse's ``quantileExactLow(level)``, which :func:`fleet_stats` asks for, so a
+    file-side check computes the very same figure: of the n sorted values, the lower
+    median for level 0.5 (index ``(n - 1) // 2``), else the one at ``floor(level * n)``
+    (the last for level 1)."""
+    ordered = sorted(values)
+    if level == 0.5:
+        return ordered[(len(ordered) - 1) // 2]
+    return ordered[min(int(level * len(ordered)), len(ordered) - 1)]
+
+
+def _where(since: datetime | None, until: datetime | None, services: Sequence[str]
+           ) -> tuple[str, dict[str, Any]]:
+    """The row filter: cupellation's rows (a run id and a sequence number) in the time
+    window (a row's ``Timestamp`` is its run's start) of the given services."""
+    where = [f"{_attr('run_id')} != ''", "mapContains(LogAttributes, 'seq')"]
+    params: dict[str, Any] = {}
+    if since is not None:
+        where.append("Timestamp >= {since:DateTime64(9, 'UTC')}")
+        params["since"] = since
+    if until is not None:
+        where.append("Timestamp <= {until:DateTime64(9, 'UTC')}")
+        params["until"] = until
+    if services:
+        where.append("ServiceName IN {services:Array(String)}")
+        params["services"] = list(services)
+    return " AND ".join(where), params
+
+
+def _run_table(logs: str, where: str) -> str:
+    """One row per run: its service, structure checks and the figures of its start and
+    end events."""
+    kind = _attr("type")
+    return (
+        f"SELECT {_attr('run_id')} AS run_id, any(ServiceName) AS service, "
+        "count() AS row_count, uniqExact(LogAttributes['seq']) AS seqs, "
+        f"max(toUInt64OrZero({_attr('seq')})) AS max_seq, "
+        f"countIf({kind} = 'run_started') AS starts, "
+        f"countIf({kind} IN ('run_completed', 'run_failed')) AS ends, "
+        f"countIf({kind} = 'run_failed') AS failed, "
+        f"anyIf({_attr('error_type')}, {kind} = 'run_failed') AS error_type, "
+        f"anyIf({_attr('detail_level')}, {kind} = 'run_started') AS detail, "
+        f"anyIf(toFloat64OrNull({_attr('budget.max_tokens')}), {kind} = 'run_started') "
+        "AS max_tokens, "
+        f"anyIf(toFloat64OrNull({_attr('included_tokens')}), {kind} = 'run_completed') "
+        "AS included_tokens, "
+        f"anyIf(toInt64OrNull({_attr('excluded_count')}), {kind} = 'run_completed') "
+        "AS excluded_declared, "
+        f"anyIf(toInt64OrNull({_attr('included_count')}), {kind} = 'run_completed') "
+        "AS included_declared, "
+        f"countIf({kind} = 'item_excluded') AS excluded_rows, "
+        f"countIf({kind} = 'item_included') AS included_rows, "
+        f"countIf({kind} = 'overflow') AS overflows "
+        f"FROM {logs} WHERE {where} GROUP BY run_id")
+
+
+_CAUSES: Final = (
+    ("no run_started", "starts != 1"),
+    ("no end event", "ends != 1"),
+    ("sequence gap or repeat", "seqs != row_count OR max_seq + 1 != row_count"),
+    ("item rows disagree with the end event",
+     f"ends = 1 AND failed = 0 AND ((detail IN {_EXCLUSION_LEVELS!r} AND "
+     "ifNull(excluded_declared, -1) != excluded_rows) OR (detail = 'Full' AND "
+     "ifNull(included_declared, -1) != included_rows))"),
+)
+
+
+def fleet_stats(store: Store, *, since: datetime | None = None,
+                until: datetime | None = None, services: Sequence[str] = (),
+                bucket: Bucket = "day", top: int = 10) -> FleetStats:
+    """Fleet statistics over the store's ``otel_logs``, computed in SQL (see the
+    module docstring for what is and is not checked). ``since``/``until`` bound a
+    run's start (its rows' ``Timestamp``), ``services`` the ``ServiceName``;
+    ``bucket`` groups exclusions by hour, day, week or not at all; ``top`` is how many
+    excluded sources to list."""
+    if bucket not in BUCKETS:
+        raise InvalidValueError("bucket", bucket, f"must be one of {', '.join(BUCKETS)}")
+    if isinstance(top, bool) or not isinstance(top, int) or top < 0:
+        raise InvalidValueError("top", top, "must be an integer >= 0")
+    logs = store.logs_table
+    where, params = _where(since, until, services)
+    runs_sql = _run_table(logs, where)
+    session = store.session
+    cause_sql = ", ".join(f"countIf({test})" for _, test in _CAUSES)
+    any_cause = " OR ".join(f"({test})" for _, test in _CAUSES)
+    totals = session.rows(
+        f"SELECT count(), countIf(ends = 1 AND failed = 0), countIf(failed > 0), "
+        f"countIf({any_cause}), sum(overflows), {cause_sql} FROM ({runs_sql})", params)[0]
+    runs, completed, failed, incomplete, overflows = (int(v or 0) for v in totals[:5])
+    causes = {name: int(count) for (name, _), count in zip(_CAUSES, totals[5:], strict=True)
+              if count}
+    return FleetStats(
+        bucket=bucket, runs=runs, completed_runs=completed, failed_runs=failed,
+        incomplete_runs=incomplete, incomplete_causes=MappingProxyType(causes),
+        overflow_events=overflows,
+        exclusions=_exclusions(store, where, params, bucket),
+        utilization=_utilization(store, runs_sql, params),
+        failures=tuple(FailureCount(service=str(service), error_type=str(error), runs=int(n))
+                       for service, error, n in session.rows(
+                           f"SELECT service, error_type, count() AS n FROM ({runs_sql}) "
+                           "WHERE failed > 0 GROUP BY service, error_type "
+                           "ORDER BY n DESC, service, error_type", params)),
+        top_sources=_sources(store, where, params, top))
+
+
+def _exclusions(store: Store, where: str, params: Mapping[str, Any], bucket: Bucket
+                ) -> tuple[ExclusionCount, ...]:
+    rows = store.session.rows(
+        f"SELECT {_BUCKET_SQL[bucket]} AS bucket, ServiceName AS service, "
+        f"{_attr('reason.name')} AS reason, {_attr('item.kind')} AS kind, count() AS n "
+        f"FROM {store.logs_table} WHERE {where} AND {_attr('type')} = 'item_excluded' "
+        "GROUP BY bucket, service, reason, kind ORDER BY bucket, service, n DESC, reason, kind",
+        params)
+    return tuple(ExclusionCount(bucket=None if bucket == "none" else _utc(at),
+                                service=str(service), reason=str(reason), kind=str(kind),
+                                count=int(n)) for at, service, reason, kind, n in rows)
+
+
+def _utilization(store: Store, runs_sql: str, params: Mapping[str, Any]
+                 ) -> tuple[UtilizationStats, ...]:
+    levels = ", ".join(str(level) for _, level in QUANTILES)
+    rows = store.session.rows(
+        f"SELECT service, count() AS n, quantilesExactLow({levels})(u), min(u), max(u) FROM "
+        f"(SELECT service, included_tokens / max_tokens AS u FROM ({runs_sql}) "
+        "WHERE ends = 1 AND failed = 0 AND max_tokens > 0 AND included_tokens IS NOT NULL) "
+        "GROUP BY service ORDER BY service", params)
+    return tuple(UtilizationStats(service=str(service), runs=int(n), p50=float(q[0]),
+                                  p90=float(q[1]), p99=float(q[2]), minimum=float(low),
+                                  maximum=float(high)) for service, n, q, low, high in rows)
+
+
+def _sources(store: Store, where: str, params: Mapping[str, Any], top: int
+             ) -> tuple[SourceCount, ...]:
+    if top == 0:
+        return ()
+    # The top reason is the most frequent, ties to the greatest name: argMax over
+    # (count, reason) makes it exact and deterministic (topK is approximate).
+    rows = store.session.rows(
+        "SELECT source, sum(n) AS total, argMax(reason, (n, reason)) FROM ("
+        f"SELECT {_attr('item.source')} AS source, {_attr('reason.name')} AS reason, "
+        f"count() AS n FROM {store.logs_table} "
+        f"WHERE {where} AND {_attr('type')} = 'item_excluded' GROUP BY source, reason) "
+        "GROUP BY source ORDER BY total DESC, source LIMIT {top:UInt32}",
+        {**params, "top": top})
+    return tuple(SourceCount(source=str(source), count=int(n), top_reason=str(reason))
+                 for source, n, reason in rows)
+
+
+def _utc(moment: Any) -> datetime:
+    """A bucket's start as an aware UTC datetime (the client may give a naive one)."""
+    if isinstance(moment, datetime):
+        return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    return datetime.fromtimestamp(float(moment), UTC)
