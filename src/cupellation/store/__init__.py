@@ -42,6 +42,7 @@ as a file: the same fold, digest check and integrity rules. A run partly present
 (missing rows, no end) comes back incomplete, never folded silently.
 """
 
+from ._accel import CONTENT_INDEXES, PROJECTIONS
 from ._client import StoreLocation, parse_store_url
 from ._load import MAX_DAMAGED_NAMED, LoadStats
 from ._query import RunQuery, required_literal
@@ -61,9 +62,11 @@ from ._values import attribute_text, attributes_of, canonical_line, go_float, ty
 
 __all__ = [
     "BUCKETS",
+    "CONTENT_INDEXES",
     "EXPORTER_TEMPLATES",
     "LOGS_TABLE",
     "MAX_DAMAGED_NAMED",
+    "PROJECTIONS",
     "RUN_ID_INDEX",
     "TRACES_TABLE",
     "ExclusionCount",

@@ -35,6 +35,7 @@ from typing import Any, Final
 
 from ..exceptions import InvalidValueError, StoreError
 from ..logs import DamagedLine
+from ._accel import INDEXED_READ
 from ._client import StoreSession, short_error
 from ._schema import LOGS_TABLE
 
@@ -108,12 +109,12 @@ LEFT JOIN (SELECT run_id, max(started) AS started FROM {runs} GROUP BY run_id) A
 WHERE (a['run_id'], a['seq']) NOT IN (
     SELECT LogAttributes['run_id'], LogAttributes['seq'] FROM {logs}
     WHERE LogAttributes['run_id'] IN (SELECT run_id FROM {runs}))
-SETTINGS join_use_nulls = 1"""
+SETTINGS join_use_nulls = 1, optimize_functions_to_subcolumns = 0"""
 
 
 def _present_count(session: StoreSession) -> int:
     rows = session.rows(f"SELECT count() FROM {session.table(LOGS_TABLE)} WHERE "
-                        f"LogAttributes['run_id'] IN (SELECT run_id FROM {_RUNS})")
+                        f"LogAttributes['run_id'] IN (SELECT run_id FROM {_RUNS}){INDEXED_READ}")
     return int(rows[0][0])
 
 
@@ -133,8 +134,8 @@ def _stage_runs(session: StoreSession, run_ids: Sequence[str],
             {"rows": rows})
     stored = session.rows(
         f"SELECT LogAttributes['run_id'], min(Timestamp) FROM {session.table(LOGS_TABLE)} "
-        f"WHERE LogAttributes['type'] = 'run_started' AND LogAttributes['run_id'] IN "
-        f"(SELECT run_id FROM {_RUNS} WHERE started IS NULL) GROUP BY 1")
+        f"WHERE Body = 'run_started' AND LogAttributes['run_id'] IN "
+        f"(SELECT run_id FROM {_RUNS} WHERE started IS NULL) GROUP BY 1{INDEXED_READ}")
     if stored:
         session.command(
             f"INSERT INTO {_RUNS} SELECT t.1, t.2 FROM (SELECT arrayJoin("
