@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -278,4 +278,6 @@ def _utc(moment: Any) -> datetime:
     """A bucket's start as an aware UTC datetime (the client may give a naive one)."""
     if isinstance(moment, datetime):
         return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    if isinstance(moment, date):  # toMonday of the hour is a Date
+        return datetime(moment.year, moment.month, moment.day, tzinfo=UTC)
     return datetime.fromtimestamp(float(moment), UTC)
