@@ -22,7 +22,14 @@ open, opening another path raises :class:`~cupellation.exceptions.StoreInUseErro
 
 **The Collector's tables.** ``otel_logs`` and ``otel_traces`` as the ``clickhouse``
 exporter creates them in its default Map mode (:data:`EXPORTER_TEMPLATES`), created
-when absent, with one added data-skipping index on ``LogAttributes['run_id']``. The
+when absent, with data-skipping indexes (``LogAttributes['run_id']``, an item's
+content and metadata) and three aggregate projections (:data:`PROJECTIONS`:
+exclusions by hour, service, type, reason and kind; excluded sources; one row per
+run with its structural checks) added — no column. :func:`fleet_stats` is answered
+from the projections, ``why``'s content lookups and the read of one run from the
+indexes. A fleet's own Collector table lacks them: :meth:`Store.add_accelerators`
+adds them (``ALTER TABLE … ADD PROJECTION/INDEX IF NOT EXISTS``; with
+``materialize=True`` also for the rows already written), only when called. The
 exporter's JSON mode is refused (:class:`~cupellation.exceptions.StoreSchemaError`).
 
 **Rows are the Collector's.** One log record per event: ``LogAttributes`` the flat
