@@ -109,7 +109,7 @@ LEFT JOIN (SELECT run_id, max(started) AS started FROM {runs} GROUP BY run_id) A
 WHERE (a['run_id'], a['seq']) NOT IN (
     SELECT LogAttributes['run_id'], LogAttributes['seq'] FROM {logs}
     WHERE LogAttributes['run_id'] IN (SELECT run_id FROM {runs}))
-SETTINGS join_use_nulls = 1, optimize_functions_to_subcolumns = 0"""
+SETTINGS join_use_nulls = 1"""
 
 
 def _present_count(session: StoreSession) -> int:
