@@ -22,7 +22,14 @@ open, opening another path raises :class:`~cupellation.exceptions.StoreInUseErro
 
 **The Collector's tables.** ``otel_logs`` and ``otel_traces`` as the ``clickhouse``
 exporter creates them in its default Map mode (:data:`EXPORTER_TEMPLATES`), created
-when absent, with one added data-skipping index on ``LogAttributes['run_id']``. The
+when absent, with data-skipping indexes (``LogAttributes['run_id']``, an item's
+content and metadata) and three aggregate projections (:data:`PROJECTIONS`:
+exclusions by hour, service, type, reason and kind; excluded sources; one row per
+run with its structural checks) added — no column. :func:`fleet_stats` is answered
+from the projections, ``why``'s content lookups and the read of one run from the
+indexes. A fleet's own Collector table lacks them: :meth:`Store.add_accelerators`
+adds them (``ALTER TABLE … ADD PROJECTION/INDEX IF NOT EXISTS``; with
+``materialize=True`` also for the rows already written), only when called. The
 exporter's JSON mode is refused (:class:`~cupellation.exceptions.StoreSchemaError`).
 
 **Rows are the Collector's.** One log record per event: ``LogAttributes`` the flat
@@ -42,6 +49,7 @@ as a file: the same fold, digest check and integrity rules. A run partly present
 (missing rows, no end) comes back incomplete, never folded silently.
 """
 
+from ._accel import CONTENT_INDEXES, PROJECTIONS
 from ._client import StoreLocation, parse_store_url
 from ._load import MAX_DAMAGED_NAMED, LoadStats
 from ._query import RunQuery, required_literal
@@ -61,9 +69,11 @@ from ._values import attribute_text, attributes_of, canonical_line, go_float, ty
 
 __all__ = [
     "BUCKETS",
+    "CONTENT_INDEXES",
     "EXPORTER_TEMPLATES",
     "LOGS_TABLE",
     "MAX_DAMAGED_NAMED",
+    "PROJECTIONS",
     "RUN_ID_INDEX",
     "TRACES_TABLE",
     "ExclusionCount",

@@ -35,6 +35,7 @@ from typing import Any, Final
 
 from ..exceptions import InvalidValueError, StoreError
 from ..logs import DamagedLine
+from ._accel import INDEXED_READ
 from ._client import StoreSession, short_error
 from ._schema import LOGS_TABLE
 
@@ -116,7 +117,7 @@ SETTINGS join_use_nulls = 1"""
 
 def _present_count(session: StoreSession) -> int:
     rows = session.rows(f"SELECT count() FROM {session.table(LOGS_TABLE)} WHERE "
-                        f"LogAttributes['run_id'] IN (SELECT run_id FROM {_RUNS})")
+                        f"LogAttributes['run_id'] IN (SELECT run_id FROM {_RUNS}){INDEXED_READ}")
     return int(rows[0][0])
 
 
@@ -136,8 +137,8 @@ def _stage_runs(session: StoreSession, run_ids: Sequence[str],
             {"rows": rows})
     stored = session.rows(
         f"SELECT LogAttributes['run_id'], min(Timestamp) FROM {session.table(LOGS_TABLE)} "
-        f"WHERE LogAttributes['type'] = 'run_started' AND LogAttributes['run_id'] IN "
-        f"(SELECT run_id FROM {_RUNS} WHERE started IS NULL) GROUP BY 1")
+        f"WHERE Body = 'run_started' AND LogAttributes['run_id'] IN "
+        f"(SELECT run_id FROM {_RUNS} WHERE started IS NULL) GROUP BY 1{INDEXED_READ}")
     if stored:
         session.command(
             f"INSERT INTO {_RUNS} SELECT t.1, t.2 FROM (SELECT arrayJoin("

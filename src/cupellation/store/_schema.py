@@ -6,8 +6,10 @@ The DDL follows ``exporter/clickhouseexporter/internal/sqltemplates/logs_table.s
 ``{{ident .Database}}`` text/template form (v0.152.0 and later), the bloom-filter branch
 (``HasFullTextSearch`` false: the ``text`` index needs ClickHouse 26.2 or later on every
 server of a fleet), with ``ENGINE = MergeTree`` and no TTL, as the exporter's defaults
-render them. cupellation adds one data-skipping index, on ``LogAttributes['run_id']``,
-so that reading one run does not scan the table; it adds no column and no table.
+render them. cupellation adds data-skipping indexes (on ``LogAttributes['run_id']``,
+so that reading one run does not scan the table, and on an item's content and
+metadata) and aggregate projections for the fleet statistics (see ``_accel.py``); it
+adds no column and no table.
 
 Tables that already exist are read as they are (an older exporter's ``otel_logs``, with
 ``TimestampTime`` and a ``PRIMARY KEY``, reads the same): only the columns cupellation
@@ -21,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from ..exceptions import StoreSchemaError
+from ._accel import RUN_ID_INDEX, accelerator_ddl
 
 __all__ = [
     "EXPORTER_TEMPLATES",
@@ -34,8 +37,6 @@ __all__ = [
 
 LOGS_TABLE: Final = "otel_logs"
 TRACES_TABLE: Final = "otel_traces"
-#: The index cupellation adds to ``otel_logs`` (its name and expression).
-RUN_ID_INDEX: Final = ("idx_cupel_run_id", "LogAttributes['run_id']")
 #: What the DDL below follows, for the docs and the decisions record.
 EXPORTER_TEMPLATES: Final = (
     "open-telemetry/opentelemetry-collector-contrib "
@@ -68,7 +69,8 @@ _LOGS_DDL: Final = """CREATE TABLE IF NOT EXISTS {table} (
     INDEX idx_log_attr_key mapKeys(LogAttributes) TYPE bloom_filter(0.01) GRANULARITY 1,
     INDEX idx_log_attr_value mapValues(LogAttributes) TYPE bloom_filter(0.01) GRANULARITY 1,
     INDEX idx_lower_body lower(Body) TYPE tokenbf_v1(32768, 3, 0) GRANULARITY 8,
-    INDEX {run_index} {run_expression} TYPE bloom_filter(0.001) GRANULARITY 1
+    INDEX {run_index} {run_expression} TYPE bloom_filter(0.001) GRANULARITY 1,
+{accelerators}
 ) ENGINE = MergeTree
 PARTITION BY toDate(Timestamp)
 ORDER BY (toStartOfFiveMinutes(Timestamp), ServiceName, Timestamp)
@@ -153,7 +155,8 @@ def logs_ddl(qualified: str) -> str:
         f"    `__otel_materialized_{name}` LowCardinality(String) MATERIALIZED "
         f"ResourceAttributes['{name}'] CODEC(ZSTD(1))," for name in _MATERIALIZED)
     return _LOGS_DDL.format(table=qualified, run_index=RUN_ID_INDEX[0],
-                            run_expression=RUN_ID_INDEX[1], materialized=materialized)
+                            run_expression=RUN_ID_INDEX[1], materialized=materialized,
+                            accelerators=accelerator_ddl())
 
 
 def traces_ddl(qualified: str) -> str:

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from ..exceptions import InvalidValueError
+from ._accel import HOUR, OURS_KEYS, RUN_AGGREGATES
 
 if TYPE_CHECKING:
     from ._store import Store
@@ -38,8 +39,9 @@ __all__ = [
 #: The time buckets :func:`fleet_stats` groups exclusions by (``none``: one bucket).
 BUCKETS: Final = ("hour", "day", "week", "none")
 Bucket = Literal["hour", "day", "week", "none"]
-_BUCKET_SQL: Final = {"hour": "toStartOfHour(Timestamp)", "day": "toStartOfDay(Timestamp)",
-                      "week": "toMonday(Timestamp)", "none": "toDateTime(0)"}
+#: Each bucket computed from the hour (the exclusions projection's time key).
+_BUCKET_SQL: Final = {"hour": HOUR, "day": f"toStartOfDay({HOUR})",
+                      "week": f"toMonday({HOUR})", "none": "toDateTime(0)"}
 #: The quantiles of budget utilisation reported, as (label, level).
 QUANTILES: Final = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))
 #: Detail levels whose runs log one row per exclusion / per inclusion.
@@ -154,8 +156,10 @@ def exact_low_quantile(values: Sequence[float], level: float) -> float:
 def _where(since: datetime | None, until: datetime | None, services: Sequence[str]
            ) -> tuple[str, dict[str, Any]]:
     """The row filter: cupellation's rows (a run id and a sequence number) in the time
-    window (a row's ``Timestamp`` is its run's start) of the given services."""
-    where = [f"{_attr('run_id')} != ''", "mapContains(LogAttributes, 'seq')"]
+    window (a row's ``Timestamp`` is its run's start) of the given services. Written
+    as the projections' keys (``_accel.py``) so that, without a time window, ClickHouse
+    answers from them."""
+    where = list(OURS_KEYS)
     params: dict[str, Any] = {}
     if since is not None:
         where.append("Timestamp >= {since:DateTime64(9, 'UTC')}")
@@ -171,29 +175,11 @@ def _where(since: datetime | None, until: datetime | None, services: Sequence[st
 
 def _run_table(logs: str, where: str) -> str:
     """One row per run: its service, structure checks and the figures of its start and
-    end events."""
-    kind = _attr("type")
-    return (
-        f"SELECT {_attr('run_id')} AS run_id, any(ServiceName) AS service, "
-        "count() AS row_count, uniqExact(LogAttributes['seq']) AS seqs, "
-        f"max(toUInt64OrZero({_attr('seq')})) AS max_seq, "
-        f"countIf({kind} = 'run_started') AS starts, "
-        f"countIf({kind} IN ('run_completed', 'run_failed')) AS ends, "
-        f"countIf({kind} = 'run_failed') AS failed, "
-        f"anyIf({_attr('error_type')}, {kind} = 'run_failed') AS error_type, "
-        f"anyIf({_attr('detail_level')}, {kind} = 'run_started') AS detail, "
-        f"anyIf(toFloat64OrNull({_attr('budget.max_tokens')}), {kind} = 'run_started') "
-        "AS max_tokens, "
-        f"anyIf(toFloat64OrNull({_attr('included_tokens')}), {kind} = 'run_completed') "
-        "AS included_tokens, "
-        f"anyIf(toInt64OrNull({_attr('excluded_count')}), {kind} = 'run_completed') "
-        "AS excluded_declared, "
-        f"anyIf(toInt64OrNull({_attr('included_count')}), {kind} = 'run_completed') "
-        "AS included_declared, "
-        f"countIf({kind} = 'item_excluded') AS excluded_rows, "
-        f"countIf({kind} = 'item_included') AS included_rows, "
-        f"countIf({kind} = 'overflow') AS overflows "
-        f"FROM {logs} WHERE {where} GROUP BY run_id")
+    end events (the runs projection's aggregates; the event type is ``Body``, which
+    every writer sets to it)."""
+    columns = ", ".join(f"{expression} AS {alias}" for alias, expression in RUN_AGGREGATES)
+    return (f"SELECT {_attr('run_id')} AS run_id, {columns} FROM {logs} WHERE {where} "
+            f"GROUP BY {_attr('run_id')}, {OURS_KEYS[1]}")
 
 
 _CAUSES: Final = (
@@ -250,7 +236,7 @@ def _exclusions(store: Store, where: str, params: Mapping[str, Any], bucket: Buc
     rows = store.session.rows(
         f"SELECT {_BUCKET_SQL[bucket]} AS bucket, ServiceName AS service, "
         f"{_attr('reason.name')} AS reason, {_attr('item.kind')} AS kind, count() AS n "
-        f"FROM {store.logs_table} WHERE {where} AND {_attr('type')} = 'item_excluded' "
+        f"FROM {store.logs_table} WHERE {where} AND Body = 'item_excluded' "
         "GROUP BY bucket, service, reason, kind ORDER BY bucket, service, n DESC, reason, kind",
         params)
     return tuple(ExclusionCount(bucket=None if bucket == "none" else _utc(at),
@@ -281,7 +267,7 @@ def _sources(store: Store, where: str, params: Mapping[str, Any], top: int
         "SELECT source, sum(n) AS total, argMax(reason, (n, reason)) FROM ("
         f"SELECT {_attr('item.source')} AS source, {_attr('reason.name')} AS reason, "
         f"count() AS n FROM {store.logs_table} "
-        f"WHERE {where} AND {_attr('type')} = 'item_excluded' GROUP BY source, reason) "
+        f"WHERE {where} AND Body = 'item_excluded' GROUP BY source, reason) "
         "GROUP BY source ORDER BY total DESC, source LIMIT {top:UInt32}",
         {**params, "top": top})
     return tuple(SourceCount(source=str(source), count=int(n), top_reason=str(reason))
@@ -292,4 +278,6 @@ def _utc(moment: Any) -> datetime:
     """A bucket's start as an aware UTC datetime (the client may give a naive one)."""
     if isinstance(moment, datetime):
         return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    if isinstance(moment, date):  # toMonday of the hour is a Date
+        return datetime(moment.year, moment.month, moment.day, tzinfo=UTC)
     return datetime.fromtimestamp(float(moment), UTC)

@@ -11,6 +11,7 @@ from types import TracebackType
 from typing import Any, Final
 
 from ..logs import LogReader
+from ._accel import INDEXED_READ, add_accelerators
 from ._client import StoreLocation, StoreSession, open_session
 from ._load import LoadStats, load_files
 from ._query import RunQuery, batches, run_selection
@@ -124,6 +125,16 @@ class Store:
 
     # -- reading --------------------------------------------------------------------
 
+    def add_accelerators(self, *, materialize: bool = False) -> list[str]:
+        """Add cupellation's projections and data-skipping indexes to ``otel_logs`` when
+        absent (a table cupellation created has them; a fleet's Collector made its own
+        without): ``ALTER TABLE … ADD PROJECTION/INDEX IF NOT EXISTS``, so running it
+        again changes nothing. Parts written later get them; ``materialize`` also
+        builds them for the parts already written (``MATERIALIZE …``: a mutation that
+        rewrites every part, waited for). Returns the statements run. See
+        ``cupellation/store/_accel.py`` for what each is for."""
+        return add_accelerators(self.session, self.logs_table, materialize=materialize)
+
     def run_ids(self, query: RunQuery | None = None) -> list[tuple[str, datetime]]:
         """The runs ``query`` may keep, newest first: ``(run_id, first Timestamp)``. A
         superset of what the reader keeps (see :mod:`cupellation.store`)."""
@@ -135,7 +146,7 @@ class Store:
             rows = self.session.rows(
                 f"SELECT LogAttributes FROM {self.logs_table} WHERE LogAttributes['run_id'] "
                 "IN {runs:Array(String)} ORDER BY indexOf({runs:Array(String)}, "
-                "LogAttributes['run_id']), toUInt64OrZero(LogAttributes['seq'])",
+                "LogAttributes['run_id']), toUInt64OrZero(LogAttributes['seq'])" + INDEXED_READ,
                 {"runs": batch})
             yield b"".join(canonical_line(_as_mapping(row[0])) for row in rows)
 

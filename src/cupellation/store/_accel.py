@@ -1,0 +1,152 @@
+"""The projections and data-skipping indexes cupellation adds to the Collector's
+``otel_logs`` so that fleet questions stay fast at tens of millions of rows. They add
+no column: the table's columns stay the exporter's.
+
+Reading one ``LogAttributes['…']`` key reads the whole Map column of every row, which
+is what made :func:`~cupellation.store.fleet_stats` take seconds per 100,000 rows. The
+aggregate projections below keep, per data part, the few figures the statistics need,
+grouped by the keys they filter and group on; ClickHouse answers a query from a
+projection when the query's filters and groups are expressions of the projection's
+keys and its aggregates are the projection's aggregates, written the same way (so the
+SQL in ``_stats.py`` is built from the same text as the projections here).
+
+- :data:`EXCLUSIONS_PROJECTION`: rows counted by hour, service, event type
+  (``Body``), reason and item kind (exclusions by reason and kind over time);
+- :data:`SOURCES_PROJECTION`: rows counted by service, event type, reason and item
+  source (the most excluded sources);
+- :data:`RUNS_PROJECTION`: one row per run with its structural checks and the figures
+  of its start and end events (runs, failures, utilisation, incomplete runs);
+- :data:`CONTENT_INDEXES`: bloom filters on an item's content and an n-gram filter on
+  its metadata, so ``why``'s content lookups skip the granules without it.
+
+A time window (``--since``/``--until``) is finer than the projections' hour (or, for
+the runs, absent): such queries read the table itself, as they do on a table without
+the projections. cupellation creates ``otel_logs`` with all of them; for an existing
+table (a fleet's Collector made it) :func:`add_accelerators` adds them with
+``ALTER TABLE … ADD PROJECTION/INDEX IF NOT EXISTS`` — only when asked, never
+silently — and, with ``materialize=True``, builds them for the parts already written
+(``MATERIALIZE PROJECTION/INDEX``: a mutation that rewrites every part, minutes on a
+large table; without it only parts written later have them).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from ._client import StoreSession
+
+__all__ = [
+    "CONTENT_INDEXES",
+    "HOUR",
+    "INDEXED_READ",
+    "OURS_KEYS",
+    "PROJECTIONS",
+    "EXCLUSIONS_PROJECTION",
+    "RUNS_PROJECTION",
+    "RUN_AGGREGATES",
+    "RUN_ID_INDEX",
+    "SOURCES_PROJECTION",
+    "accelerator_ddl",
+    "add_accelerators",
+]
+
+#: The run id's index (its name and expression), in cupellation's tables since the start.
+RUN_ID_INDEX: Final = ("idx_cupel_run_id", "LogAttributes['run_id']")
+#: A row cupellation wrote: a run id and a sequence number (the statistics' filter).
+OURS_KEYS: Final = ("notEmpty(LogAttributes['run_id'])", "mapContains(LogAttributes, 'seq')")
+#: The hour a row's run started (the finest time bucket the exclusions projection keeps).
+HOUR: Final = "toStartOfHour(Timestamp)"
+
+
+def _a(key: str) -> str:
+    return f"LogAttributes['{key}']"
+
+
+#: The per-run aggregates: (alias, expression). ``fleet_stats`` groups by run with
+#: exactly these, so the runs projection answers it.
+RUN_AGGREGATES: Final = (
+    ("service", "any(ServiceName)"),
+    ("row_count", "count()"),
+    ("seqs", f"uniqExact({_a('seq')})"),
+    ("max_seq", f"max(toUInt64OrZero({_a('seq')}))"),
+    ("starts", "countIf(Body = 'run_started')"),
+    ("ends", "countIf(Body IN ('run_completed', 'run_failed'))"),
+    ("failed", "countIf(Body = 'run_failed')"),
+    ("error_type", f"anyIf({_a('error_type')}, Body = 'run_failed')"),
+    ("detail", f"anyIf({_a('detail_level')}, Body = 'run_started')"),
+    ("max_tokens", f"anyIf(toFloat64OrNull({_a('budget.max_tokens')}), Body = 'run_started')"),
+    ("included_tokens",
+     f"anyIf(toFloat64OrNull({_a('included_tokens')}), Body = 'run_completed')"),
+    ("excluded_declared",
+     f"anyIf(toInt64OrNull({_a('excluded_count')}), Body = 'run_completed')"),
+    ("included_declared",
+     f"anyIf(toInt64OrNull({_a('included_count')}), Body = 'run_completed')"),
+    ("excluded_rows", "countIf(Body = 'item_excluded')"),
+    ("included_rows", "countIf(Body = 'item_included')"),
+    ("overflows", "countIf(Body = 'overflow')"),
+)
+
+
+def _projection(name: str, keys: tuple[str, ...], aggregates: tuple[str, ...]) -> tuple[
+        str, str]:
+    group = ", ".join(keys)
+    return name, f"SELECT {group}, {', '.join(aggregates)} GROUP BY {group}"
+
+
+#: Exclusions by hour, service, type, reason and kind.
+EXCLUSIONS_PROJECTION: Final = _projection(
+    "cupel_exclusions",
+    (HOUR, "ServiceName", "Body", _a("reason.name"), _a("item.kind"), *OURS_KEYS),
+    ("count()",))
+#: Rows by service, type, reason and source.
+SOURCES_PROJECTION: Final = _projection(
+    "cupel_sources",
+    ("ServiceName", "Body", _a("item.source"), _a("reason.name"), *OURS_KEYS), ("count()",))
+#: One row per run (and per "has a seq": the filter).
+RUNS_PROJECTION: Final = _projection(
+    "cupel_runs", (_a("run_id"), OURS_KEYS[1]),
+    tuple(expression for _, expression in RUN_AGGREGATES))
+#: (name, expression, type, granularity) of the indexes for content lookups.
+CONTENT_INDEXES: Final = (
+    ("idx_cupel_item_content", _a("item.content"), "bloom_filter(0.01)", 1),
+    ("idx_cupel_item_metadata", _a("item.metadata"), "ngrambf_v1(4, 4096, 3, 0)", 1),
+)
+#: Appended to the queries that filter on ``LogAttributes['…']``: ClickHouse would
+#: otherwise read the key as a Map subcolumn, an expression no index is built on, and
+#: skip none of the indexes above (checked with ``EXPLAIN indexes = 1``).
+INDEXED_READ: Final = " SETTINGS optimize_functions_to_subcolumns = 0"
+#: Every projection cupellation adds: (name, SELECT).
+PROJECTIONS: Final = (EXCLUSIONS_PROJECTION, SOURCES_PROJECTION, RUNS_PROJECTION)
+
+
+def accelerator_ddl() -> str:
+    """The ``INDEX``/``PROJECTION`` clauses of ``otel_logs``' ``CREATE TABLE`` (each
+    line ending with a comma but the last)."""
+    lines = [f"    INDEX {name} {expression} TYPE {kind} GRANULARITY {granularity}"
+             for name, expression, kind, granularity in CONTENT_INDEXES]
+    lines += [f"    PROJECTION {name} ({select})" for name, select in PROJECTIONS]
+    return ",\n".join(lines)
+
+
+def add_accelerators(session: StoreSession, table: str, *, materialize: bool = False
+                     ) -> list[str]:
+    """Add the projections and indexes to an existing ``otel_logs`` (``table``: its
+    quoted name) when absent; with ``materialize``, build them for the parts already
+    written (a mutation: the call waits for it). Returns the statements run."""
+    statements = [f"ALTER TABLE {table} ADD INDEX IF NOT EXISTS {RUN_ID_INDEX[0]} "
+                  f"{RUN_ID_INDEX[1]} TYPE bloom_filter(0.001) GRANULARITY 1"]
+    statements += [f"ALTER TABLE {table} ADD INDEX IF NOT EXISTS {name} {expression} "
+                   f"TYPE {kind} GRANULARITY {granularity}"
+                   for name, expression, kind, granularity in CONTENT_INDEXES]
+    statements += [f"ALTER TABLE {table} ADD PROJECTION IF NOT EXISTS {name} ({select})"
+                   for name, select in PROJECTIONS]
+    if materialize:
+        names = [RUN_ID_INDEX[0], *(index[0] for index in CONTENT_INDEXES)]
+        statements += [f"ALTER TABLE {table} MATERIALIZE INDEX {name} SETTINGS mutations_sync = 1"
+                       for name in names]
+        statements += [f"ALTER TABLE {table} MATERIALIZE PROJECTION {name} "
+                       "SETTINGS mutations_sync = 1" for name, _ in PROJECTIONS]
+    for statement in statements:
+        session.command(statement)
+    return statements

@@ -1,0 +1,114 @@
+"""The projections and indexes cupellation adds to ``otel_logs``: ``fleet_stats`` is
+answered from the projections (checked with ``EXPLAIN``), ``Store.add_accelerators``
+adds them to a Collector's table that lacks them (idempotently, columns unchanged,
+answers unchanged), and the content prefilter of ``why`` keeps every run it should."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cupellation.store import PROJECTIONS, RunQuery, Store, fleet_stats, open_store
+from cupellation.store._schema import logs_ddl
+
+from ._runs import write_random_log
+
+
+def _plans(store: Store, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The query plans (``EXPLAIN projections = 1``) of every query ``fleet_stats`` runs."""
+    seen: list[tuple[str, Mapping[str, Any] | None]] = []
+    session = store.session
+    original = session.rows
+
+    def recording(sql: str, parameters: Mapping[str, Any] | None = None) -> Any:
+        seen.append((sql, parameters))
+        return original(sql, parameters)
+
+    monkeypatch.setattr(session, "rows", recording)
+    fleet_stats(store, bucket="week", top=3)
+    monkeypatch.setattr(session, "rows", original)
+    return ["\n".join(str(row[0]) for row in original(f"EXPLAIN projections = 1 {sql}", params))
+            for sql, params in seen]
+
+
+def _loaded(store: Store, tmp_path: Path) -> Path:
+    path = tmp_path / "fleet.jsonl"
+    write_random_log(path, seed=7, runs=15)
+    store.load([path], service="billing-agent")
+    return path
+
+
+def test_fleet_stats_reads_only_the_projections(store: Store, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a table cupellation created, every query of ``fleet_stats`` (without a time
+    window) reads one of cupellation's projections and never the table's rows: the
+    queries are written in forms the projection matcher recognises."""
+    _loaded(store, tmp_path)
+    plans = _plans(store, monkeypatch)
+    assert len(plans) == 5
+    names = {name for name, _ in PROJECTIONS}
+    for plan in plans:
+        read = re.findall(r"ReadFromMergeTree \(([^)]*)\)", plan)
+        assert read, plan
+        assert set(read) <= names, plan
+
+
+def _collector_table(store_url: str) -> None:
+    """Create the Collector's own ``otel_logs`` (the exporter's DDL, without anything
+    cupellation adds) in the URL's database."""
+    with open_store(store_url) as opened:
+        table = opened.logs_table
+        opened.session.command(f"DROP TABLE {table}")
+        ddl = "\n".join(line for line in logs_ddl(table).split("\n") if "cupel" not in line)
+        opened.session.command(ddl.replace("GRANULARITY 8,\n)", "GRANULARITY 8\n)"))
+
+
+def test_add_accelerators_to_a_collector_table(store_url: str, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fleet's Collector table has no projection: ``fleet_stats`` reads the table.
+    ``add_accelerators(materialize=True)`` adds and builds them (the parts already
+    written included), running it again changes nothing, the columns stay the same
+    and every figure is unchanged."""
+    _collector_table(store_url)
+    with open_store(store_url) as store:
+        columns = store.session.rows(f"DESCRIBE TABLE {store.logs_table}")
+        _loaded(store, tmp_path)
+        before = fleet_stats(store, bucket="day", top=5).to_dict()
+        assert all("ReadFromMergeTree (" + store.logs_table.replace("`", "") + ")" in plan
+                   for plan in _plans(store, monkeypatch))
+        first = store.add_accelerators(materialize=True)
+        assert any("MATERIALIZE PROJECTION" in statement for statement in first)
+        store.add_accelerators(materialize=True)
+        assert store.session.rows(f"DESCRIBE TABLE {store.logs_table}") == columns
+        names = {name for name, _ in PROJECTIONS}
+        for plan in _plans(store, monkeypatch):
+            assert set(re.findall(r"ReadFromMergeTree \(([^)]*)\)", plan)) <= names, plan
+        assert fleet_stats(store, bucket="day", top=5).to_dict() == before
+
+
+def test_the_content_prefilter_keeps_every_run_with_the_item(store: Store,
+                                                              tmp_path: Path) -> None:
+    """``run_ids`` with ``content`` or ``match`` (whose rows are first looked up
+    through the content indexes) keeps every run the file holds the item in: exactly
+    those for ``content``, at least those for ``match`` (a superset, re-checked by the
+    reader)."""
+    path = _loaded(store, tmp_path)
+    holders: dict[str, set[str]] = {}
+    for line in path.read_text(encoding="utf-8").split("\n"):
+        if not line:
+            continue
+        record = json.loads(line)
+        if "item.content" in record:
+            holders.setdefault(record["item.content"], set()).add(record["run_id"])
+    contents = sorted(holders)[:5]
+    assert contents
+    for content in contents:
+        assert {run for run, _ in store.run_ids(RunQuery(content=content))} == holders[content]
+        expected = {run for text, runs in holders.items() if content in text for run in runs}
+        matched = {run for run, _ in store.run_ids(RunQuery(match=re.escape(content)))}
+        assert expected <= matched
