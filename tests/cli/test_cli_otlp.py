@@ -17,6 +17,7 @@ import pytest
 from _cli_support import BUDGET, Result, assert_one_line_error, cli
 
 from cupellation import SelectionReport
+from cupellation.cli._tracelinks import trace_lines
 from cupellation.otel import reports_from_spans, spans_from_otlp_proto
 
 ITEMS = json.dumps([{"content": "sys", "tokens": 3, "kind": "SystemPrompt", "pinned": True},
@@ -157,8 +158,6 @@ def test_trace_lines_name_the_backend_its_page_and_never_a_credential() -> None:
     project the resource names) and its /redirects/traces page; MLflow (its experiment
     header) gets --experiment and its traces page; a credential header is named, its
     value never printed; more than five runs are counted, not listed."""
-    from cupellation.cli._tracelinks import trace_lines
-
     trace = "0af7651916cd43dd8448eb211c80319c"
     phoenix = trace_lines("http://localhost:6006/v1/traces", [(trace, "run-1")], environ={
         "OTEL_RESOURCE_ATTRIBUTES": "openinference.project.name=agents",
