@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
+import shlex
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -35,9 +39,29 @@ def test_demo_runs_anywhere_and_prints_each_file(tmp_path: Path) -> None:
     wrote = out[out.index("Wrote:"):]
     for name in DEMO_FILES:
         assert f"out/demo/{name}" in wrote
-    assert "cupellation report out/demo/trace.jsonl" in out
-    assert ("cupellation select out/demo/candidates.json --policy out/demo/policy.toml"
-            in out)
+    assert "-m cupellation.cli report out/demo/trace.jsonl" in out
+    assert ("-m cupellation.cli select out/demo/candidates.json --policy "
+            "out/demo/policy.toml" in out)
+
+
+def test_the_next_hints_run_as_printed_from_the_venv_script(tmp_path: Path) -> None:
+    """Started as the venv's ``cupellation`` script with that folder not on PATH (as
+    after ``bash scripts/demo.sh``), the demo's "Next:" hints name the script by its
+    path, never a bare ``cupellation``; each hint, run as printed, exits 0."""
+    script = Path(sys.executable).parent / "cupellation"
+    assert script.is_file()
+    env = {**os.environ, "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([str(script), "demo"], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, check=False, timeout=120)
+    assert done.returncode == 0, done.stderr
+    hints = done.stdout[done.stdout.index("Next:"):].splitlines()[1:]
+    assert len(hints) == 4
+    for hint in hints:
+        argv = shlex.split(hint)
+        assert argv[0] == str(script)
+        ran = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True,
+                             check=False, timeout=120)
+        assert ran.returncode == 0, (hint, ran.stderr)
 
 
 def test_demo_places_the_pinned_system_prompt_first(tmp_path: Path) -> None:
@@ -161,3 +185,23 @@ def test_demo_without_the_sdk_skips_only_the_trace_file(
     out = capsys.readouterr().out
     assert "(no trace file: the trace file needs opentelemetry.sdk.trace" in out
     assert "cupellation report" not in out
+
+
+def test_report_shows_the_demos_own_report_file(tmp_path: Path) -> None:
+    """``report out/demo/report.json`` (the SelectionReport the demo writes) shows it,
+    with the same counts as the trace file's report, and as JSON gives it back equal;
+    mixing it with a log file is one line naming each file's kind, exit 2."""
+    assert cli("demo", "--quiet", cwd=tmp_path).code == 0
+    demo = tmp_path / "out" / "demo"
+    shown = cli("report", demo / "report.json")
+    assert shown.code == 0, shown.err
+    assert "Selected 16 of 22 candidates" in shown.out
+    as_json = cli("report", demo / "report.json", "--format", "json")
+    assert SelectionReport.from_json(as_json.out) == SelectionReport.from_json(
+        (demo / "report.json").read_text())
+    mixed = cli("report", demo / "report.json", demo / "events.jsonl")
+    assert mixed.code == 2
+    assert mixed.err_lines == [
+        f"cupellation report: error: give log files, trace files or report files, one "
+        f"kind at a time ({demo / 'report.json'} holds reports, {demo / 'events.jsonl'} "
+        "holds logs)"]

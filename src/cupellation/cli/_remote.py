@@ -76,8 +76,9 @@ def headers_of(values: Sequence[str]) -> dict[str, str]:
     return headers
 
 
-def fetch_runs(args: argparse.Namespace) -> tuple[list[tuple[str, Any, Any]], str]:
-    """The runs the backend holds for the request, as (run id, report, budget) in the
+def fetch_runs(args: argparse.Namespace) -> tuple[list[tuple[str, Any, Any, Any]], str]:
+    """The runs the backend holds for the request, as (run id, report, budget, its
+    run_started event or None) in the
     order they started, and a phrase saying where they were looked for."""
     from ..otel import runs_from_spans  # noqa: PLC0415
     from ..otel._fetch import fetch_spans, parse_since  # noqa: PLC0415
@@ -103,7 +104,8 @@ def fetch_runs(args: argparse.Namespace) -> tuple[list[tuple[str, Any, Any]], st
         return [], where
     runs = []
     for run in runs_from_spans(spans):
-        budget = next((event.budget for event in run.events
-                       if isinstance(event, RunStarted)), None)
-        runs.append((run.run_id, run.report, budget))
+        started = next((event for event in run.events if isinstance(event, RunStarted)),
+                       None)
+        runs.append((run.run_id, run.report, None if started is None else started.budget,
+                     started))
     return runs, where

@@ -7,6 +7,7 @@ import argparse
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .._model import ContextBudget, ContextItem
 from .._report import SelectionReport
@@ -123,10 +124,13 @@ class _Report:
             check_sources(args.logs)
             sources = open_sources(args.logs)
             kinds = {source.kind for source in sources}
-            if kinds == {"log", "trace"}:
-                traces = ", ".join(s.name for s in sources if s.kind == "trace")
-                raise UsageError(f"give log files or trace files, not both ({traces} "
-                                 "holds traces)")
+            if kinds == {"report"}:  # a SelectionReport as written (the demo's report.json)
+                found, count = _from_reports(sources)
+                return found, count, None, None
+            if len(kinds) > 1:
+                named = ", ".join(f"{s.name} holds {s.kind}s" for s in sources)
+                raise UsageError(f"give log files, trace files or report files, one kind "
+                                 f"at a time ({named})")
             if kinds == {"trace"}:
                 found, count = _from_traces(sources, args.run)
                 return found, count, None, None
@@ -163,10 +167,18 @@ class _Report:
                 write_outputs([Output(Path(args.html), page, "html")])
             except CliError as exc:
                 return fail("report", exc.message)
+            if args.format != "json":  # the page is the answer; the table is not repeated
+                headline = incomplete_headline(report)
+                if headline is not None:
+                    print(safe(headline, 400))
+                print(f"Wrote {safe(args.html)}: the report of run {safe(run_id)} as a web "
+                      "page (open it in a browser)")
+                sys.stdout.flush()
+                return self._status(args, found, count)
         if args.format == "json":
             sys.stdout.write(report.to_json(indent=2) + "\n")
         else:
-            _print_report(run_id, report, found.logged, budget)
+            _print_report(run_id, report, found.logged, budget, found.started)
         sys.stdout.flush()
         return self._status(args, found, count)
 
@@ -196,7 +208,8 @@ def _from_backend(args: argparse.Namespace) -> tuple[_Found | None, int, str]:
         runs = [run for run in runs if run[0] == args.run]
     if not runs:
         return None, 0, where
-    return _Found(*runs[-1]), len(runs), where
+    run_id, report, budget, started = runs[-1]
+    return _Found(run_id, report, budget, started=started), len(runs), where
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +221,7 @@ class _Found:
     report: SelectionReport
     budget: ContextBudget | None
     logged: LoggedRun | None = None
+    started: RunStarted | None = None
 
 
 def _check_html_destination(path: str) -> None:
@@ -215,6 +229,21 @@ def _check_html_destination(path: str) -> None:
         check_file_destination("--html", Path(path))
     except CliError as exc:
         raise UsageError(exc.message) from None
+
+
+def _from_reports(sources: list[InputSource]) -> tuple[_Found | None, int]:
+    """The last of the SelectionReport files given (named by its file: a report holds
+    no run id), and how many were read."""
+    last: _Found | None = None
+    for source in sources:
+        try:
+            report = SelectionReport.from_json(read_whole(source).decode("utf-8"))
+        except (CupelError, ValueError, RecursionError) as exc:
+            raise UsageError(f"cannot read the report file {safe(source.name)}: "
+                             f"{describe(exc) if isinstance(exc, CupelError) else exc}"
+                             ) from None
+        last = _Found(f"(from {source.name})", report, None)
+    return last, len(sources)
 
 
 def _from_traces(sources: list[InputSource], run_id: str | None
@@ -236,22 +265,31 @@ def _from_traces(sources: list[InputSource], run_id: str | None
             raise UsageError(f"cannot read the trace file {source.name}: "
                              f"{type(exc).__name__}: {exc}") from None
         for entry in runs:
-            budget = next((event.budget for event in entry.events
-                           if isinstance(event, RunStarted)), None)
+            started = next((event for event in entry.events
+                            if isinstance(event, RunStarted)), None)
+            budget = None if started is None else started.budget
             if run_id is not None:
                 if entry.run_id == run_id:
-                    return _Found(entry.run_id, entry.report, budget), 1
+                    return _Found(entry.run_id, entry.report, budget, started=started), 1
                 continue
             count += 1
-            last = _Found(entry.run_id, entry.report, budget)
+            last = _Found(entry.run_id, entry.report, budget, started=started)
     return last, count
 
 
 def _print_report(run_id: str, report: SelectionReport, run: LoggedRun | None,
-                  budget: ContextBudget | None = None) -> None:
+                  budget: ContextBudget | None = None,
+                  started: RunStarted | None = None) -> None:
     from rich.table import Table  # noqa: PLC0415 - rich is the cli extra's
 
     console = new_console()
+    if started is None and run is not None:
+        started = run.started
+    held = report.total_candidates
+    announced = None if started is None else started.candidate_count
+    if not report.is_complete and announced is not None and held * 2 < announced:
+        console.print(f"INCOMPLETE: most of this run is missing: the report holds "
+                      f"{held:,} of the {announced:,} candidates the run announced")
     headline = incomplete_headline(report)  # the loss first, with its cause and fix
     if headline is not None:
         console.print(headline)
@@ -267,9 +305,7 @@ def _print_report(run_id: str, report: SelectionReport, run: LoggedRun | None,
     if run is not None and run.started is not None:
         pipeline = ", ".join(f"{k}={safe(str(v), 80)}" for k, v in run.started.pipeline.items())
         console.print(f"Pipeline: {pipeline}")
-    used = sum(entry.item.tokens for entry in report.included)
-    console.print(f"Selected {len(report.included)} of {report.total_candidates} candidates: "
-                  f"{used} of {report.total_tokens_considered} tokens considered")
+    _print_totals(console, report, started)
     counter = estimated_counter(report, None if run is None else run.started)
     if counter is not None:
         console.print(f"Token counts are estimates ({safe(counter)}), not exact counts")
@@ -302,6 +338,24 @@ def _print_report(run_id: str, report: SelectionReport, run: LoggedRun | None,
         console.print("Incomplete:")
         for problem in report.incomplete:
             console.print(f"  - {safe(problem, 300)}")
+
+
+def _print_totals(console: Any, report: SelectionReport, started: RunStarted | None) -> None:
+    """The totals: over the items the report holds (the specification's), and, when the
+    report is not whole, what the run announced, on a line of its own."""
+    used = sum(entry.item.tokens for entry in report.included)
+    if report.is_complete:
+        console.print(f"Selected {len(report.included)} of {report.total_candidates} "
+                      f"candidates: {used} of {report.total_tokens_considered} tokens "
+                      "considered")
+        return
+    console.print(f"In this report (incomplete): {len(report.included):,} selected and "
+                  f"{len(report.excluded):,} left out of the {report.total_candidates:,} "
+                  f"candidates it holds; tokens over those items: {used:,} selected, "
+                  f"{report.total_tokens_considered:,} in all")
+    if started is not None:
+        console.print(f"Announced by the run: {started.candidate_count:,} candidates, "
+                      f"{started.candidate_tokens:,} tokens")
 
 
 def _tokens_cell(item: ContextItem) -> str:
