@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 from _cli_support import cli
-from cupellation_exporters import otlp_json_line
 
 from cupellation import ContextItem
+from cupellation_exporters import otlp_json_line
 from otel._support import make_sdk
 from otel.test_root_values import PIPELINE, _budget
 
