@@ -4,6 +4,7 @@ its trace file read back by ``cupellation report``, and the pinned prompt placed
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import os
 import shlex
@@ -205,3 +206,20 @@ def test_report_shows_the_demos_own_report_file(tmp_path: Path) -> None:
         f"cupellation report: error: give log files, trace files or report files, one "
         f"kind at a time ({demo / 'report.json'} holds reports, {demo / 'events.jsonl'} "
         "holds logs)"]
+
+
+def test_without_the_cli_extra_the_demo_says_so_before_writing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Without rich (``pip install .`` with no ``[cli]``), ``demo`` exits 2 with one line
+    naming the extra, and has written nothing; ``--quiet`` (no table) still runs."""
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "rich" else real(name, *a))
+    out = tmp_path / "demo"
+    assert main(["demo", "--out", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        "cupellation: this command prints tables, which needs the cli extra: "
+        "pip install 'cupellation[cli]' (in a checkout: pip install -e '.[cli]')\n")
+    assert not out.exists()
+    assert main(["demo", "--quiet", "--out", str(out)]) == 0
