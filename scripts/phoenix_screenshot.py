@@ -121,11 +121,13 @@ def _screenshot(url: str, out: Path, size: str = "1600,2800") -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "images" / "phoenix-trace.png")
-    parser.add_argument("--stage-out", type=Path,
-                        default=ROOT / "docs" / "images" / "phoenix-stage.png")
-    parser.add_argument("--list-out", type=Path,
-                        default=ROOT / "docs" / "images" / "phoenix-traces.png")
+    parser.add_argument("--stage-out", type=Path, default=None,
+                        help="default: phoenix-stage.png beside --out")
+    parser.add_argument("--list-out", type=Path, default=None,
+                        help="default: phoenix-traces.png beside --out")
     args = parser.parse_args(argv)
+    args.stage_out = args.stage_out or args.out.with_name("phoenix-stage.png")
+    args.list_out = args.list_out or args.out.with_name("phoenix-traces.png")
     http_port, grpc_port = _free_port(), _free_port()
     base = f"http://127.0.0.1:{http_port}"
     with tempfile.TemporaryDirectory() as work:
