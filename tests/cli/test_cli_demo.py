@@ -223,3 +223,13 @@ def test_without_the_cli_extra_the_demo_says_so_before_writing(
         "pip install 'cupellation[cli]' (in a checkout: pip install -e '.[cli]')\n")
     assert not out.exists()
     assert main(["demo", "--quiet", "--out", str(out)]) == 0
+
+
+def test_demo_help_gives_one_output_reserve_default(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``demo --help`` states the output reserve's default once (256, the demo's), not
+    also as 0 beside the flag."""
+    assert main(["demo", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "output reserve 256" in text
+    assert "default 0" not in text
