@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
+import re
 import os
 import shlex
 import subprocess
@@ -233,3 +234,27 @@ def test_demo_help_gives_one_output_reserve_default(
     text = " ".join(capsys.readouterr().out.split())
     assert "output reserve 256" in text
     assert "default 0" not in text
+
+
+def test_one_table_style_in_demo_report_and_html(tmp_path: Path) -> None:
+    """The demo's tables, ``report``'s and the HTML page's have the same columns in the
+    same order (# score reason kind tokens content), number rows from 1 and show the
+    same scores to 3 decimals."""
+    shown = cli("demo", "--out", tmp_path, env={"COLUMNS": "200"})
+    assert shown.code == 0, shown.err
+    again = cli("report", tmp_path / "trace.jsonl", env={"COLUMNS": "200"})
+    assert again.code == 0, again.err
+
+    def rows(text: str) -> list[list[str]]:
+        return [[cell.strip() for cell in line.strip("┃│").split("┃" if "┃" in line else "│")]
+                for line in text.splitlines() if line.startswith(("┃", "│"))]
+
+    for text in (shown.out, again.out):
+        table = rows(text)
+        assert table[0] == ["#", "score", "reason", "kind", "tokens", "content"]
+        assert table[1][:5] == ["1", "1.000", "Pinned", "SystemPrompt", "28"]
+    page = (tmp_path / "report.html").read_text()
+    headers = re.findall(r"<th[^>]*>([^<]*)</th>", page[page.index('id="included-table"'):])
+    assert [h.lower() for h in headers[:6]] == ["#", "score", "reason", "kind", "tokens",
+                                               "content"]
+    assert '<td class="num">1</td><td class="num">1.000</td>' in page

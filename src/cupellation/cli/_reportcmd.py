@@ -9,12 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._model import ContextBudget, ContextItem
+from .._model import ContextBudget
 from .._report import SelectionReport
 from ..events import RunStarted
 from ..exceptions import CupelError
 from ..logs import LoggedRun, LogReader, ReadStats
-from ..reasons import reason_to_dict
 from ._common import (
     NOT_WHOLE,
     CliError,
@@ -24,7 +23,7 @@ from ._common import (
     html_for_terminal,
     write_outputs,
 )
-from ._logcmds import estimated_counter, fail, new_console, reason_text, when_text
+from ._logcmds import estimated_counter, fail, new_console, when_text
 from ._logread import (
     NOTHING_FOUND,
     OK,
@@ -40,7 +39,7 @@ from ._logread import (
 )
 from ._remote import add_remote_arguments, check_remote_arguments, fetch_runs
 from ._sources import InputSource, close_sources, open_sources, read_whole
-from ._summary import incomplete_headline
+from ._summary import entry_tables, incomplete_headline
 
 __all__ = ["REPORT"]
 
@@ -280,8 +279,6 @@ def _from_traces(sources: list[InputSource], run_id: str | None
 def _print_report(run_id: str, report: SelectionReport, run: LoggedRun | None,
                   budget: ContextBudget | None = None,
                   started: RunStarted | None = None) -> None:
-    from rich.table import Table  # noqa: PLC0415 - rich is the cli extra's
-
     console = new_console()
     if started is None and run is not None:
         started = run.started
@@ -309,22 +306,8 @@ def _print_report(run_id: str, report: SelectionReport, run: LoggedRun | None,
     counter = estimated_counter(report, None if run is None else run.started)
     if counter is not None:
         console.print(f"Token counts are estimates ({safe(counter)}), not exact counts")
-    included = Table(title="Included, in placed order")
-    for column in ("#", "score", "tokens", "kind", "reason", "content"):
-        included.add_column(column, overflow="fold")
-    for position, entry in enumerate(report.included):
-        included.add_row(str(position), f"{entry.score:.4f}", _tokens_cell(entry.item),
-                         safe(entry.item.kind.value, 20), safe(entry.reason.name),
-                         safe(entry.item.content, 100))
+    included, excluded = entry_tables(report, content_width=100)
     console.print(included)
-    excluded = Table(title="Excluded, highest score first")
-    for column in ("score", "tokens", "kind", "reason", "content"):
-        excluded.add_column(column, overflow="fold")
-    for left_out in report.excluded:
-        excluded.add_row(f"{left_out.score:.4f}", _tokens_cell(left_out.item),
-                         safe(left_out.item.kind.value, 20),
-                         reason_text(reason_to_dict(left_out.reason)),
-                         safe(left_out.item.content, 100))
     console.print(excluded)
     stages = ", ".join(f"{event.stage} {event.duration_ms:.3f} ms ({event.item_count} in)"
                        for event in report.events)
@@ -356,13 +339,6 @@ def _print_totals(console: Any, report: SelectionReport, started: RunStarted | N
     if started is not None:
         console.print(f"Announced by the run: {started.candidate_count:,} candidates, "
                       f"{started.candidate_tokens:,} tokens")
-
-
-def _tokens_cell(item: ContextItem) -> str:
-    """The tokens, and the original size of an item trimmed before selection."""
-    if item.original_tokens is None or item.original_tokens == item.tokens:
-        return str(item.tokens)
-    return f"{item.tokens} (trimmed from {item.original_tokens:,})"
 
 
 REPORT = _Report()
