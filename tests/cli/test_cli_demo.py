@@ -6,8 +6,8 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
-import re
 import os
+import re
 import shlex
 import subprocess
 import sys
