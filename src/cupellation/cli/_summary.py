@@ -48,9 +48,10 @@ def entry_tables(report: SelectionReport, *, content_width: int) -> tuple[Any, A
     from rich.table import Table  # noqa: PLC0415 - rich is the cli extra's
 
     tables = []
-    for title, entries, excluded in (
-            ("Included, in placed order", report.included, False),
-            ("Excluded, highest score first", report.excluded, True)):
+    lists: tuple[tuple[str, Sequence[Any], bool], ...] = (
+        ("Included, in placed order", report.included, False),
+        ("Excluded, highest score first", report.excluded, True))
+    for title, entries, excluded in lists:
         table = Table(title=title, title_justify="left")
         for column in _COLUMNS:
             table.add_column(column, overflow="fold", justify="right" if column in (

@@ -92,6 +92,7 @@ _logger = logging.getLogger("cupellation")
 CAPTURE_CONTENT_ENV: Final = CAPTURE_ENV_VAR
 
 _SPAN_STAGES = frozenset(SPAN_STAGES)
+ITEM_TOKENS_COLUMN: Final = "cupel.exclusion.item_tokens"
 
 
 class SpanCollector:
@@ -427,7 +428,8 @@ class SpanCollector:
             duration_ms=duration if type(duration) is float else None,
             dropped=(None if self._level is TraceDetailLevel.STAGE_ONLY
                      else run.stage_dropped),
-            capture=self._capture, cap=self._value_cap, trace_id=run.trace_id)
+            capture=self._capture, cap=self._value_cap, trace_id=run.trace_id,
+            tokens=run.dropped_tokens)
 
     def _on_batch(self, batch: ItemEventBatch) -> None:
         run = self._get(batch.run_id)
@@ -454,6 +456,8 @@ class SpanCollector:
                 if columns is not None:
                     target.add_columns(EXCLUSION_EVENT, *columns)
                     added = columns[0]
+                    # The tokens column, for the summaries' largest-first lists.
+                    run.dropped_tokens[id(batch)] = columns[1][ITEM_TOKENS_COLUMN]
                 else:
                     rows = exclusion_batch_attributes(batch, self._capture, stage)[0]
                     added = target.add(EXCLUSION_EVENT, rows)
@@ -571,9 +575,10 @@ class SpanCollector:
             included_tokens=end.get("cupel.run.included_tokens"),
             excluded_count=end.get("cupel.run.excluded_count"),
             kept=run.kept, dropped=run.dropped, capture=self._capture, cap=self._value_cap,
-            trace_id=run.trace_id)
+            trace_id=run.trace_id, tokens=run.dropped_tokens)
         new[OUTPUT_MIME] = JSON_MIME
         run.kept = run.dropped = []
+        run.dropped_tokens = {}
         if self._layout is SpanLayout.COLUMNS:
             new[DIGEST] = columns_digest(run.lines.digest(), run.blocks, self._key)
         count, length = check_totals({**written, **new})

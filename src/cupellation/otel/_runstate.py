@@ -66,7 +66,8 @@ def add_events(carrier: Span | None, name: str, encoded: Encoded, totals: list[i
 class RunState:
     """One run's open spans, attached contexts and running totals."""
 
-    __slots__ = ("blocks", "dropped", "included", "instruments", "internal", "kept", "lines",
+    __slots__ = ("blocks", "dropped", "dropped_tokens", "included", "instruments", "internal",
+                 "kept", "lines",
                  "recording", "root",
                  "root_attributes",
                  "root_columns", "root_context", "root_token", "root_totals", "run_id", "stage",
@@ -109,6 +110,8 @@ class RunState:
         # Every batch of kept and dropped items, for output.value.
         self.kept: list[ItemEventBatch] = []
         self.dropped: list[ItemEventBatch] = []
+        # Each dropped batch's tokens column where the columns layout built it (by id).
+        self.dropped_tokens: dict[int, list[int]] = {}
         # The columns layout's digest: the SHA-256 of the lines of the events that are
         # not column rows, and each carrier's block digest (see ._digest).
         self.lines = hashlib.sha256()

@@ -25,9 +25,10 @@ OpenTelemetry context keys ``session.id`` / ``user.id`` that OpenInference's
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 import msgspec
@@ -137,24 +138,29 @@ def _item(index: int, item: Any, score: float, reason: Any,
     return out
 
 
-def _top(batches: Sequence[ItemEventBatch], by_tokens: bool) -> list[tuple[Any, ...]]:
+def _top(batches: Sequence[ItemEventBatch], by_tokens: bool,
+         tokens: Mapping[int, Sequence[int]] | None = None) -> list[tuple[Any, ...]]:
     """(key, -order, batch, position) of the first items: by score, or (dropped items,
-    the largest loss first) by tokens then score; ties in the order the items came, NaN
-    scores never shown. Each batch's own arrays are ranked, nothing else is built."""
+    the largest loss first) by tokens; ties in the order the items came, NaN scores
+    never shown. Each batch's own arrays are ranked with a C-level key and a bounded
+    heap, so a large run costs one pass over its tokens, not a sort. ``tokens`` holds a
+    batch's tokens column where the projection already built it (by ``id(batch)``)."""
     out: list[tuple[Any, ...]] = []
     order = 0
     for b, batch in enumerate(batches):
         scores = batch.scores
-        indices = range(len(scores))
+        keys: Sequence[Any] = scores
         if by_tokens:
-            keys: Sequence[Any] = [(item.tokens, score)
-                                   for item, score in zip(batch.items, scores, strict=True)]
-        else:
-            keys = scores
-        ranked = sorted(indices, key=keys.__getitem__, reverse=True)
-        if any(map(math.isnan, scores)):
-            ranked = [k for k in ranked if not math.isnan(scores[k])]
-        out.extend((keys[k], -(order + k), b, k) for k in ranked[:_CONSIDERED])
+            built = None if tokens is None else tokens.get(id(batch))
+            keys = built if built is not None else [item.tokens for item in batch.items]
+        wanted = _CONSIDERED
+        nan = any(map(math.isnan, scores))
+        if nan:
+            wanted = len(scores)  # (rare) rank all, then leave the NaN ones out
+        ranked = heapq.nlargest(wanted, range(len(scores)), key=keys.__getitem__)
+        if nan:
+            ranked = [k for k in ranked if not math.isnan(scores[k])][:_CONSIDERED]
+        out.extend((keys[k], -(order + k), b, k) for k in ranked)
         order += len(scores)
     out.sort(reverse=True)
     return out[:_CONSIDERED]
@@ -193,7 +199,8 @@ def more_hint(trace_id: str | None) -> str:
 
 def shown_items(document: dict[str, Any], lists: Sequence[tuple[str, Sequence[ItemEventBatch],
                                                                 int | None, bool]],
-                capture: ContentCapture, cap: int) -> None:
+                capture: ContentCapture, cap: int,
+                tokens: Mapping[int, Sequence[int]] | None = None) -> None:
     """Fill each list of ``document`` (``{"shown": n, "of": total, "items": [...]}``)
     with its first items while the JSON stays within ``cap`` bytes. ``lists`` holds
     (key, batches, total, by_tokens), the most wanted first: the first list may take
@@ -204,7 +211,7 @@ def shown_items(document: dict[str, Any], lists: Sequence[tuple[str, Sequence[It
         document[key] = {"shown": 0, "of": held if total is None else total, "items": []}
     size = len(_encode(document))
     room = max(cap - size, 0)
-    queues = [(document[key], batches, _top(batches, by_tokens))
+    queues = [(document[key], batches, _top(batches, by_tokens, tokens))
               for key, batches, _, by_tokens in lists]
     shares = [2 / 3] + [1 / 3 / max(len(lists) - 1, 1)] * (len(lists) - 1)
     if len(lists) == 1:
@@ -229,7 +236,8 @@ def shown_items(document: dict[str, Any], lists: Sequence[tuple[str, Sequence[It
 def output_value(*, outcome: str, included_count: int | None, included_tokens: int | None,
                  excluded_count: int | None, kept: Sequence[ItemEventBatch],
                  dropped: Sequence[ItemEventBatch], capture: ContentCapture,
-                 cap: int, trace_id: str | None = None) -> str:
+                 cap: int, trace_id: str | None = None,
+                 tokens: Mapping[int, Sequence[int]] | None = None) -> str:
     """The run's output: the outcome in words, counts and reasons in full, then the
     dropped items (the largest first) and the kept ones (by score) while the JSON stays
     within ``cap`` bytes, each list saying how many it shows of how many, and the
@@ -244,7 +252,7 @@ def output_value(*, outcome: str, included_count: int | None, included_tokens: i
     lists = [("dropped_items", dropped, excluded_count, True),
              ("kept_items", kept, included_count, False)]
     document["more"] = more_hint(trace_id)
-    shown_items(document, lists, capture, cap)
+    shown_items(document, lists, capture, cap, tokens)
     document["more"] = document.pop("more")  # last: after the lists it completes
     text = _encode(document).decode("utf-8")
     return text if len(text.encode("utf-8")) <= cap else _encode(
@@ -260,7 +268,8 @@ def stage_input_value(stage: str, items_in: int) -> str:
 
 def stage_output_value(*, stage: str, items_in: int | None, items_out: int | None,
                        duration_ms: float | None, dropped: Sequence[ItemEventBatch] | None,
-                       capture: ContentCapture, cap: int, trace_id: str | None) -> str:
+                       capture: ContentCapture, cap: int, trace_id: str | None,
+                       tokens: Mapping[int, Sequence[int]] | None = None) -> str:
     """A stage span's output. ``dropped`` None (the StageOnly tier, which knows only the
     counts): the counts in and out. Otherwise also the stage's decisions by reason and
     its dropped items, the largest first, while the JSON stays within ``cap`` bytes,
@@ -279,7 +288,7 @@ def stage_output_value(*, stage: str, items_in: int | None, items_out: int | Non
             f"{n:,} {_WORDS.get(name, name)}" for name, n in reasons.items())
         document["dropped"] = {"count": count, "reasons": reasons}
         document["more"] = more_hint(trace_id)
-        shown_items(document, [("dropped_items", held, count, True)], capture, cap)
+        shown_items(document, [("dropped_items", held, count, True)], capture, cap, tokens)
         document["more"] = document.pop("more")
     text = _encode(document).decode("utf-8")
     return text if len(text.encode("utf-8")) <= cap else _encode(
