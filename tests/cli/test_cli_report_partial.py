@@ -40,8 +40,10 @@ def test_a_run_missing_most_spans_says_so_first_and_labels_the_announced_count(
     result = cli("report", _trace_file(tmp_path, {"cupel.pipeline"}))
     assert result.code == 3
     lines = result.out.splitlines()
-    assert lines[0] == ("INCOMPLETE: most of this run is missing: the report holds 0 of "
-                        "the 3,000 candidates the run announced")
+    assert lines[0].startswith("INCOMPLETE: most of this run is missing (the report holds "
+                               "0 of the 3,000 candidates the run announced): span "
+                               "cupel.pipeline ")
+    assert "Cause: " in lines[0]
     assert "Selected " not in result.out
     assert ("In this report (incomplete): 0 selected and 0 left out of the 0 candidates "
             "it holds; tokens over those items: 0 selected, 0 in all") in lines

@@ -284,10 +284,12 @@ def _print_report(run_id: str, report: SelectionReport, run: LoggedRun | None,
         started = run.started
     held = report.total_candidates
     announced = None if started is None else started.candidate_count
-    if not report.is_complete and announced is not None and held * 2 < announced:
-        console.print(f"INCOMPLETE: most of this run is missing: the report holds "
-                      f"{held:,} of the {announced:,} candidates the run announced")
     headline = incomplete_headline(report)  # the loss first, with its cause and fix
+    if headline is not None and announced is not None and held * 2 < announced:
+        # One first line: that most of the run is missing, then the loss's cause and fix.
+        headline = (f"INCOMPLETE: most of this run is missing (the report holds {held:,} "
+                    f"of the {announced:,} candidates the run announced): "
+                    + headline.split(": ", 2)[-1])
     if headline is not None:
         console.print(headline)
     head = f"Run {safe(run_id)}"
