@@ -156,7 +156,9 @@ def open_reader(args: argparse.Namespace, sources: Sequence[str | IO[bytes]] | N
 
     # Trace files (OTLP/JSON, Jaeger) among the paths: their runs come first, rebuilt
     # from the spans, then the logs' (see _traceruns).
-    traces = [s for s in sources if isinstance(s, str) and is_trace_file(s)]
+    # (Only regular files are looked at: a FIFO or a pipe is read once, by the reader.)
+    traces = [s for s in sources
+              if isinstance(s, str) and os.path.isfile(s) and is_trace_file(s)]
     sources = [s for s in sources if not (isinstance(s, str) and s in traces)]
     try:
         reader = read_runs(*sources, rotated=not args.no_rotated, progress=progress_cb,
