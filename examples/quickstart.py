@@ -9,7 +9,10 @@ from cupellation import ContextBudget, ContextItem, Pipeline, RecencyScorer
 
 now = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
 candidates = [
-    ContextItem(content="You are a support agent.", tokens=8, kind="SystemPrompt", pinned=True),
+    # Items are placed in time order (the default placer), and the specification puts
+    # items without a timestamp last: the prompt gets the conversation's start.
+    ContextItem(content="You are a support agent.", tokens=8, kind="SystemPrompt", pinned=True,
+                timestamp=now - timedelta(minutes=1)),
     *(ContextItem(content=f"turn {k}: ...", tokens=40, timestamp=now + timedelta(minutes=k))
       for k in range(6)),
     ContextItem(content="turn 5: ...", tokens=40, timestamp=now),  # a duplicate

@@ -12,7 +12,8 @@ drift from their source.
   subcommand, from the parser itself (``cupellation.cli.build_parser``).
 - ``<!-- examples -->`` becomes every script of examples/: its docstring, then its code.
 - The docstrings' Sphinx roles (``:class:`~cupellation.X` ``) show as code, without the
-  role (and, after ``~``, with the last name only).
+  role (and, after ``~``, with the last name only), and their literal-block markers
+  (a paragraph ending ``::``, or ``::`` alone) show as one colon, or nothing.
 
 A placeholder whose source is missing (a README heading renamed, an empty examples/)
 stops the build with an error naming it. Nothing here reaches the network.
@@ -34,6 +35,10 @@ _PACKAGE = ROOT / "src" / "cupellation"
 _README_SECTION = re.compile(r"<!-- readme: (.+?) -->")
 #: A Sphinx role the docstrings use (``:class:`~cupellation.X` ``), as Markdown renders it.
 _ROLE = re.compile(r":(?:func|class|meth|attr|mod|exc|data|obj):<code>(~?)([^<]*)</code>")
+#: A docstring's literal-block marker, as Markdown renders it: "::" alone as a
+#: paragraph, or at a paragraph's end.
+_LONE_MARKER = re.compile(r"<p>\s*::\s*</p>\n?")
+_END_MARKER = re.compile(r"(?<=[^\s:]):: ?</p>")
 
 
 def api_modules() -> list[str]:
@@ -133,5 +138,7 @@ def _role(match: re.Match[str]) -> str:
 
 
 def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
-    """Show the docstrings' Sphinx roles as plain code."""
-    return _ROLE.sub(_role, html)
+    """Show the docstrings' Sphinx roles as plain code, and their literal-block markers
+    as one colon (or nothing)."""
+    html = _LONE_MARKER.sub("", _ROLE.sub(_role, html))
+    return _END_MARKER.sub(":</p>", html)

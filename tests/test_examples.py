@@ -128,11 +128,11 @@ def test_traced_agent_loop_rebuilds_every_selection_from_its_spans(tmp_path: Pat
 
 
 def test_quickstart_selects_and_explains() -> None:
-    """The quickstart sends the newest turns and the pinned prompt, and says why the
-    rest were left out (a duplicate among them)."""
+    """The quickstart sends the pinned prompt first, then the newest turns, and says why
+    the rest were left out (a duplicate among them)."""
     result = _run("quickstart.py")
     assert result.returncode == 0, result.stderr
-    assert "You are a support agent." in result.stdout
+    assert "sent: ['You are a support agent.', 'turn 3: ...'," in result.stdout
     assert "(Deduplicated)" in result.stdout
     assert "(BudgetExceeded)" in result.stdout
 

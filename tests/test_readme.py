@@ -74,8 +74,9 @@ def test_the_message_history_example_continues_the_quickstart() -> None:
 def test_python_examples_run_and_select_both_items() -> None:
     """Both pipeline examples execute as written and select both candidates; the
     quickstart fits in ten lines."""
-    blocks = re.findall(r"```python\n(.*?)```", README, re.S)[2:]
-    assert len(blocks) == 2, "README should have the quickstart and the fuller example"
+    blocks = re.findall(r"```python\n(.*?)```", README, re.S)[2:4]
+    assert "Pipeline(scorer=RecencyScorer()" in blocks[0], "the quickstart comes third"
+    assert "UShapedPlacer()" in blocks[1], "then the fuller example"
     assert len(blocks[0].strip().splitlines()) <= 10
     for block in blocks:
         namespace: dict[str, object] = {}

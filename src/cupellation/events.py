@@ -27,7 +27,7 @@ projections of this one stream, and decoders turn spans and logs back into it.
 - **One digest per run.** Sinks that store a run (the audit log, event files,
   spans) write a :class:`RunDigest` of its canonical lines into its end event;
   every decoder recomputes it, and a mismatch is listed in the rebuilt report's
-  ``incomplete`` (see :mod:`cupellation._events.digest` for what it covers).
+  ``incomplete`` (the decisions page says what it covers).
   The plain ``sha256:`` form detects corruption; only the keyed
   ``hmac-sha256:`` form also detects tampering. Columns-layout spans carry
   ``sha256-columns:`` / ``hmac-sha256-columns:``, a digest over their column chunks.

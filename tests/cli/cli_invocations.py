@@ -677,6 +677,10 @@ def _report(draw: Draw) -> list[str]:
              (0.3, lambda d: ["--run", d.text() if d.chance(0.5) else "315fe6a82ebab60e"]),
              (0.25, lambda d: ["--html", d.output_path()]),
              (0.3, lambda d: ["--allow-incomplete"])]
+    if draw.chance(0.15):  # SelectionReport files (the demo's report.json)
+        inputs = [draw.input_path(["report_a", "report_b"])
+                  for _ in range(draw.rng.choice([1, 2]))]
+        return ["report", *inputs, *_options(draw, table)]
     return ["report", *_log_or_store(draw), *_options(draw, table)]
 
 

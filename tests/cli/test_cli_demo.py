@@ -4,7 +4,13 @@ its trace file read back by ``cupellation report``, and the pinned prompt placed
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
+import os
+import re
+import shlex
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -35,9 +41,29 @@ def test_demo_runs_anywhere_and_prints_each_file(tmp_path: Path) -> None:
     wrote = out[out.index("Wrote:"):]
     for name in DEMO_FILES:
         assert f"out/demo/{name}" in wrote
-    assert "cupellation report out/demo/trace.jsonl" in out
-    assert ("cupellation select out/demo/candidates.json --policy out/demo/policy.toml"
-            in out)
+    assert "-m cupellation.cli report out/demo/trace.jsonl" in out
+    assert ("-m cupellation.cli select out/demo/candidates.json --policy "
+            "out/demo/policy.toml" in out)
+
+
+def test_the_next_hints_run_as_printed_from_the_venv_script(tmp_path: Path) -> None:
+    """Started as the venv's ``cupellation`` script with that folder not on PATH (as
+    after ``bash scripts/demo.sh``), the demo's "Next:" hints name the script by its
+    path, never a bare ``cupellation``; each hint, run as printed, exits 0."""
+    script = Path(sys.executable).parent / "cupellation"
+    assert script.is_file()
+    env = {**os.environ, "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([str(script), "demo"], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, check=False, timeout=120)
+    assert done.returncode == 0, done.stderr
+    hints = done.stdout[done.stdout.index("Next:"):].splitlines()[1:]
+    assert len(hints) == 4
+    for hint in hints:
+        argv = shlex.split(hint)
+        assert argv[0] == str(script)
+        ran = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True,
+                             check=False, timeout=120)
+        assert ran.returncode == 0, (hint, ran.stderr)
 
 
 def test_demo_places_the_pinned_system_prompt_first(tmp_path: Path) -> None:
@@ -161,3 +187,74 @@ def test_demo_without_the_sdk_skips_only_the_trace_file(
     out = capsys.readouterr().out
     assert "(no trace file: the trace file needs opentelemetry.sdk.trace" in out
     assert "cupellation report" not in out
+
+
+def test_report_shows_the_demos_own_report_file(tmp_path: Path) -> None:
+    """``report out/demo/report.json`` (the SelectionReport the demo writes) shows it,
+    with the same counts as the trace file's report, and as JSON gives it back equal;
+    mixing it with a log file is one line naming each file's kind, exit 2."""
+    assert cli("demo", "--quiet", cwd=tmp_path).code == 0
+    demo = tmp_path / "out" / "demo"
+    shown = cli("report", demo / "report.json")
+    assert shown.code == 0, shown.err
+    assert "Selected 16 of 22 candidates" in shown.out
+    as_json = cli("report", demo / "report.json", "--format", "json")
+    assert SelectionReport.from_json(as_json.out) == SelectionReport.from_json(
+        (demo / "report.json").read_text())
+    mixed = cli("report", demo / "report.json", demo / "events.jsonl")
+    assert mixed.code == 2
+    assert mixed.err_lines == [
+        f"cupellation report: error: give log files, trace files or report files, one "
+        f"kind at a time ({demo / 'report.json'} holds reports, {demo / 'events.jsonl'} "
+        "holds logs)"]
+
+
+def test_without_the_cli_extra_the_demo_says_so_before_writing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Without rich (``pip install .`` with no ``[cli]``), ``demo`` exits 2 with one line
+    naming the extra, and has written nothing; ``--quiet`` (no table) still runs."""
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "rich" else real(name, *a))
+    out = tmp_path / "demo"
+    assert main(["demo", "--out", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        "cupellation: this command prints tables, which needs the cli extra: "
+        "pip install 'cupellation[cli]' (in a checkout: pip install -e '.[cli]')\n")
+    assert not out.exists()
+    assert main(["demo", "--quiet", "--out", str(out)]) == 0
+
+
+def test_demo_help_gives_one_output_reserve_default(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``demo --help`` states the output reserve's default once (256, the demo's), not
+    also as 0 beside the flag."""
+    assert main(["demo", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "output reserve 256" in text
+    assert "default 0" not in text
+
+
+def test_one_table_style_in_demo_report_and_html(tmp_path: Path) -> None:
+    """The demo's tables, ``report``'s and the HTML page's have the same columns in the
+    same order (# score reason kind tokens content), number rows from 1 and show the
+    same scores to 3 decimals."""
+    shown = cli("demo", "--out", tmp_path, env={"COLUMNS": "200"})
+    assert shown.code == 0, shown.err
+    again = cli("report", tmp_path / "trace.jsonl", env={"COLUMNS": "200"})
+    assert again.code == 0, again.err
+
+    def rows(text: str) -> list[list[str]]:
+        return [[cell.strip() for cell in line.strip("┃│").split("┃" if "┃" in line else "│")]
+                for line in text.splitlines() if line.startswith(("┃", "│"))]
+
+    for text in (shown.out, again.out):
+        table = rows(text)
+        assert table[0] == ["#", "score", "reason", "kind", "tokens", "content"]
+        assert table[1][:5] == ["1", "1.000", "Pinned", "SystemPrompt", "28"]
+    page = (tmp_path / "report.html").read_text()
+    headers = re.findall(r"<th[^>]*>([^<]*)</th>", page[page.index('id="included-table"'):])
+    assert [h.lower() for h in headers[:6]] == ["#", "score", "reason", "kind", "tokens",
+                                               "content"]
+    assert '<td class="num">1</td><td class="num">1.000</td>' in page

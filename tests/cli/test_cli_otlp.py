@@ -17,6 +17,7 @@ import pytest
 from _cli_support import BUDGET, Result, assert_one_line_error, cli
 
 from cupellation import SelectionReport
+from cupellation.cli._tracelinks import trace_lines
 from cupellation.otel import reports_from_spans, spans_from_otlp_proto
 
 ITEMS = json.dumps([{"content": "sys", "tokens": 3, "kind": "SystemPrompt", "pinned": True},
@@ -73,13 +74,19 @@ def test_select_otlp_sends_the_run_to_the_configured_endpoint(
     result = cli("select", source, *BUDGET, "--policy", "rag", "--otlp", "--report",
                  tmp_path / "r.json", env=env)
     assert result.code == 0, result.err
-    assert result.err == ""
     assert "/v1/traces" in bodies
     assert "/v1/metrics" not in bodies
     spans = [span for body in bodies["/v1/traces"] for span in spans_from_otlp_proto(body)]
     assert {span.name for span in spans} >= {"cupel.pipeline", "cupel.stage.slice"}
     written = SelectionReport.from_json((tmp_path / "r.json").read_text())
     assert reports_from_spans(spans) == [written]
+    (root,) = (span for span in spans if span.name == "cupel.pipeline")
+    trace_id = root.trace_id
+    assert result.err_lines == [
+        f"cupellation: sent run {root.attributes['cupel.run.id']} as trace {trace_id} to "
+        f"{url}",
+        "  read it back: cupellation report --from phoenix|mlflow|jaeger|tempo URL "
+        f"--trace {trace_id}  (URL: the backend's base URL)"]
     result = cli("select", source, *BUDGET, "--policy", "rag", "--otlp",
                  env={**env, "OTEL_METRICS_EXPORTER": "otlp"})
     assert result.code == 0, result.err
@@ -144,3 +151,31 @@ def test_bad_otlp_environment_is_one_warning_line(
     assert len(result.err_lines) == 1, result.err
     assert result.err_lines[0].startswith("cupellation: warning: --otlp:")
     assert "zstd-ish" in result.err_lines[0]
+
+
+def test_trace_lines_name_the_backend_its_page_and_never_a_credential() -> None:
+    """After sending: Phoenix (port 6006) gets its report --from command (with the
+    project the resource names) and its /redirects/traces page; MLflow (its experiment
+    header) gets --experiment and its traces page; a credential header is named, its
+    value never printed; more than five runs are counted, not listed."""
+    trace = "0af7651916cd43dd8448eb211c80319c"
+    phoenix = trace_lines("http://localhost:6006/v1/traces", [(trace, "run-1")], environ={
+        "OTEL_RESOURCE_ATTRIBUTES": "openinference.project.name=agents",
+        "OTEL_EXPORTER_OTLP_HEADERS": "authorization=Bearer%20s3cret"})
+    assert phoenix[:3] == [
+        f"cupellation: sent run run-1 as trace {trace} to http://localhost:6006/v1/traces",
+        f"  read it back: cupellation report --from phoenix http://localhost:6006 --trace "
+        f"{trace} --project agents",
+        f"  open it:      http://localhost:6006/redirects/traces/{trace}"]
+    assert "authorization" in phoenix[3]
+    assert "s3cret" not in "\n".join(phoenix)
+    mlflow = trace_lines("http://127.0.0.1:5000/v1/traces", [(trace, "run-2")],
+                         headers={"x-mlflow-experiment-id": "7"}, environ={})
+    assert mlflow[1:] == [
+        f"  read it back: cupellation report --from mlflow http://127.0.0.1:5000 --trace "
+        f"{trace} --experiment 7",
+        f"  open it:      http://127.0.0.1:5000/#/experiments/7/traces"
+        f"?selectedEvaluationId=tr-{trace}"]
+    many = trace_lines("http://h:4318", [(trace, f"r{k}") for k in range(7)], environ={})
+    assert many[-1] == "cupellation: ... and 2 more run(s)"
+    assert sum(line.startswith("cupellation: sent run") for line in many) == 5

@@ -32,14 +32,16 @@ def _count(page: str, name: str) -> int:
 
 def test_report_html_from_a_log_and_from_a_trace_file(
         two_runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """``report LOG --run ID --html FILE`` writes the run's page (and still prints the
-    table); from the demo's trace file the page shows the same counts; ``--html -``
+    """``report LOG --run ID --html FILE`` writes the run's page and says so in one line
+    (no table); from the demo's trace file the page shows the same counts; ``--html -``
     puts the page on stdout instead."""
     runs = list(read_runs(two_runs))
     page_file = tmp_path / "run.html"
     assert main(["report", str(two_runs), "--run", runs[1].run_id, "--html",
                  str(page_file)]) == 0
-    assert "Included, in placed order" in capsys.readouterr().out
+    assert capsys.readouterr().out == (f"Wrote {page_file}: the report of run "
+                                       f"{runs[1].run_id} as a web page (open it in a "
+                                       "browser)\n")
     page = page_file.read_text()
     assert page.startswith("<!DOCTYPE html>")
     assert _count(page, "count-included") == len(runs[1].report.included)

@@ -26,7 +26,9 @@ def test_the_site_builds_strictly_with_no_network(tmp_path: Path) -> None:
     """``mkdocs build --strict`` passes with every HTTP(S) proxy pointing at a closed
     port; the pages hold their generated content (the README's telemetry reference,
     every command's --help, every example, an API page per public module with the
-    docstrings), and no page loads a script, stylesheet or font from another site."""
+    docstrings), no page loads a script, stylesheet or font from another site, and none
+    shows a docstring's "::" marker, a private module's name or "the four agent loops
+    above"."""
     env = {**os.environ, "HTTP_PROXY": NO_NETWORK, "HTTPS_PROXY": NO_NETWORK,
            "http_proxy": NO_NETWORK, "https_proxy": NO_NETWORK, "NO_PROXY": "", "no_proxy": ""}
     site = tmp_path / "site"
@@ -57,6 +59,17 @@ def test_the_site_builds_strictly_with_no_network(tmp_path: Path) -> None:
                    re.findall(r"<(?:script|link|img)\b[^>]*?(?:src|href)=\"(?:https?:)?//[^\"]*\"",
                               text)]
     assert remote == []
+    # No docstring literal-block marker shows as text ("::" alone or ending a
+    # paragraph), no page names a private module, no "above" points below.
+    stray = []
+    for html in (path for path in site.rglob("*.html") if path.is_file()):
+        text = html.read_text(encoding="utf-8")
+        shown = re.sub(r"<[^>]+>", " ", text)  # what a reader sees (tags, ids aside)
+        stray += [f"{html.relative_to(site)}: {found}" for found in re.findall(
+            r"<p>\s*::\s*</p>|\w::\s*</p>", text) + re.findall(
+            r"cupellation(?:_exporters)?(?:\.\w+)*\._[a-z]\w*|the four agent loops above",
+            shown)]
+    assert stray == []
 
 
 def test_a_broken_internal_link_fails_the_strict_build(tmp_path: Path,

@@ -133,7 +133,7 @@ def test_to_an_otlp_http_backend(audit: Path, selections: list[Selection],
                                  capsys: pytest.CaptureFixture[str]) -> None:
     """--to otlp over HTTP sends every span (the endpoint from
     OTEL_EXPORTER_OTLP_ENDPOINT, a --header, the --service-name), with the runs'
-    own start times; exit 0."""
+    own start times; exit 0; standard error names each run's trace."""
     with FakeHttpBackend() as fake:
         monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", fake.endpoint)
         assert _export_cli(str(audit), "--to", "otlp", "--header", "X-Project-Name=replay",
@@ -150,7 +150,17 @@ def test_to_an_otlp_http_backend(audit: Path, selections: list[Selection],
     week_ago = [int((s.started.started_at - timedelta(days=7)).timestamp() * 1e6) * 1000
                 for s in selections]
     assert all(abs(a - b) <= 1000 for a, b in zip(starts, sorted(week_ago), strict=True))
-    assert f"to {fake.endpoint} (http/protobuf)" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"to {fake.endpoint} (http/protobuf)" in err
+    # From the command to each trace: its id, the run's, and the command reading it back
+    # (the header named, its value not shown).
+    for trace_id, root in list(roots.items())[:5]:
+        run_id = next(kv.value.string_value for kv in root.attributes
+                      if kv.key == "cupel.run.id")
+        assert f"cupellation: sent run {run_id} as trace {trace_id} to " in err
+        assert f"URL --trace {trace_id}" in err
+    assert "headers (x-project-name," in err
+    assert "=replay" not in err
 
 
 def test_to_an_otlp_grpc_backend(audit: Path, selections: list[Selection]) -> None:

@@ -69,11 +69,18 @@ def test_input_and_output_values_are_json_under_2048_bytes(size: int) -> None:
     for entry in report.excluded:
         reasons[entry.reason.name] = reasons.get(entry.reason.name, 0) + 1
     assert out["dropped"]["reasons"] == reasons
-    assert out["kept_items"]
-    assert out["dropped_items"]
+    kept, dropped = out["kept_items"], out["dropped_items"]
+    assert (kept["of"], dropped["of"]) == (len(report.included), len(report.excluded))
+    assert kept["shown"] == len(kept["items"]) > 0
+    assert dropped["shown"] == len(dropped["items"]) > 0
+    assert list(out).index("dropped_items") < list(out).index("kept_items")
+    assert list(out)[-1] == "more"
+    assert "cupellation report --from" in out["more"]
     best = max(entry.score for entry in report.included)
-    assert out["kept_items"][0]["score"] == best
-    for shown in out["kept_items"] + out["dropped_items"]:
+    assert kept["items"][0]["score"] == round(best, 3)
+    largest = max(entry.item.tokens for entry in report.excluded)
+    assert dropped["items"][0]["tokens"] == largest
+    for shown in kept["items"] + dropped["items"]:
         assert {"index", "kind", "tokens", "score", "reason"} <= set(shown)
         assert "content" not in shown
         assert items[shown["index"]].tokens == shown["tokens"]
@@ -88,7 +95,7 @@ def test_full_capture_shows_content_and_the_cap_is_configurable() -> None:
     assert len(attributes["output.value"].encode("utf-8")) <= 600
     assert all(shown["content"] == items[shown["index"]].content[:160] + (
         "…" if len(items[shown["index"]].content) > 160 else "")
-        for shown in out["kept_items"] + out["dropped_items"])
+        for shown in out["kept_items"]["items"] + out["dropped_items"]["items"])
     with pytest.raises(InvalidValueError, match="value_cap"):
         SpanCollector(value_cap=100)
 
@@ -101,7 +108,8 @@ def test_a_trimmed_item_shows_what_it_counted_before_in_output_value() -> None:
                                              original_tokens=1450, priority=9)]
     attributes, _ = _root({}, items)
     out = json.loads(attributes["output.value"])
-    shown = {entry["index"]: entry for entry in out["kept_items"] + out["dropped_items"]}
+    shown = {entry["index"]: entry
+             for entry in out["kept_items"]["items"] + out["dropped_items"]["items"]}
     assert shown[5]["tokens"] == 40
     assert shown[5]["original_tokens"] == 1450
     assert all("original_tokens" not in entry for index, entry in shown.items()

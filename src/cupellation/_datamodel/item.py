@@ -108,7 +108,7 @@ class ContextItem:
 
     The JSON shape (:meth:`to_dict`, :meth:`from_dict`) and the event stream's
     flat ``item.*`` keys are both derived from one declaration of the fields
-    (``ITEM_FIELDS`` in :mod:`cupellation._datamodel.wire`).
+    (declared once, in the package's wire declarations).
     """
 
     #: How many levels of mappings and lists ``metadata`` may nest (the metadata

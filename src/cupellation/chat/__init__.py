@@ -23,8 +23,10 @@ from data installed with the ``tokens`` extra (``pip install 'cupellation[tokens
 never fetched, and falls back to ``ceil(characters / 4)`` with one
 :class:`TokenEstimateWarning` per process when the data is missing; Anthropic counts
 are estimates and say so. :func:`count_tokens` and :func:`offline_encoding` give the
-exact counts directly. Overheads and the estimates for images and files are
-documented in ``cupellation.chat._tokens``.
+exact counts directly. The overheads (3 tokens per message, its role, 1 for a name,
+a tool call's name and arguments plus 3) and the estimates for images (OpenAI's tiles,
+Anthropic's ``width x height / 750``) and files (2,000 each) are listed, with their
+sources, under "Chat messages and the agent loop" in the decisions page.
 
 :func:`trim_items` cuts items over a per-kind token limit to their head and tail, with
 a marker, and records ``originalTokens``. :func:`chat_to_items` and :func:`load_chat`

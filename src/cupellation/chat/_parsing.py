@@ -86,7 +86,9 @@ def _features(messages: Sequence[Any]) -> tuple[str | None, str | None]:
 
 def detect_chat_format(data: Any) -> ChatFormat:
     """``"anthropic"`` or ``"openai"`` for a transcript (the features that tell
-    them apart are in :mod:`cupellation.chat._transcripts`' module doc).
+    them apart: Anthropic's top-level ``system`` and ``tool_use`` / ``tool_result``
+    blocks; OpenAI's ``system`` / ``tool`` roles, ``tool_calls`` and ``tool_call_id``;
+    plain user and assistant text reads the same either way).
 
     Raises :class:`~cupellation.exceptions.DecodeError` for a transcript that
     mixes the two formats' features, naming one of each.

@@ -93,8 +93,7 @@ def add_budget_options(parser: argparse.ArgumentParser, *, defaults: str) -> Non
     group.add_argument("--target-tokens", type=int, metavar="N",
                        help="the soft goal for the selection (targetTokens)")
     group.add_argument("--output-reserve", type=int, metavar="N",
-                       help="tokens kept free for the model's answer (outputReserve; "
-                            "default 0)")
+                       help="tokens kept free for the model's answer (outputReserve)")
 
 
 def add_policy_options(parser: argparse.ArgumentParser, *, default_help: str) -> None:

@@ -30,6 +30,7 @@ from ._logread import (
     unreadable_sources,
 )
 from ._telemetry import current_warnings, load_exporters
+from ._tracelinks import root_ids, trace_lines
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace.export import SpanExporter
@@ -227,9 +228,11 @@ def _export(args: argparse.Namespace) -> int:
     except ValueError as exc:
         return _fail(str(exc))
     read_spans = [0]
+    roots: list[tuple[str, str]] = []
 
     def count(run: Any) -> None:
         read_spans[0] += len(run.spans)
+        roots.extend(root_ids(run.spans))
 
     def send() -> Any:
         return exporters.replay(args.sources, exporter, tier=args.tier,
@@ -260,7 +263,12 @@ def _export(args: argparse.Namespace) -> int:
             exporter.shutdown()
     if stdout.closed_early:
         raise BrokenPipeError("standard output was closed")  # exit 141, from main
-    return _outcome(args, result)
+    status = _outcome(args, result)
+    if args.to == "otlp" and not args.quiet:
+        endpoint = exporters.otlp_target(protocol=args.protocol, endpoint=args.endpoint)[1]
+        for line in trace_lines(str(endpoint), roots, headers):
+            print(line, file=sys.stderr)
+    return status
 
 
 def _span_exporter(exporters: Any, args: argparse.Namespace, headers: dict[str, str],

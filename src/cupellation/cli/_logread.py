@@ -168,11 +168,24 @@ def open_reader(args: argparse.Namespace, sources: Sequence[str | IO[bytes]] | N
                 task.append(progress.add_task("read", total=total))
             progress.update(task[0], completed=stats.bytes_read)
 
+    # Trace files (OTLP/JSON, Jaeger) among the paths: their runs come first, rebuilt
+    # from the spans, then the logs' (see _traceruns).
+    # (Only regular files are looked at: a FIFO or a pipe is read once, by the reader.)
+    traces = [s for s in sources
+              if isinstance(s, str) and os.path.isfile(s) and is_trace_file(s)]
+    sources = [s for s in sources if not (isinstance(s, str) and s in traces)]
     try:
         reader = read_runs(*sources, rotated=not args.no_rotated, progress=progress_cb,
                            **options)
     except CupelError as exc:
         raise UsageError(str(exc)) from None
+    if traces:
+        from ._traceruns import TraceAndLogReader, trace_runs  # noqa: PLC0415
+
+        held = [run for path in traces for run in trace_runs(
+            path, keep_events=bool(options.get("keep_events")),
+            keep_candidates=bool(options.get("keep_candidates")))]
+        reader = TraceAndLogReader(held, reader, run_id=options.get("run_id"))  # type: ignore[assignment]
     try:
         yield reader
     finally:

@@ -102,12 +102,12 @@ def headers_of(values: Sequence[str]) -> dict[str, str]:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Fetched:
-    """What ``report --from`` fetched: the runs as (run id, report, budget) in the order
+    """What ``report --from`` fetched: the runs as (run id, report, budget, its run_started event or None) in the order
     they started, a phrase saying where they were looked for, and, when a bound of the
     fetch (deadline, body size, request count) stopped it after part of the data was
     read, one line saying what is missing (else None)."""
 
-    runs: list[tuple[str, Any, Any]]
+    runs: list[tuple[str, Any, Any, Any]]
     where: str
     shortfall: str | None = None
 
@@ -139,9 +139,10 @@ def fetch_runs(args: argparse.Namespace) -> Fetched:
     where = _where(args)
     runs = []
     for run in runs_from_spans(spans) if spans else []:
-        budget = next((event.budget for event in run.events
-                       if isinstance(event, RunStarted)), None)
-        runs.append((run.run_id, run.report, budget))
+        started = next((event for event in run.events if isinstance(event, RunStarted)),
+                       None)
+        runs.append((run.run_id, run.report, None if started is None else started.budget,
+                     started))
     if shortfall is not None and not any(args.run in (None, run[0]) for run in runs):
         # Nothing to show: the run asked for may be in what was not read.
         raise UsageError(f"{shortfall} (no run read {safe(where)})")

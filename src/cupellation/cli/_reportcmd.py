@@ -7,13 +7,13 @@ import argparse
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from .._model import ContextBudget, ContextItem
+from .._model import ContextBudget
 from .._report import SelectionReport
 from ..events import RunStarted
 from ..exceptions import CupelError
 from ..logs import LoggedRun, LogReader, ReadStats
-from ..reasons import reason_to_dict
 from ._common import (
     NOT_WHOLE,
     CliError,
@@ -23,7 +23,7 @@ from ._common import (
     html_for_terminal,
     write_outputs,
 )
-from ._logcmds import estimated_counter, fail, new_console, reason_text, when_text
+from ._logcmds import estimated_counter, fail, new_console, when_text
 from ._logread import (
     NOTHING_FOUND,
     OK,
@@ -39,7 +39,7 @@ from ._logread import (
 )
 from ._remote import add_remote_arguments, check_remote_arguments, fetch_runs
 from ._sources import InputSource, close_sources, open_sources, read_whole
-from ._summary import incomplete_headline
+from ._summary import entry_tables, incomplete_headline
 
 __all__ = ["REPORT"]
 
@@ -130,10 +130,13 @@ class _Report:
             check_sources(args.logs)
             sources = open_sources(args.logs)
             kinds = {source.kind for source in sources}
-            if kinds == {"log", "trace"}:
-                traces = ", ".join(s.name for s in sources if s.kind == "trace")
-                raise UsageError(f"give log files or trace files, not both ({traces} "
-                                 "holds traces)")
+            if kinds == {"report"}:  # a SelectionReport as written (the demo's report.json)
+                found, count = _from_reports(sources)
+                return found, count, None, None
+            if len(kinds) > 1:
+                named = ", ".join(f"{s.name} holds {s.kind}s" for s in sources)
+                raise UsageError(f"give log files, trace files or report files, one kind "
+                                 f"at a time ({named})")
             if kinds == {"trace"}:
                 found, count = _from_traces(sources, args.run)
                 return found, count, None, None
@@ -171,10 +174,18 @@ class _Report:
                 write_outputs([Output(Path(args.html), page, "html")])
             except CliError as exc:
                 return fail("report", exc.message)
+            if args.format != "json":  # the page is the answer; the table is not repeated
+                headline = incomplete_headline(report)
+                if headline is not None:
+                    print(safe(headline, 400))
+                print(f"Wrote {safe(args.html)}: the report of run {safe(run_id)} as a web "
+                      "page (open it in a browser)")
+                sys.stdout.flush()
+                return self._status(args, found, count)
         if args.format == "json":
             sys.stdout.write(report.to_json(indent=2) + "\n")
         else:
-            _print_report(run_id, report, found.logged, budget)
+            _print_report(run_id, report, found.logged, budget, found.started)
         sys.stdout.flush()
         return self._status(args, found, count)
 
@@ -211,7 +222,9 @@ def _from_backend(args: argparse.Namespace) -> tuple[_Found | None, int, str]:
         runs = [run for run in runs if run[0] == args.run]
     if not runs:
         return None, 0, fetched.where
-    return _Found(*runs[-1], shortfall=fetched.shortfall), len(runs), fetched.where
+    run_id, report, budget, started = runs[-1]
+    return (_Found(run_id, report, budget, started=started, shortfall=fetched.shortfall),
+            len(runs), fetched.where)
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,6 +238,7 @@ class _Found:
     logged: LoggedRun | None = None
     #: Set when a bound of --from's fetch stopped it: what is missing, in one line.
     shortfall: str | None = None
+    started: RunStarted | None = None
 
 
 def _check_html_destination(path: str) -> None:
@@ -232,6 +246,21 @@ def _check_html_destination(path: str) -> None:
         check_file_destination("--html", Path(path))
     except CliError as exc:
         raise UsageError(exc.message) from None
+
+
+def _from_reports(sources: list[InputSource]) -> tuple[_Found | None, int]:
+    """The last of the SelectionReport files given (named by its file: a report holds
+    no run id), and how many were read."""
+    last: _Found | None = None
+    for source in sources:
+        try:
+            report = SelectionReport.from_json(read_whole(source).decode("utf-8"))
+        except (CupelError, ValueError, RecursionError) as exc:
+            raise UsageError(f"cannot read the report file {safe(source.name)}: "
+                             f"{describe(exc) if isinstance(exc, CupelError) else exc}"
+                             ) from None
+        last = _Found(f"(from {source.name})", report, None)
+    return last, len(sources)
 
 
 def _from_traces(sources: list[InputSource], run_id: str | None
@@ -253,23 +282,32 @@ def _from_traces(sources: list[InputSource], run_id: str | None
             raise UsageError(f"cannot read the trace file {source.name}: "
                              f"{type(exc).__name__}: {exc}") from None
         for entry in runs:
-            budget = next((event.budget for event in entry.events
-                           if isinstance(event, RunStarted)), None)
+            started = next((event for event in entry.events
+                            if isinstance(event, RunStarted)), None)
+            budget = None if started is None else started.budget
             if run_id is not None:
                 if entry.run_id == run_id:
-                    return _Found(entry.run_id, entry.report, budget), 1
+                    return _Found(entry.run_id, entry.report, budget, started=started), 1
                 continue
             count += 1
-            last = _Found(entry.run_id, entry.report, budget)
+            last = _Found(entry.run_id, entry.report, budget, started=started)
     return last, count
 
 
 def _print_report(run_id: str, report: SelectionReport, run: LoggedRun | None,
-                  budget: ContextBudget | None = None) -> None:
-    from rich.table import Table  # noqa: PLC0415 - rich is the cli extra's
-
+                  budget: ContextBudget | None = None,
+                  started: RunStarted | None = None) -> None:
     console = new_console()
+    if started is None and run is not None:
+        started = run.started
+    held = report.total_candidates
+    announced = None if started is None else started.candidate_count
     headline = incomplete_headline(report)  # the loss first, with its cause and fix
+    if headline is not None and announced is not None and held * 2 < announced:
+        # One first line: that most of the run is missing, then the loss's cause and fix.
+        headline = (f"INCOMPLETE: most of this run is missing (the report holds {held:,} "
+                    f"of the {announced:,} candidates the run announced): "
+                    + headline.split(": ", 2)[-1])
     if headline is not None:
         console.print(headline)
     head = f"Run {safe(run_id)}"
@@ -284,28 +322,12 @@ def _print_report(run_id: str, report: SelectionReport, run: LoggedRun | None,
     if run is not None and run.started is not None:
         pipeline = ", ".join(f"{k}={safe(str(v), 80)}" for k, v in run.started.pipeline.items())
         console.print(f"Pipeline: {pipeline}")
-    used = sum(entry.item.tokens for entry in report.included)
-    console.print(f"Selected {len(report.included)} of {report.total_candidates} candidates: "
-                  f"{used} of {report.total_tokens_considered} tokens considered")
+    _print_totals(console, report, started)
     counter = estimated_counter(report, None if run is None else run.started)
     if counter is not None:
         console.print(f"Token counts are estimates ({safe(counter)}), not exact counts")
-    included = Table(title="Included, in placed order")
-    for column in ("#", "score", "tokens", "kind", "reason", "content"):
-        included.add_column(column, overflow="fold")
-    for position, entry in enumerate(report.included):
-        included.add_row(str(position), f"{entry.score:.4f}", _tokens_cell(entry.item),
-                         safe(entry.item.kind.value, 20), safe(entry.reason.name),
-                         safe(entry.item.content, 100))
+    included, excluded = entry_tables(report, content_width=100)
     console.print(included)
-    excluded = Table(title="Excluded, highest score first")
-    for column in ("score", "tokens", "kind", "reason", "content"):
-        excluded.add_column(column, overflow="fold")
-    for left_out in report.excluded:
-        excluded.add_row(f"{left_out.score:.4f}", _tokens_cell(left_out.item),
-                         safe(left_out.item.kind.value, 20),
-                         reason_text(reason_to_dict(left_out.reason)),
-                         safe(left_out.item.content, 100))
     console.print(excluded)
     stages = ", ".join(f"{event.stage} {event.duration_ms:.3f} ms ({event.item_count} in)"
                        for event in report.events)
@@ -321,11 +343,22 @@ def _print_report(run_id: str, report: SelectionReport, run: LoggedRun | None,
             console.print(f"  - {safe(problem, 300)}")
 
 
-def _tokens_cell(item: ContextItem) -> str:
-    """The tokens, and the original size of an item trimmed before selection."""
-    if item.original_tokens is None or item.original_tokens == item.tokens:
-        return str(item.tokens)
-    return f"{item.tokens} (trimmed from {item.original_tokens:,})"
+def _print_totals(console: Any, report: SelectionReport, started: RunStarted | None) -> None:
+    """The totals: over the items the report holds (the specification's), and, when the
+    report is not whole, what the run announced, on a line of its own."""
+    used = sum(entry.item.tokens for entry in report.included)
+    if report.is_complete:
+        console.print(f"Selected {len(report.included)} of {report.total_candidates} "
+                      f"candidates: {used} of {report.total_tokens_considered} tokens "
+                      "considered")
+        return
+    console.print(f"In this report (incomplete): {len(report.included):,} selected and "
+                  f"{len(report.excluded):,} left out of the {report.total_candidates:,} "
+                  f"candidates it holds; tokens over those items: {used:,} selected, "
+                  f"{report.total_tokens_considered:,} in all")
+    if started is not None:
+        console.print(f"Announced by the run: {started.candidate_count:,} candidates, "
+                      f"{started.candidate_tokens:,} tokens")
 
 
 REPORT = _Report()

@@ -49,6 +49,7 @@ from ._config import (
     resolve_policy,
 )
 from ._inputs import parse_candidates
+from ._invocation import invoked_as, require_cli_extra
 from ._summary import print_selection
 from ._telemetry import (
     OTLP_INSTALL_HINT,
@@ -483,6 +484,8 @@ def run_demo(args: argparse.Namespace, /) -> int:
     """Run ``demo`` on the bundled data; write its files in ``--out``."""
     out: Path = args.out
     check_folder_destination("--out", out)
+    if not args.quiet:
+        require_cli_extra()  # before anything is written
     if args.audit_log is not None and args.audit_log.is_dir():
         raise CliError(f"--audit-log {safe(str(args.audit_log))}: is a folder, not a file")
     _check_otlp_installed(args)
@@ -525,12 +528,14 @@ def run_demo(args: argparse.Namespace, /) -> int:
             print(f"  {safe(str(output.path)):<{width}}  {output.label}")
         if trace is None:
             print(f"  (no trace file: {TraceFile.why_not})")
+        command = invoked_as()
         print("Next:")
         if outcome.trace_text:
-            print(f"  cupellation report {safe(str(out / 'trace.jsonl'))}")
-        print(f"  cupellation select {safe(str(out / 'candidates.json'))} --policy "
+            print(f"  {command} report {safe(str(out / 'trace.jsonl'))}")
+        print(f"  {command} report {safe(str(out / 'report.json'))}")
+        print(f"  {command} select {safe(str(out / 'candidates.json'))} --policy "
               f"{safe(str(out / 'policy.toml'))} --format text")
-        print("  cupellation presets")
+        print(f"  {command} presets")
     if outcome.failure is not None:
         print(_failure_line(outcome.failure), file=sys.stderr)
         return FAILED

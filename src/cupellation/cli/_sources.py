@@ -28,8 +28,10 @@ _TRACE_START = re.compile(
     rb'\[?\s*\{\s*"(resourceSpans|data|batches|traces)"\s*:\s*\['  # OTLP, Jaeger, Phoenix, MLflow
     rb'|\[?\s*\{\s*"(trace|result|info)"\s*:\s*\{')  # Tempo v2, Jaeger v3, Trace.to_json()
 
+_REPORT_START = re.compile(rb'\{\s*"events"\s*:\s*\[')  # a SelectionReport's JSON
+
 #: What an input holds.
-SourceKind = Literal["log", "trace"]
+SourceKind = Literal["log", "trace", "report"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +84,15 @@ def _looks_like_trace(head: bytes) -> bool:
     return b'"resourceSpans"' in first or _TRACE_START.match(text) is not None
 
 
+def _kind(head: bytes) -> SourceKind:
+    """What a source holds, from its first bytes."""
+    if _looks_like_trace(head):
+        return "trace"
+    if _REPORT_START.match(head.lstrip(b"\xef\xbb\xbf \t\r\n")) is not None:
+        return "report"
+    return "log"
+
+
 def _open_once(path: str) -> tuple[str, IO[bytes], bool]:
     if path == "-":
         stdin = sys.stdin
@@ -112,8 +123,7 @@ def _open_source(path: str) -> InputSource:
                     head = handle.read(SNIFF_BYTES)
             except OSError:
                 head = b""
-            return InputSource(path, "trace" if _looks_like_trace(head) else "log", path,
-                               owned=False)
+            return InputSource(path, _kind(head), path, owned=False)
     name, stream, owned = _open_once(path)
     try:
         # Standard input belongs to the process: closing the replay must not close it.
@@ -123,8 +133,7 @@ def _open_source(path: str) -> InputSource:
             stream.close()
         raise UsageError(f"cannot read {safe(name)}: {safe(exc.strerror or str(exc))}") \
             from None
-    return InputSource(name, "trace" if _looks_like_trace(head) else "log", replay,
-                       owned=True)
+    return InputSource(name, _kind(head), replay, owned=True)
 
 
 def open_sources(paths: list[str]) -> list[InputSource]:

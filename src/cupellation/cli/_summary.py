@@ -13,7 +13,11 @@ from ..events import StageCompleted
 from ..reasons import reason_to_dict
 from ._common import safe
 
-__all__ = ["incomplete_headline", "print_selection"]
+__all__ = ["entry_tables", "incomplete_headline", "print_selection"]
+
+#: One table style for the CLI's tables and the HTML page's: numbered from 1, these
+#: columns in this order, scores to 3 decimals.
+_COLUMNS = ("#", "score", "reason", "kind", "tokens", "content")
 
 
 def incomplete_headline(report: SelectionReport) -> str | None:
@@ -37,6 +41,37 @@ def _reason_text(wire: dict[str, Any]) -> str:
     return f"{wire['reason']}({data})" if data else str(wire["reason"])
 
 
+def _tokens_cell(item: Any) -> str:
+    """The tokens, and the original size of an item trimmed before selection."""
+    if item.original_tokens is None or item.original_tokens == item.tokens:
+        return str(item.tokens)
+    return f"{item.tokens} (trimmed from {item.original_tokens:,})"
+
+
+def entry_tables(report: SelectionReport, *, content_width: int) -> tuple[Any, Any]:
+    """The included (placed order) and excluded (highest score first) tables, in the
+    HTML page's style: rows numbered from 1, # score reason kind tokens content."""
+    from rich.table import Table  # noqa: PLC0415 - rich is the cli extra's
+
+    tables = []
+    lists: tuple[tuple[str, Sequence[Any], bool], ...] = (
+        ("Included, in placed order", report.included, False),
+        ("Excluded, highest score first", report.excluded, True))
+    for title, entries, excluded in lists:
+        table = Table(title=title, title_justify="left")
+        for column in _COLUMNS:
+            table.add_column(column, overflow="fold", justify="right" if column in (
+                "#", "score", "tokens") else "left")
+        for number, entry in enumerate(entries, start=1):
+            reason = (_reason_text(reason_to_dict(entry.reason)) if excluded
+                      else safe(entry.reason.name))
+            table.add_row(str(number), f"{entry.score:.3f}", reason,
+                          safe(entry.item.kind.value, 20), _tokens_cell(entry.item),
+                          safe(entry.item.content, content_width))
+        tables.append(table)
+    return tables[0], tables[1]
+
+
 def _stage_line(report: SelectionReport, stages: Sequence[StageCompleted]) -> str:
     """Each stage's time, and the items that went in and came out of it (from the
     run's stage events; the report alone knows only the items in)."""
@@ -54,8 +89,6 @@ def print_selection(console: Any, report: SelectionReport, budget: ContextBudget
                     stages: Sequence[StageCompleted] = ()) -> None:
     """Print ``report`` on a rich ``console``; ``stages`` (the run's stage events)
     give the stage line its items in and out."""
-    from rich.table import Table  # noqa: PLC0415 - rich is the cli extra's
-
     headline = incomplete_headline(report)
     if headline is not None:
         console.print(headline)
@@ -64,26 +97,10 @@ def print_selection(console: Any, report: SelectionReport, budget: ContextBudget
                   f"{report.total_candidates} candidates, {used} tokens (target "
                   f"{budget.target_tokens}, max {budget.max_tokens}, output reserve "
                   f"{budget.output_reserve})")
-    included = Table(title="Included, in placed order", title_justify="left")
-    for column in ("#", "reason", "score", "tokens", "kind", "content"):
-        included.add_column(column, overflow="fold",
-                            justify="right" if column in ("#", "score", "tokens") else "left")
-    for position, entry in enumerate(report.included):
-        included.add_row(str(position), safe(entry.reason.name), f"{entry.score:.3f}",
-                         str(entry.item.tokens), safe(entry.item.kind.value, 20),
-                         safe(entry.item.content, content_width))
+    included, excluded = entry_tables(report, content_width=content_width)
     console.print(included)
     if not report.excluded:
         console.print("Excluded: none")
-    excluded = Table(title="Excluded, highest score first", title_justify="left")
-    for column in ("reason", "score", "tokens", "kind", "content"):
-        excluded.add_column(column, overflow="fold",
-                            justify="right" if column in ("score", "tokens") else "left")
-    for left_out in report.excluded:
-        excluded.add_row(_reason_text(reason_to_dict(left_out.reason)),
-                         f"{left_out.score:.3f}", str(left_out.item.tokens),
-                         safe(left_out.item.kind.value, 20),
-                         safe(left_out.item.content, content_width))
     if report.excluded:
         console.print(excluded)
     console.print(_stage_line(report, stages))

@@ -22,6 +22,7 @@ from typing import Any, Final
 from ..events import resolve_service
 from ..otel import SpanCollector
 from ._common import CliError, safe
+from ._tracelinks import RootIds, trace_lines
 
 __all__ = [
     "CLI_SERVICE",
@@ -150,6 +151,9 @@ class Otlp:
             self._detach()
             raise CliError(f"--otlp: {safe(str(exc), 300)}") from None
         self.endpoint = _endpoint(str(getattr(self.providers, "protocol", "")))
+        # The runs' trace and run ids, to say where they went (see close).
+        self._roots = RootIds()
+        self.providers.tracer_provider.add_span_processor(self._roots)
         self.collector = SpanCollector(tracer_provider=self.providers.tracer_provider,
                                        meter_provider=self.providers.meter_provider,
                                        tier=tier, content_capture=content,
@@ -178,6 +182,18 @@ class Otlp:
                                 self.endpoint, dropped, first)
         elif messages:
             _CLI_LOGGER.warning("--otlp%s", first)
+        else:  # (after a failed export there is no trace to point to)
+            _print_lines(trace_lines(self.endpoint, self._roots.roots))
+
+
+def _print_lines(lines: Sequence[str]) -> None:
+    """``lines`` on standard error (nothing when it is gone)."""
+    stream = sys.stderr
+    if stream is None or not lines:
+        return
+    with contextlib.suppress(OSError, ValueError):
+        stream.write("".join(line + "\n" for line in lines))
+        stream.flush()
 
 
 # -- the demo's trace file -----------------------------------------------------------

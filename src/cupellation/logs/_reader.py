@@ -231,6 +231,11 @@ class LogReader(Iterator[LoggedRun]):
         """True when ``since`` or ``until`` was given."""
         return self._since is not None or self._until is not None
 
+    @property
+    def time_window(self) -> tuple[datetime | None, datetime | None]:
+        """``since`` and ``until`` as read (None where not given)."""
+        return self._since, self._until
+
     def _expand(self, sources: list[Source], rotated: bool) -> list[Source]:
         expanded: list[Source] = []
         seen: set[str] = set()

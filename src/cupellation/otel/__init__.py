@@ -124,8 +124,8 @@ run's digest from the rebuilt events (``RebuiltRun.verification``: ``verified``,
 ``sha256:`` digest detects corruption, not tampering; a key (``digest_key=`` or
 ``CUPELLATION_DIGEST_KEY``) makes it an HMAC that also detects tampering. The columns
 layout's digest is ``sha256-columns:`` (``hmac-sha256-columns:``), computed over the
-column chunks exactly as written and the lines of the run and stage events (see
-``cupellation.otel._digest`` for its canonical form); the events layout's is the line
+column chunks exactly as written and the lines of the run and stage events (the
+decisions page gives its canonical form); the events layout's is the line
 form, ``sha256:`` (``hmac-sha256:``). Readers tell the form by its prefix. A reader
 holding a key lists a run not signed with it (no digest, a plain form) in
 ``incomplete``; one without a key lists a keyed run as "signature not checked".

@@ -59,7 +59,9 @@ from ._names import (
     RUN_ID,
     SPAN_STAGES,
     STAGE_DURATION,
+    STAGE_IN,
     STAGE_NAME,
+    STAGE_OUT,
     UTILIZATION,
     check_totals,
     other_attributes,
@@ -80,6 +82,8 @@ from ._values import (
     identity_attributes,
     input_value,
     output_value,
+    stage_input_value,
+    stage_output_value,
 )
 
 __all__ = ["CAPTURE_CONTENT_ENV", "SpanCollector"]
@@ -91,6 +95,7 @@ _logger = logging.getLogger("cupellation")
 CAPTURE_CONTENT_ENV: Final = CAPTURE_ENV_VAR
 
 _SPAN_STAGES = frozenset(SPAN_STAGES)
+ITEM_TOKENS_COLUMN: Final = "cupel.exclusion.item_tokens"
 
 
 class SpanCollector:
@@ -323,6 +328,8 @@ class SpanCollector:
         root = tracer.start_span(ROOT_SPAN, attributes=attributes)
         run.root = root
         run.recording = root.is_recording()
+        trace_id = root.get_span_context().trace_id
+        run.trace_id = format(trace_id, "032x") if trace_id else None
         run.root_attributes = attributes
         run.root_context = trace.set_span_in_context(root)
         run.root_token = otel_context.attach(run.root_context)
@@ -339,6 +346,9 @@ class SpanCollector:
         attributes = stage_event_attributes(event)
         if event.stage in _SPAN_STAGES:
             attributes.update(BACKEND_ATTRIBUTES)
+            attributes[INPUT_VALUE] = stage_input_value(stage_label(event.stage),
+                                                        event.items_in)
+            attributes[INPUT_MIME] = JSON_MIME
             assert run.tracer is not None
             span = run.tracer.start_span(stage_span_name(event.stage),
                                          context=run.root_context, attributes=attributes)
@@ -351,6 +361,7 @@ class SpanCollector:
             run.stage_attributes = attributes
             run.stage_totals = [0, 0]
             run.stage_exclusions = 0
+            run.stage_dropped = []
             run.stage_token = otel_context.attach(trace.set_span_in_context(span))
         else:
             del attributes[RUN_ID]
@@ -407,6 +418,8 @@ class SpanCollector:
                 if run.stage_columns:
                     name = stage_span_name(str(written.get(STAGE_NAME, "")))
                     new.update(run.write_columns(span, name, run.stage_columns, end_ns))
+                new[OUTPUT_VALUE] = self._stage_output(run, written, completion)
+                new[OUTPUT_MIME] = JSON_MIME
                 count, length = check_totals({**written, **new})
                 new[CHECK_COUNT] = count + run.stage_totals[0]
                 new[CHECK_TEXT] = length + run.stage_totals[1]
@@ -418,6 +431,23 @@ class SpanCollector:
         finally:
             if token is not None:
                 otel_context.detach(token)
+
+    def _stage_output(self, run: RunState, written: dict[str, Any],
+                      completion: dict[str, Any] | None) -> str:
+        """A stage span's ``output.value``, from the counts its events carry and the
+        batches it dropped (none held at StageOnly)."""
+        done = completion or {}
+        duration = done.get(STAGE_DURATION)
+        items_in, items_out = done.get(STAGE_IN, written.get(STAGE_IN)), done.get(STAGE_OUT)
+        return stage_output_value(
+            stage=str(written.get(STAGE_NAME, "")),
+            items_in=items_in if type(items_in) is int else None,
+            items_out=items_out if type(items_out) is int else None,
+            duration_ms=duration if type(duration) is float else None,
+            dropped=(None if self._level is TraceDetailLevel.STAGE_ONLY
+                     else run.stage_dropped),
+            capture=self._capture, cap=self._value_cap, trace_id=run.trace_id,
+            tokens=run.dropped_tokens)
 
     def _on_batch(self, batch: ItemEventBatch) -> None:
         run = self._get(batch.run_id)
@@ -436,12 +466,16 @@ class SpanCollector:
                 return
             on_stage = run.stage_span is not None and run.stage == batch.stage
             stage = flat_stage(run.stage) if on_stage else None
+            if on_stage:
+                run.stage_dropped.append(batch)
             if self._layout is SpanLayout.COLUMNS:
                 target = run.stage_columns if on_stage else run.root_columns
                 columns = exclusion_batch_columns(batch, self._capture, stage)
                 if columns is not None:
                     target.add_columns(EXCLUSION_EVENT, *columns)
                     added = columns[0]
+                    # The tokens column, for the summaries' largest-first lists.
+                    run.dropped_tokens[id(batch)] = columns[1][ITEM_TOKENS_COLUMN]
                 else:
                     rows = exclusion_batch_attributes(batch, self._capture, stage)[0]
                     added = target.add(EXCLUSION_EVENT, rows)
@@ -558,9 +592,11 @@ class SpanCollector:
             included_count=end.get("cupel.run.included_count"),
             included_tokens=end.get("cupel.run.included_tokens"),
             excluded_count=end.get("cupel.run.excluded_count"),
-            kept=run.kept, dropped=run.dropped, capture=self._capture, cap=self._value_cap)
+            kept=run.kept, dropped=run.dropped, capture=self._capture, cap=self._value_cap,
+            trace_id=run.trace_id, tokens=run.dropped_tokens)
         new[OUTPUT_MIME] = JSON_MIME
         run.kept = run.dropped = []
+        run.dropped_tokens = {}
         if self._layout is SpanLayout.COLUMNS:
             new[DIGEST] = columns_digest(run.lines.digest(), run.blocks, self._key)
         count, length = check_totals({**written, **new})

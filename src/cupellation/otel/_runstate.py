@@ -66,12 +66,15 @@ def add_events(carrier: Span | None, name: str, encoded: Encoded, totals: list[i
 class RunState:
     """One run's open spans, attached contexts and running totals."""
 
-    __slots__ = ("blocks", "dropped", "included", "instruments", "internal", "kept", "lines",
+    __slots__ = ("blocks", "dropped", "dropped_tokens", "included", "instruments", "internal",
+                 "kept", "lines",
                  "recording", "root",
                  "root_attributes",
                  "root_columns", "root_context", "root_token", "root_totals", "run_id", "stage",
-                 "stage_attributes", "stage_columns", "stage_exclusions", "stage_span",
-                 "stage_start_ns", "stage_token", "stage_totals", "target_tokens", "tracer")
+                 "stage_attributes", "stage_columns", "stage_dropped", "stage_exclusions",
+                 "stage_span",
+                 "stage_start_ns", "stage_token", "stage_totals", "target_tokens", "trace_id",
+                 "tracer")
 
     def __init__(self, run_id: str, tracer: Tracer | None, instruments: Instruments | None,
                  target_tokens: int) -> None:
@@ -91,6 +94,10 @@ class RunState:
         self.stage_attributes: dict[str, Any] = {}
         self.stage_totals = [0, 0]
         self.stage_exclusions = 0
+        # The open stage's exclusion batches, for its output.value.
+        self.stage_dropped: list[ItemEventBatch] = []
+        # The root's trace id (hex), for the summaries' "how to see the rest".
+        self.trace_id: str | None = None
         self.stage_start_ns: int | None = None
         # The columns layout: the item-event rows gathered for the open stage span and
         # for the root.
@@ -103,6 +110,8 @@ class RunState:
         # Every batch of kept and dropped items, for output.value.
         self.kept: list[ItemEventBatch] = []
         self.dropped: list[ItemEventBatch] = []
+        # Each dropped batch's tokens column where the columns layout built it (by id).
+        self.dropped_tokens: dict[int, list[int]] = {}
         # The columns layout's digest: the SHA-256 of the lines of the events that are
         # not column rows, and each carrier's block digest (see ._digest).
         self.lines = hashlib.sha256()

@@ -1,14 +1,21 @@
-"""The root span's ``input.value`` / ``output.value``: what LLM trace tools (Phoenix,
+"""The spans' ``input.value`` / ``output.value``: what LLM trace tools (Phoenix,
 Langfuse, MLflow) show in their input and output panes, read by exact key.
 
-Both are compact JSON (``input.mime_type`` / ``output.mime_type`` =
+Each is compact JSON (``input.mime_type`` / ``output.mime_type`` =
 ``application/json``) of at most ``cap`` UTF-8 bytes (2,048 by default, Tempo's
-``max_attribute_bytes``: these keys cannot be split). The input holds the budget
-and the candidates' count and tokens. The output holds the outcome, the kept and
-dropped counts and tokens and every exclusion reason's count in full, then the
-first kept and dropped items by score (candidate index, kind, tokens, score,
-reason and its numbers; content per the capture policy: none under ``none``, the
-digest under ``hash``, at most 160 characters under ``full``) while they fit.
+``max_attribute_bytes``: these keys cannot be split), and starts with a ``summary``
+in words, the first characters a trace list shows (``"kept 16 of 22, dropped 6: 4
+budget, 1 negative tokens, 1 duplicate"``). The root's input holds the budget and the
+candidates' count and tokens; its output the outcome, the kept and dropped counts and
+tokens and every exclusion reason's count in full, then the dropped items (the largest
+first) and the kept ones (by score). A stage span's input holds the items it was given;
+its output the counts in and out and the duration, and from StageAndExclusions up the
+stage's decisions by reason and its dropped items, the largest first. Every list says
+how many it shows ``of`` how many, and ``more`` names the command that reads the whole
+trace back. Numbers are rounded to 3 decimals; the columns keep every digit. Items show
+candidate index, kind, tokens, score, reason and its numbers; content per the capture
+policy: none under ``none``, the digest under ``hash``, at most 160 characters under
+``full``.
 
 The application's ``session.id``, ``user.id`` and ``gen_ai.conversation.id`` go on
 the root from the run's :class:`~cupellation.RunInfo`, or else from the
@@ -18,9 +25,10 @@ OpenTelemetry context keys ``session.id`` / ``user.id`` that OpenInference's
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 import msgspec
@@ -38,7 +46,13 @@ __all__ = [
     "OUTPUT_VALUE",
     "identity_attributes",
     "input_value",
+    "more_hint",
+    "outcome_words",
     "output_value",
+    "reason_counts",
+    "shown_items",
+    "stage_input_value",
+    "stage_output_value",
 ]
 
 INPUT_VALUE: Final = "input.value"
@@ -50,11 +64,22 @@ JSON_MIME: Final = "application/json"
 DEFAULT_VALUE_CAP: Final = 2048
 #: Content shown per item under ``full`` capture, in characters.
 _CONTENT_CHARS: Final = 160
-#: Items considered for each list (the first by score).
+#: Items considered for each list (the first by score, or by tokens for dropped ones).
 _CONSIDERED: Final = 64
+#: Decimals of a score (or any other fractional number) shown in a summary; the
+#: columns keep every digit.
+_DECIMALS: Final = 3
 
 _encode = msgspec.json.Encoder().encode
 _KNOWN: Final = frozenset(KNOWN_EXCLUSION_REASONS.values())
+#: Each reason in the words of the summary line ("kept 16 of 22, dropped 6: 4 budget").
+_WORDS: Final = {
+    "BudgetExceeded": "budget", "NegativeTokens": "negative tokens",
+    "Deduplicated": "duplicate", "CountCapExceeded": "count cap",
+    "PinnedOverride": "pinned override", "ScoredTooLow": "scored too low",
+    "QuotaCapExceeded": "quota cap", "QuotaRequireDisplaced": "quota displaced",
+    "Filtered": "filtered", "CountRequireCandidatesExhausted": "count requirement",
+}
 
 
 def identity_attributes(started: RunStarted) -> dict[str, str]:
@@ -73,9 +98,12 @@ def identity_attributes(started: RunStarted) -> dict[str, str]:
 
 
 def input_value(started: RunStarted) -> str:
-    """The run's input: its budget and candidates."""
+    """The run's input: a line in words, then its budget and candidates."""
     budget = started.budget
     return _encode({
+        "summary": (f"{started.candidate_count:,} candidates, "
+                    f"{started.candidate_tokens:,} tokens; target {budget.target_tokens:,} "
+                    f"of max {budget.max_tokens:,}"),
         "budget": {"max_tokens": budget.max_tokens, "target_tokens": budget.target_tokens,
                    "output_reserve": budget.output_reserve},
         "candidates": {"count": started.candidate_count, "tokens": started.candidate_tokens},
@@ -83,15 +111,24 @@ def input_value(started: RunStarted) -> str:
     }).decode("utf-8")
 
 
+def _shown_number(value: Any) -> Any:
+    """A float rounded for people (a bool or an int as it is)."""
+    if type(value) is float and math.isfinite(value):
+        return round(value, _DECIMALS)
+    return value
+
+
 def _item(index: int, item: Any, score: float, reason: Any,
           capture: ContentCapture) -> dict[str, Any]:
     out: dict[str, Any] = {"index": index, "kind": item.kind.value, "tokens": item.tokens,
-                           "score": score, "reason": reason.name}
+                           "score": _shown_number(score), "reason": reason.name}
     if item.original_tokens is not None:  # trimmed: what it counted before
         out["original_tokens"] = item.original_tokens
     fields = reason_fields(reason)
     if fields:
-        out.update({k: v for k, v in fields.items() if k not in out})
+        # (BudgetExceeded's item_tokens repeats the item's tokens: shown once.)
+        out.update({k: _shown_number(v) for k, v in fields.items()
+                    if k not in out and not (k == "item_tokens" and v == item.tokens)})
     if capture is ContentCapture.FULL:
         content = item.content
         out["content"] = (content if len(content) <= _CONTENT_CHARS
@@ -101,28 +138,36 @@ def _item(index: int, item: Any, score: float, reason: Any,
     return out
 
 
-def _top(batches: Sequence[ItemEventBatch]) -> list[tuple[float, int, int, int]]:
-    """(score, -order, batch, position) of the first items by score (ties in the
-    order the items came; NaN scores never shown)."""
-    out: list[tuple[float, int, int, int]] = []
+def _top(batches: Sequence[ItemEventBatch], by_tokens: bool,
+         tokens: Mapping[int, Sequence[int]] | None = None) -> list[tuple[Any, ...]]:
+    """(key, -order, batch, position) of the first items: by score, or (dropped items,
+    the largest loss first) by tokens; ties in the order the items came, NaN scores
+    never shown. Each batch's own arrays are ranked with a C-level key and a bounded
+    heap, so a large run costs one pass over its tokens, not a sort. ``tokens`` holds a
+    batch's tokens column where the projection already built it (by ``id(batch)``)."""
+    out: list[tuple[Any, ...]] = []
     order = 0
     for b, batch in enumerate(batches):
         scores = batch.scores
-        ranked = sorted(range(len(scores)), key=scores.__getitem__, reverse=True)
-        if any(map(math.isnan, scores)):
-            ranked = [k for k in ranked if not math.isnan(scores[k])]
-        out.extend((scores[k], -(order + k), b, k) for k in ranked[:_CONSIDERED])
+        keys: Sequence[Any] = scores
+        if by_tokens:
+            built = None if tokens is None else tokens.get(id(batch))
+            keys = built if built is not None else [item.tokens for item in batch.items]
+        wanted = _CONSIDERED
+        nan = any(map(math.isnan, scores))
+        if nan:
+            wanted = len(scores)  # (rare) rank all, then leave the NaN ones out
+        ranked = heapq.nlargest(wanted, range(len(scores)), key=keys.__getitem__)
+        if nan:
+            ranked = [k for k in ranked if not math.isnan(scores[k])][:_CONSIDERED]
+        out.extend((keys[k], -(order + k), b, k) for k in ranked)
         order += len(scores)
     out.sort(reverse=True)
     return out[:_CONSIDERED]
 
 
-def output_value(*, outcome: str, included_count: int | None, included_tokens: int | None,
-                 excluded_count: int | None, kept: Sequence[ItemEventBatch],
-                 dropped: Sequence[ItemEventBatch], capture: ContentCapture,
-                 cap: int) -> str:
-    """The run's output: counts and reasons in full, then the first kept and dropped
-    items by score while the JSON stays within ``cap`` bytes."""
+def reason_counts(dropped: Iterable[ItemEventBatch]) -> dict[str, int]:
+    """How many dropped items each reason names, the most frequent first."""
     reasons: Counter[str] = Counter()
     for batch in dropped:
         for kind, count in Counter(map(type, batch.reasons)).items():
@@ -130,34 +175,121 @@ def output_value(*, outcome: str, included_count: int | None, included_tokens: i
                 reasons[kind.__name__] += count  # a known variant is named by its class
             else:
                 reasons.update(r.name for r in batch.reasons if type(r) is kind)
+    return dict(reasons.most_common())
+
+
+def outcome_words(kept: int | None, dropped: int | None, reasons: dict[str, int]) -> str:
+    """The outcome in words, for the first characters a trace list shows:
+    ``"kept 16 of 22, dropped 6: 4 budget, 1 negative tokens, 1 duplicate"``."""
+    if kept is None or dropped is None:
+        return "no counts"
+    text = f"kept {kept:,} of {kept + dropped:,}, dropped {dropped:,}"
+    if reasons:
+        text += ": " + ", ".join(f"{count:,} {_WORDS.get(name, name)}"
+                                 for name, count in reasons.items())
+    return text
+
+
+def more_hint(trace_id: str | None) -> str:
+    """How to see every item of the run: the command that reads the trace back."""
+    trace = trace_id or "TRACE_ID"
+    return ("every item and its reason: cupellation report --from "
+            f"phoenix|mlflow|jaeger|tempo URL --trace {trace}")
+
+
+def shown_items(document: dict[str, Any], lists: Sequence[tuple[str, Sequence[ItemEventBatch],
+                                                                int | None, bool]],
+                capture: ContentCapture, cap: int,
+                tokens: Mapping[int, Sequence[int]] | None = None) -> None:
+    """Fill each list of ``document`` (``{"shown": n, "of": total, "items": [...]}``)
+    with its first items while the JSON stays within ``cap`` bytes. ``lists`` holds
+    (key, batches, total, by_tokens), the most wanted first: the first list may take
+    two thirds of the room, the others share the rest, then what is left goes to each
+    in turn (so the first list never crowds the others out)."""
+    for key, batches, total, _ in lists:
+        held = sum(len(batch) for batch in batches)
+        document[key] = {"shown": 0, "of": held if total is None else total, "items": []}
+    size = len(_encode(document))
+    room = max(cap - size, 0)
+    queues = [(document[key], batches, _top(batches, by_tokens, tokens))
+              for key, batches, _, by_tokens in lists]
+    shares = [2 / 3] + [1 / 3 / max(len(lists) - 1, 1)] * (len(lists) - 1)
+    if len(lists) == 1:
+        shares = [1.0]
+    for last in (False, True):
+        for (block, batches, top), portion in zip(queues, shares, strict=True):
+            limit = cap if last else size + int(room * portion)
+            while block["shown"] < len(top):
+                _, _, b, k = top[block["shown"]]
+                batch = batches[b]
+                entry = _item(batch.candidate_indices[k], batch.items[k], batch.scores[k],
+                              batch.reasons[k], capture)
+                # The entry, its comma, and a digit the shown count may gain.
+                extra = len(_encode(entry)) + (1 if block["shown"] else 0) + 1
+                if size + extra > min(limit, cap):
+                    break
+                block["items"].append(entry)
+                block["shown"] += 1
+                size += extra
+
+
+def output_value(*, outcome: str, included_count: int | None, included_tokens: int | None,
+                 excluded_count: int | None, kept: Sequence[ItemEventBatch],
+                 dropped: Sequence[ItemEventBatch], capture: ContentCapture,
+                 cap: int, trace_id: str | None = None,
+                 tokens: Mapping[int, Sequence[int]] | None = None) -> str:
+    """The run's output: the outcome in words, counts and reasons in full, then the
+    dropped items (the largest first) and the kept ones (by score) while the JSON stays
+    within ``cap`` bytes, each list saying how many it shows of how many, and the
+    command that shows the rest."""
+    reasons = reason_counts(dropped)
+    words = outcome_words(included_count, excluded_count, reasons)
     document: dict[str, Any] = {
+        "summary": words if outcome == "completed" else f"{outcome}: {words}",
         "outcome": outcome,
         "kept": {"count": included_count, "tokens": included_tokens},
-        "dropped": {"count": excluded_count, "reasons": dict(reasons.most_common())},
-        "kept_items": [], "dropped_items": []}
-    size = len(_encode(document))
-    queues = []
-    for key, batches in (("kept_items", kept), ("dropped_items", dropped)):
-        top = _top(batches)
-        queues.append((key, batches, top))
-    shown = {"kept_items": 0, "dropped_items": 0}
-    progress = True
-    while progress:
-        progress = False
-        for key, batches, top in queues:
-            if shown[key] >= len(top):
-                continue
-            score, _, b, k = top[shown[key]]
-            batch = batches[b]
-            entry = _item(batch.candidate_indices[k], batch.items[k], score,
-                          batch.reasons[k], capture)
-            extra = len(_encode(entry)) + (1 if shown[key] else 0)
-            if size + extra > cap:
-                continue
-            document[key].append(entry)
-            size += extra
-            shown[key] += 1
-            progress = True
+        "dropped": {"count": excluded_count, "reasons": reasons}}
+    lists = [("dropped_items", dropped, excluded_count, True),
+             ("kept_items", kept, included_count, False)]
+    document["more"] = more_hint(trace_id)
+    shown_items(document, lists, capture, cap, tokens)
+    document["more"] = document.pop("more")  # last: after the lists it completes
     text = _encode(document).decode("utf-8")
     return text if len(text.encode("utf-8")) <= cap else _encode(
-        {"outcome": outcome, "note": "counts exceed the output.value cap"}).decode("utf-8")
+        {"summary": document["summary"][:cap // 2], "outcome": outcome,
+         "note": "counts exceed the output.value cap"}).decode("utf-8")
+
+
+def stage_input_value(stage: str, items_in: int) -> str:
+    """A stage span's input: how many items the stage was given."""
+    return _encode({"summary": f"{stage}: {items_in:,} items in", "stage": stage,
+                    "in": items_in}).decode("utf-8")
+
+
+def stage_output_value(*, stage: str, items_in: int | None, items_out: int | None,
+                       duration_ms: float | None, dropped: Sequence[ItemEventBatch] | None,
+                       capture: ContentCapture, cap: int, trace_id: str | None,
+                       tokens: Mapping[int, Sequence[int]] | None = None) -> str:
+    """A stage span's output. ``dropped`` None (the StageOnly tier, which knows only the
+    counts): the counts in and out. Otherwise also the stage's decisions by reason and
+    its dropped items, the largest first, while the JSON stays within ``cap`` bytes,
+    saying how many it shows of how many and the command that shows the rest."""
+    words = f"{stage}: {items_in:,} in, {items_out:,} out" if (
+        items_in is not None and items_out is not None) else f"{stage}: not completed"
+    document: dict[str, Any] = {"summary": words, "stage": stage, "in": items_in,
+                                "out": items_out}
+    if duration_ms is not None:
+        document["duration_ms"] = _shown_number(duration_ms)
+    held: Sequence[ItemEventBatch] = dropped or ()
+    reasons = reason_counts(held)
+    count = sum(reasons.values())
+    if count:  # (a stage that dropped nothing has nothing to list)
+        document["summary"] = words + f"; dropped {count:,}: " + ", ".join(
+            f"{n:,} {_WORDS.get(name, name)}" for name, n in reasons.items())
+        document["dropped"] = {"count": count, "reasons": reasons}
+        document["more"] = more_hint(trace_id)
+        shown_items(document, [("dropped_items", held, count, True)], capture, cap, tokens)
+        document["more"] = document.pop("more")
+    text = _encode(document).decode("utf-8")
+    return text if len(text.encode("utf-8")) <= cap else _encode(
+        {"summary": words, "note": "counts exceed the output.value cap"}).decode("utf-8")

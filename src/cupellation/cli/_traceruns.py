@@ -1,0 +1,82 @@
+"""Trace files read by the commands that read logs (``why``, ``audit``, ``replay``,
+``diff``, ``report``): each run of an OTLP/JSON or Jaeger trace file becomes a
+:class:`~cupellation.logs.LoggedRun`, its report and digest verification the span
+decoder's, so a command takes ``out/demo/trace.jsonl`` as it takes an audit log."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+from .._report import ReportBuilder
+from ..events import RunCompleted, RunFailed, RunStarted
+from ..exceptions import CupelError
+from ..logs import LoggedRun, LogReader, ReadStats
+from ._logread import UsageError, safe
+
+__all__ = ["TraceAndLogReader", "trace_runs"]
+
+
+def _first(events: tuple[Any, ...], kind: type) -> Any:
+    return next((event for event in events if isinstance(event, kind)), None)
+
+
+def trace_runs(path: str, *, keep_events: bool = False,
+               keep_candidates: bool = False) -> list[LoggedRun]:
+    """The runs of the trace file ``path`` as logged runs (one line per file: a trace
+    file has no line numbers). Raises :class:`UsageError` naming the file when it
+    cannot be read."""
+    from ..otel import read_trace_file  # noqa: PLC0415 - only for trace files
+
+    try:
+        rebuilt = read_trace_file(path)
+    except (CupelError, OSError, ValueError, RecursionError) as exc:
+        raise UsageError(f"cannot read the trace file {safe(path)}: "
+                         f"{safe(str(exc), 300)}") from None
+    out = []
+    for run in rebuilt:
+        events = run.events
+        candidates: tuple[Any, ...] = ()
+        if keep_candidates:
+            builder = ReportBuilder()
+            for event in events:
+                builder.add(event)
+            candidates = tuple(builder.candidates())
+        out.append(LoggedRun(
+            run_id=run.run_id, report=run.report, started=_first(events, RunStarted),
+            completed=_first(events, RunCompleted), failed=_first(events, RunFailed),
+            source=path, line=1, event_count=len(events),
+            events=events if keep_events else (), verification=run.verification,
+            digest=run.digest, candidates=candidates))
+    return out
+
+
+def _wanted(run: LoggedRun, run_id: str | None, since: datetime | None,
+            until: datetime | None) -> bool:
+    if run_id is not None and run.run_id != run_id:
+        return False
+    started = run.started_at
+    if (since is not None or until is not None) and started is None:
+        return False
+    if since is not None and started is not None and started < since:
+        return False
+    return not (until is not None and started is not None and started > until)
+
+
+class TraceAndLogReader:
+    """The runs of the trace files first, then the log reader's; ``stats`` is the log
+    reader's, its ``runs`` counting the trace files' runs too."""
+
+    def __init__(self, traces: list[LoggedRun], reader: LogReader, *,
+                 run_id: str | None) -> None:
+        since, until = reader.time_window
+        self._traces = [run for run in traces if _wanted(run, run_id, since, until)]
+        self._reader = reader
+        self.stats: ReadStats = reader.stats
+
+    def __iter__(self) -> Iterator[LoggedRun]:
+        for run in self._traces:
+            self.stats.runs += 1
+            yield run
+        yield from self._reader

@@ -1,0 +1,57 @@
+"""The commands that read runs (``why``, ``audit``, ``replay``, ``diff --log``,
+``report``) take trace files as they take logs: the demo's trace.jsonl gives what its
+audit log gives."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from _cli_support import cli
+
+from cupellation.logs import read_runs
+
+
+@pytest.fixture(scope="module")
+def demos(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """Two demo runs (targets 400 and 200), each with its trace file and audit log."""
+    root = tmp_path_factory.mktemp("demos")
+    for target in ("400", "200"):
+        result = cli("demo", "--quiet", "--out", root / target, "--audit-log",
+                     root / target / "audit.jsonl", "--target-tokens", target)
+        assert result.code == 0, result.err
+    return root / "400", root / "200"
+
+
+@pytest.mark.parametrize("argv", [
+    ["why", "{trace}", "--match", "Billing FAQ"],
+    ["audit", "{trace}"],
+    ["replay", "{trace}", "--policy", "chat"],
+], ids=["why", "audit", "replay"])
+def test_a_trace_file_reads_as_its_audit_log(demos: tuple[Path, Path],
+                                             argv: list[str]) -> None:
+    """Each command prints the same for the demo's trace file as for its audit log
+    (but audit's count of log lines: a trace file has none), and exits 0 (it said "no
+    run found" for the trace file before)."""
+    demo = demos[0]
+    from_trace = cli(*[a.format(trace=demo / "trace.jsonl") for a in argv])
+    from_log = cli(*[a.format(trace=demo / "audit.jsonl") for a in argv])
+    assert from_trace.code == from_log.code == 0, from_trace.err
+
+    def shown(text: str) -> list[str]:
+        return [line for line in text.splitlines() if not line.startswith("Lines: ")]
+
+    assert shown(from_trace.out) == shown(from_log.out)
+    assert from_trace.out.strip()
+
+
+def test_diff_takes_runs_from_trace_files(demos: tuple[Path, Path]) -> None:
+    """``diff A B --log T1 --log T2`` finds both runs in trace files, as in logs."""
+    (first,), (second,) = (list(read_runs(d / "audit.jsonl")) for d in demos)
+    from_traces = cli("diff", first.run_id, second.run_id, "--log", demos[0] / "trace.jsonl",
+                      "--log", demos[1] / "trace.jsonl")
+    from_logs = cli("diff", first.run_id, second.run_id, "--log", demos[0] / "audit.jsonl",
+                    "--log", demos[1] / "audit.jsonl")
+    assert from_traces.code == from_logs.code, from_traces.err  # (1: they differ)
+    assert from_traces.out == from_logs.out
+    assert "Lost (included by A, excluded by B): 6" in from_traces.out
