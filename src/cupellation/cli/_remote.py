@@ -103,9 +103,10 @@ def headers_of(values: Sequence[str]) -> dict[str, str]:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Fetched:
     """What ``report --from`` fetched: the runs as (run id, report, budget, its
-    run_started event or None) in the order they started, a phrase saying where they were looked for, and, when a bound of the
-    fetch (deadline, body size, request count) stopped it after part of the data was
-    read, one line saying what is missing (else None)."""
+    run_started event or None) in the order they started, a phrase saying where they
+    were looked for, and, when a bound of the fetch (deadline, body size, request
+    count) stopped it after part of the data was read, one line saying what is
+    missing (else None)."""
 
     runs: list[tuple[str, Any, Any, Any]]
     where: str
