@@ -177,6 +177,19 @@ VALID: dict[str, Callable[[], dict[str, Any]]] = {
     "ScoredItems": lambda: {"items": [ITEM], "scores": [0.5]},
     "SliceOutcome": lambda: {"selected": (ITEM,)},
     "SelectionReportAssertionChain": lambda: {"report": _report()},
+    # cupellation.store and cupellation.integrations (issues 23 and 24)
+    "StoreLocation": lambda: {"url": "chdb:///tmp/x", "scheme": "chdb", "database": "d"},
+    "ExclusionCount": lambda: {"bucket": None, "service": "s", "reason": "BudgetExceeded",
+                               "kind": "Tool", "count": 1},
+    "FailureCount": lambda: {"service": "s", "error_type": "E", "runs": 1},
+    "SourceCount": lambda: {"source": "s", "count": 1, "top_reason": "BudgetExceeded"},
+    "UtilizationStats": lambda: {"service": "s", "runs": 1, "p50": 0.5, "p90": 0.5,
+                                 "p99": 0.5, "minimum": 0.5, "maximum": 0.5},
+    "FleetStats": lambda: {"bucket": "day", "runs": 0, "completed_runs": 0, "failed_runs": 0,
+                           "incomplete_runs": 0, "incomplete_causes": {},
+                           "overflow_events": 0, "exclusions": (), "utilization": (),
+                           "failures": (), "top_sources": ()},
+    "Window": lambda: {"options": None, "on_select": None, "keywords": {}},
     # cupellation_exporters
     "DropCountingSpanExporter": lambda: {"exporter": InMemorySpanExporter()},
     "DropCountingSpanProcessor": lambda: {"exporter": InMemorySpanExporter()},
@@ -191,9 +204,12 @@ RELEASE = {"AuditLog": "close", "EventLogExporter": "shutdown",
            "DropCountingSpanProcessor": "shutdown", "DropCountingSpanExporter": "shutdown"}
 
 #: Public classes not built here: protocols and abstract bases (no constructor of
-#: their own), and a test helper built by ``capture_spans``.
+#: their own), a test helper built by ``capture_spans``, the open store handle built
+#: by ``open_store`` (tests/store opens real ones) and ``SelectKeywords``, the
+#: TypedDict that types SelectOptions' fields as keywords.
 NOT_BUILT = {"TraceCollector", "Subcommand", "Placer", "Slicer", "DetailedSlicer", "Scorer",
-             "ScorerBase", "DecayCurve", "CapturedSpans", "OtlpProviders", "ReplaySource"}
+             "ScorerBase", "DecayCurve", "CapturedSpans", "OtlpProviders", "ReplaySource",
+             "Store", "SelectKeywords"}
 
 _OPAQUE = object()
 WRONG: list[Any] = [None, 5, -1, "x", "", 1.5, float("nan"), True, b"x", _OPAQUE, [_OPAQUE],

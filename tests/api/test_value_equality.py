@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 
 import cupellation
 import cupellation_exporters
+from cupellation import store
 from cupellation import (
     ChronologicalPlacer,
     CompositeScorer,
@@ -389,7 +390,51 @@ NOT_VALUE_TYPES: dict[str, str] = {
     "ReportFileExporter": "a file sink",
     "OtlpProviders": "the providers setup_otlp made",
     "ReplaySource": "a protocol",
+    "SelectKeywords": "a TypedDict: the keyword form of SelectOptions",
+    "LogRecordCollector": "a sink",
+    "Window": "a framework hook holding its last selection",
+    "WindowMiddleware": "a framework hook holding its last selection",
+    "InputFilter": "a framework hook holding its last selection",
+    "HistoryProcessor": "a framework hook holding its last selection",
+    "Store": "an open connection",
 }
+
+# Issues 23 and 24: the selection options and the fleet store's values.
+VALUE_TYPES[cupellation.SelectOptions] = [
+    lambda: cupellation.SelectOptions(max_tokens=800),
+    lambda: cupellation.SelectOptions(max_tokens=800, trim={"ToolOutput": 200})]
+VALUE_TYPES[store.StoreLocation] = [
+    lambda: store.StoreLocation(url="chdb:///a", scheme="chdb", database="d", path="/a"),
+    lambda: store.StoreLocation(url="chdb:///b", scheme="chdb", database="d", path="/b")]
+VALUE_TYPES[store.RunQuery] = [
+    lambda: store.RunQuery(services=("a",)), lambda: store.RunQuery(match="contract.*")]
+VALUE_TYPES[store.LoadStats] = [
+    lambda: store.LoadStats(sources=["a.jsonl"], lines=3, loaded=3),
+    lambda: store.LoadStats(sources=["a.jsonl"], lines=3, loaded=2, skipped=1)]
+VALUE_TYPES[store.ExclusionCount] = [
+    lambda: store.ExclusionCount(bucket=AT, service="s", reason="BudgetExceeded",
+                                 kind="Tool", count=2),
+    lambda: store.ExclusionCount(bucket=None, service="s", reason="BudgetExceeded",
+                                 kind="Tool", count=2)]
+VALUE_TYPES[store.FailureCount] = [
+    lambda: store.FailureCount(service="s", error_type="PinnedBudgetError", runs=1),
+    lambda: store.FailureCount(service="t", error_type="PinnedBudgetError", runs=1)]
+VALUE_TYPES[store.SourceCount] = [
+    lambda: store.SourceCount(source="Chat", count=3, top_reason="BudgetExceeded"),
+    lambda: store.SourceCount(source="Chat", count=4, top_reason="BudgetExceeded")]
+VALUE_TYPES[store.UtilizationStats] = [
+    lambda: store.UtilizationStats(service="s", runs=2, p50=0.5, p90=0.9, p99=0.9,
+                                   minimum=0.1, maximum=0.9),
+    lambda: store.UtilizationStats(service="s", runs=2, p50=0.4, p90=0.9, p99=0.9,
+                                   minimum=0.1, maximum=0.9)]
+VALUE_TYPES[store.FleetStats] = [
+    lambda: store.FleetStats(bucket="day", runs=2, completed_runs=2, failed_runs=0,
+                             incomplete_runs=1, incomplete_causes=(("no end event", 1),),
+                             overflow_events=0, exclusions=(), utilization=(),
+                             failures=(), top_sources=()),
+    lambda: store.FleetStats(bucket="hour", runs=2, completed_runs=2, failed_runs=0,
+                             incomplete_runs=0, incomplete_causes=(), overflow_events=0,
+                             exclusions=(), utilization=(), failures=(), top_sources=())]
 
 
 def _public_classes() -> Iterator[type]:

@@ -137,7 +137,7 @@ class _Stats:
 
 def headline(stats: FleetStats) -> str:
     """The first line: how many runs, how many incomplete, and that no digest was read."""
-    causes = ", ".join(f"{n} {cause}" for cause, n in stats.incomplete_causes.items())
+    causes = ", ".join(f"{n} {cause}" for cause, n in stats.incomplete_causes)
     return (f"{stats.runs} run(s): {stats.completed_runs} completed, {stats.failed_runs} "
             f"failed; {stats.incomplete_runs} structurally incomplete"
             + (f" ({causes})" if causes else "")

@@ -34,6 +34,8 @@ class Window:
                  keywords: Mapping[str, Any]) -> None:
         if on_select is not None and not callable(on_select):
             raise InvalidTypeError("on_select", on_select, "a callable or None")
+        if not isinstance(keywords, Mapping):
+            raise InvalidTypeError("keywords", keywords, "a mapping of SelectOptions fields")
         self._options = SelectOptions.merge(options, keywords)
         self._on_select = on_select
         self._last: MessageSelection | None = None

@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from ..exceptions import InvalidValueError
@@ -104,8 +103,9 @@ class SourceCount:
 class FleetStats:
     """What :func:`fleet_stats` found. ``runs`` counts the runs with rows in the
     window; ``incomplete_runs`` those failing a structural check (causes in
-    ``incomplete_causes``: ``no run_started``, ``no end event``, ``sequence gap or
-    repeat``, ``item rows disagree with the end event``; a run may have several).
+    ``incomplete_causes``, as (cause, runs) pairs: ``no run_started``, ``no end
+    event``, ``sequence gap or repeat``, ``item rows disagree with the end event``; a
+    run may have several).
     ``overflow_events`` counts Truncate-strategy overflows (the run went on).
     ``digests_checked`` is always False: statistics read no digest."""
 
@@ -114,7 +114,7 @@ class FleetStats:
     completed_runs: int
     failed_runs: int
     incomplete_runs: int
-    incomplete_causes: Mapping[str, int]
+    incomplete_causes: tuple[tuple[str, int], ...]
     overflow_events: int
     exclusions: tuple[ExclusionCount, ...]
     utilization: tuple[UtilizationStats, ...]
@@ -215,11 +215,11 @@ def fleet_stats(store: Store, *, since: datetime | None = None,
         f"SELECT count(), countIf(ends = 1 AND failed = 0), countIf(failed > 0), "
         f"countIf({any_cause}), sum(overflows), {cause_sql} FROM ({runs_sql})", params)[0]
     runs, completed, failed, incomplete, overflows = (int(v or 0) for v in totals[:5])
-    causes = {name: int(count) for (name, _), count in zip(_CAUSES, totals[5:], strict=True)
-              if count}
+    causes = tuple((name, int(count))
+                   for (name, _), count in zip(_CAUSES, totals[5:], strict=True) if count)
     return FleetStats(
         bucket=bucket, runs=runs, completed_runs=completed, failed_runs=failed,
-        incomplete_runs=incomplete, incomplete_causes=MappingProxyType(causes),
+        incomplete_runs=incomplete, incomplete_causes=causes,
         overflow_events=overflows,
         exclusions=_exclusions(store, where, params, bucket),
         utilization=_utilization(store, runs_sql, params),
