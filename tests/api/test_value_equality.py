@@ -28,7 +28,6 @@ from hypothesis import strategies as st
 
 import cupellation
 import cupellation_exporters
-from cupellation import store
 from cupellation import (
     ChronologicalPlacer,
     CompositeScorer,
@@ -65,6 +64,7 @@ from cupellation import (
     otel,
     reasons,
     slicing,
+    store,
 )
 from cupellation._report import ExcludedItem, IncludedItem, OverflowReport, TraceEvent
 from cupellation.placing import ScoredItem
