@@ -99,6 +99,9 @@ def _insert_sql(session: StoreSession, source: str, fresh: bool) -> str:
     """The INSERT … SELECT of a file's records (``fresh``: none of its runs is stored
     yet, so no row needs checking against the store)."""
     logs, runs = session.table(LOGS_TABLE), _RUNS
+    # The check against stored rows reads LogAttributes['run_id']: ClickHouse uses the
+    # run-id index only when that lookup is not rewritten into a subcolumn read (see
+    # store/_accel.py's INDEXED_READ), hence the setting on a load that checks.
     present = "" if fresh else f"""
 WHERE (a['run_id'], a['seq']) NOT IN (
     SELECT LogAttributes['run_id'], LogAttributes['seq'] FROM {logs}
@@ -112,7 +115,7 @@ SELECT ifNull(r.started, now64(9)), a['trace_id'], a['span_id'], 0,
 FROM (SELECT {_ATTRS} AS a FROM {source} WHERE {_VALID}) AS l
 LEFT JOIN (SELECT run_id, max(started) AS started FROM {runs} GROUP BY run_id) AS r
     ON r.run_id = l.a['run_id']{present}
-SETTINGS join_use_nulls = 1"""
+SETTINGS join_use_nulls = 1{"" if fresh else ", optimize_functions_to_subcolumns = 0"}"""
 
 
 def _present_count(session: StoreSession) -> int:
