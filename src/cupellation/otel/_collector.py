@@ -59,9 +59,7 @@ from ._names import (
     RUN_ID,
     SPAN_STAGES,
     STAGE_DURATION,
-    STAGE_IN,
     STAGE_NAME,
-    STAGE_OUT,
     UTILIZATION,
     check_totals,
     other_attributes,
@@ -83,7 +81,7 @@ from ._values import (
     input_value,
     output_value,
     stage_input_value,
-    stage_output_value,
+    stage_output_from,
 )
 
 __all__ = ["CAPTURE_CONTENT_ENV", "SpanCollector"]
@@ -434,20 +432,11 @@ class SpanCollector:
 
     def _stage_output(self, run: RunState, written: dict[str, Any],
                       completion: dict[str, Any] | None) -> str:
-        """A stage span's ``output.value``, from the counts its events carry and the
-        batches it dropped (none held at StageOnly)."""
-        done = completion or {}
-        duration = done.get(STAGE_DURATION)
-        items_in, items_out = done.get(STAGE_IN, written.get(STAGE_IN)), done.get(STAGE_OUT)
-        return stage_output_value(
-            stage=str(written.get(STAGE_NAME, "")),
-            items_in=items_in if type(items_in) is int else None,
-            items_out=items_out if type(items_out) is int else None,
-            duration_ms=duration if type(duration) is float else None,
-            dropped=(None if self._level is TraceDetailLevel.STAGE_ONLY
-                     else run.stage_dropped),
-            capture=self._capture, cap=self._value_cap, trace_id=run.trace_id,
-            tokens=run.dropped_tokens)
+        """A stage span's ``output.value`` (no batches are held at StageOnly)."""
+        return stage_output_from(
+            written, completion, capture=self._capture, cap=self._value_cap,
+            dropped=None if self._level is TraceDetailLevel.STAGE_ONLY else run.stage_dropped,
+            trace_id=run.trace_id, tokens=run.dropped_tokens)
 
     def _on_batch(self, batch: ItemEventBatch) -> None:
         run = self._get(batch.run_id)

@@ -36,6 +36,7 @@ from opentelemetry import context as otel_context
 
 from ..events import ContentCapture, ItemEventBatch, RunStarted, content_digest
 from ..reasons import KNOWN_EXCLUSION_REASONS, reason_fields
+from ._names import STAGE_DURATION, STAGE_IN, STAGE_NAME, STAGE_OUT
 
 __all__ = [
     "DEFAULT_VALUE_CAP",
@@ -52,6 +53,7 @@ __all__ = [
     "reason_counts",
     "shown_items",
     "stage_input_value",
+    "stage_output_from",
     "stage_output_value",
 ]
 
@@ -293,3 +295,22 @@ def stage_output_value(*, stage: str, items_in: int | None, items_out: int | Non
     text = _encode(document).decode("utf-8")
     return text if len(text.encode("utf-8")) <= cap else _encode(
         {"summary": words, "note": "counts exceed the output.value cap"}).decode("utf-8")
+
+
+def stage_output_from(written: Mapping[str, Any], completion: Mapping[str, Any] | None, *,
+                      dropped: Sequence[ItemEventBatch] | None, capture: ContentCapture,
+                      cap: int, trace_id: str | None,
+                      tokens: Mapping[int, Sequence[int]] | None = None) -> str:
+    """:func:`stage_output_value` from a stage span's attributes as written when it
+    started (``written``) and as its ``stage_completed`` event carries them
+    (``completion``; None when the stage never completed): a value of the wrong type
+    is left out rather than shown."""
+    done = completion or {}
+    duration = done.get(STAGE_DURATION)
+    items_in, items_out = done.get(STAGE_IN, written.get(STAGE_IN)), done.get(STAGE_OUT)
+    return stage_output_value(
+        stage=str(written.get(STAGE_NAME, "")),
+        items_in=items_in if type(items_in) is int else None,
+        items_out=items_out if type(items_out) is int else None,
+        duration_ms=duration if type(duration) is float else None,
+        dropped=dropped, capture=capture, cap=cap, trace_id=trace_id, tokens=tokens)
