@@ -3,7 +3,8 @@ readers.
 
 Each file is read twice by SQL, never line by line in Python. The first pass counts
 its lines (blank, records, damaged, other programs') and finds its runs and their
-``started_at``; the second is one ``INSERT … SELECT`` that turns each JSON line into
+``started_at``, reading only the envelope's keys (no Map: half the CPU of a full
+parse); the second is one ``INSERT … SELECT`` that turns each JSON line into
 the row the Collector would write: ``JSONExtract(line, 'Map(String, String)')`` is
 the flat mapping with every value a string (strings unescaped, numbers as written,
 ``true``/``false``, lists as compact JSON), the rows of a run already in the store
