@@ -285,3 +285,33 @@ def test_runs_partly_stored_are_listed_incomplete(store: Store) -> None:
     assert any("missing from the sequence: seq 3" in p
                for p in runs[lost[0]["run_id"]].report.incomplete)
     assert not runs[unended[0]["run_id"]].finished
+
+
+def test_the_counting_pass_agrees_with_the_insert_on_odd_envelopes(
+        store: Store, tmp_path: Path) -> None:
+    """The counting pass reads only the envelope's keys while the INSERT reads the whole
+    Map: on lines whose envelope is odd (numbers, booleans, a key written twice, nested
+    values, a seq given as a string or not a number) both still agree on which lines are
+    records and on their runs, so a first load's count (taken from the counting pass,
+    without reading the rows back) is the number of rows written, and every row carries
+    its run's started_at."""
+    start = '"started_at": "2026-01-02T03:04:05Z"'
+    lines = [
+        f'{{"type": "run_started", "schema": "s", "run_id": "a", "seq": 0, {start}}}',
+        '{"type": "x", "schema": "s", "run_id": 7, "seq": "1"}',
+        '{"type": true, "schema": "s", "run_id": "a", "seq": 2, "v": {"n": [1, 2]}}',
+        '{"type": "x", "schema": "s", "run_id": "b", "seq": 3, "run_id": "c"}',
+        '{"type": "x", "schema": "s", "run_id": "a", "seq": 4.0}',
+        '{"type": "x", "schema": "s", "run_id": "a", "seq": -1}',
+        '{"type": "x", "schema": "s", "run_id": "a", "seq": "01"}',
+        '{"type": "x", "schema": 1.5e3, "run_id": "a", "seq": 5, "seq": "z"}',
+    ]
+    log = tmp_path / "odd.jsonl"
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    stats = store.load([log])
+    rows = store.session.rows(
+        f"SELECT LogAttributes['run_id'], toString(Timestamp) FROM {store.logs_table}")
+    assert stats.loaded == len(rows) == stats.loaded + stats.skipped
+    assert stats.runs == len({run for run, _ in rows})
+    assert stats.loaded + stats.damaged == len(lines)
+    assert {stamp[:19] for run, stamp in rows if run == "a"} == {"2026-01-02 03:04:05"}
