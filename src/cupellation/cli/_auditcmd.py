@@ -15,6 +15,7 @@ from ..logs import LoggedRun, ReadStats
 from ._common import NOT_WHOLE
 from ._logcmds import new_console, read_each, when_text
 from ._logread import EXIT_CODES_HELP, NOTHING_FOUND, OK, add_log_arguments, safe, stats_lines
+from ._runfilters import add_run_filters
 
 __all__ = ["AUDIT"]
 
@@ -147,6 +148,7 @@ class _Audit:
                                  "means UTC)")
         parser.add_argument("--until", metavar="TIME",
                             help="only runs started at or before TIME (ISO 8601)")
+        add_run_filters(parser)
         parser.add_argument("--format", choices=["text", "json"], default="text")
         parser.add_argument("--strict", action="store_true",
                             help="exit 3 when any run is incomplete or any line damaged "
