@@ -17,7 +17,8 @@ from typing import Any, Final
 
 from ..logs import LoggedRun, LogReader, ReadStats
 
-__all__ = ["FILTERS", "FilteredReader", "add_run_filters", "filters_given", "keeps"]
+__all__ = ["FILTERS", "FilteredReader", "add_run_filters", "filters_given", "keeps",
+           "narrowed_by"]
 
 #: The option's destination and the :class:`~cupellation.store.RunQuery` field it fills.
 FILTERS: Final = (("session", "session_id"), ("user", "user_id"),
@@ -51,6 +52,19 @@ def filters_given(args: argparse.Namespace) -> dict[str, str]:
     """The filters given on the command line, by :class:`RunQuery` field name."""
     given = {field: getattr(args, dest, None) for dest, field in FILTERS}
     return {field: value for field, value in given.items() if value is not None}
+
+
+def narrowed_by(args: argparse.Namespace) -> str:
+    """What narrowed the read, for the line that says nothing was found: ``" in that
+    time window"``, ``" matching --session, --kind"``, both, or nothing."""
+    parts = []
+    if getattr(args, "since", None) or getattr(args, "until", None):
+        parts.append(" in that time window")
+    given = [dest for dest, field in FILTERS if getattr(args, dest, None) is not None]
+    if given:
+        parts.append(" matching " + ", ".join(
+            "the policy text" if dest == "strategy" else f"--{dest}" for dest in given))
+    return "".join(parts)
 
 
 def _text(value: str | bool) -> str:
