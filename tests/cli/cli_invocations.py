@@ -629,6 +629,21 @@ def _log_options(draw: Draw, *, service: bool = True
     return table
 
 
+def _run_filters(*, policy: tuple[str, ...] = ("--policy", "--strategy")
+                 ) -> list[tuple[float, Callable[[Draw], list[str]]]]:
+    """The run filters (files and --store alike): any string is a value (one that
+    matches nothing exits 1)."""
+    def pick(option: str | tuple[str, ...], valid: list[str]) -> Callable[[Draw], list[str]]:
+        names = (option,) if isinstance(option, str) else option
+        return lambda d: [d.rng.choice(names), d.pick(valid) if d.chance(0.6) else d.text()]
+
+    return [(0.08, pick("--session", ["s-1", "session-42"])),
+            (0.08, pick("--user", ["u-1"])), (0.08, pick("--conversation", ["c-1"])),
+            (0.1, pick("--reason", ["BudgetExceeded", "Deduplicated", "PinnedOverride"])),
+            (0.1, pick("--kind", ["Message", "ToolOutput", "Document"])),
+            (0.1, pick(policy, ["greedy", "knapsack", "true"]))]
+
+
 def _log_or_store(draw: Draw) -> list[str]:
     """The logs to read, or (now and then) ``--store URL`` instead — or, in a hostile
     command line, both."""
@@ -640,7 +655,8 @@ def _log_or_store(draw: Draw) -> list[str]:
 
 def _audit(draw: Draw) -> list[str]:
     table = [*_log_options(draw), (0.3, lambda d: ["--since", d.moment()]),
-             (0.3, lambda d: ["--until", d.moment()]), (0.3, lambda d: ["--strict"])]
+             (0.3, lambda d: ["--until", d.moment()]), (0.3, lambda d: ["--strict"]),
+             *_run_filters()]
     return ["audit", *_log_or_store(draw), *_options(draw, table)]
 
 
@@ -676,7 +692,7 @@ def _report(draw: Draw) -> list[str]:
     table = [*_log_options(draw, service=False),
              (0.3, lambda d: ["--run", d.text() if d.chance(0.5) else "315fe6a82ebab60e"]),
              (0.25, lambda d: ["--html", d.output_path()]),
-             (0.3, lambda d: ["--allow-incomplete"])]
+             (0.3, lambda d: ["--allow-incomplete"]), *_run_filters()]
     if draw.chance(0.15):  # SelectionReport files (the demo's report.json)
         inputs = [draw.input_path(["report_a", "report_b"])
                   for _ in range(draw.rng.choice([1, 2]))]
@@ -694,7 +710,8 @@ def _why(draw: Draw) -> list[str]:
              (0.3, _against), (0.15, _against),
              (0.2, lambda d: ["--budget-ceiling", d.integer()]),
              (0.15, lambda d: ["--limit", d.choose(["1", "3"], ["0", "-1", "x"])]),
-             (0.15, lambda d: ["--offset", d.choose(["0", "2"], ["-3", "y"])])]
+             (0.15, lambda d: ["--offset", d.choose(["0", "2"], ["-3", "y"])]),
+             *_run_filters()]
     return ["why", *_log_or_store(draw), *which, *_options(draw, table)]
 
 
@@ -716,7 +733,7 @@ def _replay(draw: Draw) -> list[str]:
         policy = []  # no --policy: a usage error
     table = [*_log_options(draw), (0.2, lambda d: ["--since", d.moment()]),
              (0.2, lambda d: ["--until", d.moment()]),
-             (0.4, lambda d: ["--match", d.regex()])]
+             (0.4, lambda d: ["--match", d.regex()]), *_run_filters(policy=("--strategy",))]
     return ["replay", *_log_or_store(draw), *(["--policy", *policy] if policy else []),
             *_options(draw, table)]
 

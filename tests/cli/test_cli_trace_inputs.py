@@ -4,6 +4,7 @@ audit log gives."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -55,3 +56,25 @@ def test_diff_takes_runs_from_trace_files(demos: tuple[Path, Path]) -> None:
     assert from_traces.code == from_logs.code, from_traces.err  # (1: they differ)
     assert from_traces.out == from_logs.out
     assert "Lost (included by A, excluded by B): 6" in from_traces.out
+
+
+def test_run_filters_choose_among_trace_runs_as_among_logged_ones(
+        demos: tuple[Path, Path]) -> None:
+    """The run filters keep the same runs of a trace file as of its audit log (the run
+    and none), and report refuses them for a trace or report file: exit 2, one line."""
+    demo = demos[0]
+    (run,) = read_runs(demo / "audit.jsonl")
+    assert run.started is not None
+    # The slicer's type name, in other case: text of its pipeline description.
+    slicer = json.loads(str(run.started.pipeline["slicer"]))["type"].upper()
+    for filters, code in ((["--policy", slicer], 0), (["--session", "nobody"], 1),
+                          (["--kind", "NoSuchKind"], 1)):
+        from_trace = cli("audit", demo / "trace.jsonl", *filters)
+        from_log = cli("audit", demo / "audit.jsonl", *filters)
+        assert from_trace.code == from_log.code == code, (filters, from_trace.err)
+        assert ("Runs: 1 " in from_trace.out) == (code == 0)
+    for source in ("trace.jsonl", "report.json"):
+        refused = cli("report", demo / source, "--user", "u-1")
+        assert refused.code == 2
+        assert refused.err.count("\n") == 1
+        assert "--user" in refused.err

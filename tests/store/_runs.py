@@ -3,6 +3,7 @@ workload), and runs whose values sit at the edges of the Collector's string form
 
 from __future__ import annotations
 
+import contextlib
 import random
 from pathlib import Path
 from typing import Any
@@ -17,13 +18,14 @@ from cupellation import (
     GreedySlice,
     Pipeline,
     PriorityScorer,
+    RunInfo,
     TraceDetailLevel,
 )
 from cupellation.events import PipelineEvent
 from cupellation.logs import AuditLog, StructlogSink
-from logs._workload import run_once
+from logs._workload import random_budget, random_items, random_pipeline, run_once
 
-__all__ = ["edge_run", "write_random_log"]
+__all__ = ["edge_run", "write_people_log", "write_random_log"]
 
 
 def write_random_log(path: Path, seed: int, runs: int) -> None:
@@ -33,6 +35,21 @@ def write_random_log(path: Path, seed: int, runs: int) -> None:
     with AuditLog(str(path)) as audit:
         for _ in range(runs):
             run_once(rng, audit)
+
+
+def write_people_log(path: Path, seed: int, runs: int) -> None:
+    """``runs`` random runs, each with a :class:`RunInfo` drawn from two sessions,
+    two users and three conversations (one run in four with none), appended to an
+    audit log at ``path``."""
+    rng = random.Random(seed)
+    with AuditLog(str(path)) as audit:
+        for _ in range(runs):
+            info = None if rng.random() < 0.25 else RunInfo(
+                session_id=rng.choice(["s-1", "s-2"]), user_id=rng.choice(["u-1", "u-2"]),
+                conversation_id=rng.choice(["c-1", "c-2", "c-3"]))
+            with contextlib.suppress(Exception):  # a failed run is recorded too
+                random_pipeline(rng).run(random_items(rng, rng.randint(0, 14)),
+                                         random_budget(rng), audit, run_info=info)
 
 
 def edge_run(contents: list[str], hints: list[float], tokens: list[int]

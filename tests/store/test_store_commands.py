@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 
 from cupellation.cli import main
+from cupellation.events import event_to_dict
 from cupellation.logs import read_runs
 from cupellation.store import Store
 
-from ._runs import write_random_log
+from ._runs import write_people_log, write_random_log
 
 #: Keys that say where a run was read (a file's name and line, the store's URL) or how
 #: many lines a file had: the store's answer differs there by design.
@@ -58,11 +59,13 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
 
 @pytest.fixture
 def fleet(store: Store, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Fleet:
-    """Logs of services ``web`` (whole) and ``batch`` (cut and damaged), loaded with
-    ``cupellation store load``."""
-    logs = {"web": tmp_path / "web.jsonl", "batch": tmp_path / "batch.jsonl"}
+    """Logs of services ``web`` (whole), ``batch`` (cut and damaged) and ``chat`` (runs
+    with sessions, users and conversations), loaded with ``cupellation store load``."""
+    logs = {"web": tmp_path / "web.jsonl", "batch": tmp_path / "batch.jsonl",
+            "chat": tmp_path / "chat.jsonl"}
     write_random_log(logs["web"], seed=11, runs=14)
     write_random_log(logs["batch"], seed=12, runs=14)
+    write_people_log(logs["chat"], seed=13, runs=16)
     _cut(logs["batch"])
     for service, path in logs.items():
         code, _ = _run(capsys, "store", "load", str(path), "--into", store.url,
@@ -212,3 +215,71 @@ def test_report_without_a_run_shows_the_newest(fleet: Fleet,
     expected = _run(capsys, "report", *fleet.files, "--run", newest.run_id, "--format",
                     "json", "--allow-incomplete")
     assert (code, out) == expected
+
+
+#: Each run filter with values that keep some runs, and one that keeps none.
+_FILTERS = {
+    "--session": ["s-1", "s-2", "s-9"],
+    "--user": ["u-2", "U-2"],
+    "--conversation": ["c-3", "c-9"],
+    "--reason": ["BudgetExceeded", "Deduplicated", "PinnedOverride", "NoSuchReason"],
+    "--kind": ["ToolOutput", "Document", "toolOutput"],
+    "--policy": ["KNAPSACK", "recency", "truncate", "true", "nothing-like-it"],
+}
+
+
+def _kept(fleet: Fleet, option: str, value: str) -> set[str]:
+    """The runs a filter keeps, counted from the files by their events (not by the
+    code under test)."""
+    kept = set()
+    for run in read_runs(*fleet.files, keep_events=True):
+        flat = [event_to_dict(event) for event in run.events]
+        started = next((f for f in flat if f["type"] == "run_started"), {})
+        field = {"--session": "session_id", "--user": "user_id",
+                 "--conversation": "conversation_id"}.get(option)
+        if field is not None:
+            hit = started.get(field) == value
+        elif option == "--reason":
+            hit = any(f["type"] == "item_excluded" and f.get("reason.name") == value
+                      for f in flat)
+        elif option == "--kind":
+            hit = any(f.get("item.kind") == value for f in flat)
+        else:
+            hit = any(k.startswith("pipeline.") and value.lower() in str(v).lower()
+                      for k, v in started.items())
+        if hit:
+            kept.add(run.run_id)
+    return kept
+
+
+def test_run_filters_answer_as_the_files_do(fleet: Fleet,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """--session, --user, --conversation, --reason, --kind and --policy keep the same
+    runs from the store (in SQL) as from the files (in Python): audit counts exactly the
+    runs the events say match, why and replay answer alike, a filter that matches
+    nothing exits 1 from both, and report shows the newest matching run."""
+    for option, values in _FILTERS.items():
+        for value in values:
+            expected = _kept(fleet, option, value)
+            answer = _same(capsys, fleet, fleet.files, "audit", "--format", "json",
+                           option, value)
+            if not expected:
+                assert answer is None or answer["runs"]["total"] == 0
+                assert main(["audit", *fleet.files, option, value]) == 1
+                assert main(["audit", "--store", fleet.url, option, value]) == 1
+                capsys.readouterr()
+                continue
+            assert answer["runs"]["total"] == len(expected), (option, value)
+            _same(capsys, fleet, fleet.files, "why", "--match", "a", "--format", "json",
+                  option, value)
+    _same(capsys, fleet, fleet.files, "replay", "--policy", "chat", "--format", "json",
+          "--strategy", "greedy", "--user", "u-1")
+    _same(capsys, fleet, fleet.files, "audit", "--format", "json", "--session", "s-2",
+          "--reason", "BudgetExceeded", "--service", "chat")
+    chosen = _kept(fleet, "--conversation", "c-2")
+    newest = max((run for run in read_runs(*fleet.files) if run.run_id in chosen),
+                 key=lambda run: run.started_at or 0)
+    from_store = _run(capsys, "report", "--store", fleet.url, "--conversation", "c-2",
+                      "--format", "json", "--allow-incomplete")
+    assert from_store == _run(capsys, "report", *fleet.files, "--run", newest.run_id,
+                              "--format", "json", "--allow-incomplete")

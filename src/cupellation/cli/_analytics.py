@@ -41,6 +41,7 @@ from ._logread import (
     stats_lines,
     unreadable_sources,
 )
+from ._runfilters import add_run_filters, narrowed_by
 
 __all__ = ["DIFF", "NEXT_LIMIT", "REPLAY", "NextQuestions", "add_why_options", "next_lines"]
 
@@ -234,6 +235,7 @@ class _Replay:
                             help="list the runs where an item whose content matches flips")
         parser.add_argument("--since", metavar="TIME", help="only runs started at or after TIME")
         parser.add_argument("--until", metavar="TIME", help="only runs started at or before TIME")
+        add_run_filters(parser, policy=False)
         parser.add_argument("--format", choices=["text", "json"], default="text")
         return parser
 
@@ -272,8 +274,7 @@ class _Replay:
             for line in stats_lines(stats):
                 print(line)
         if summary.runs == 0:
-            print("cupellation replay: no runs found" + (
-                " in that time window" if args.since or args.until else ""), file=sys.stderr)
+            print(f"cupellation replay: no runs found{narrowed_by(args)}", file=sys.stderr)
             return NOTHING_FOUND
         skipped = data["runs"]["not_replayable"] + data["runs"]["failed"]
         if skipped:

@@ -15,6 +15,7 @@ from ..logs import LoggedRun, ReadStats
 from ._common import NOT_WHOLE
 from ._logcmds import new_console, read_each, when_text
 from ._logread import EXIT_CODES_HELP, NOTHING_FOUND, OK, add_log_arguments, safe, stats_lines
+from ._runfilters import add_run_filters, narrowed_by
 
 __all__ = ["AUDIT"]
 
@@ -147,6 +148,7 @@ class _Audit:
                                  "means UTC)")
         parser.add_argument("--until", metavar="TIME",
                             help="only runs started at or before TIME (ISO 8601)")
+        add_run_filters(parser)
         parser.add_argument("--format", choices=["text", "json"], default="text")
         parser.add_argument("--strict", action="store_true",
                             help="exit 3 when any run is incomplete or any line damaged "
@@ -164,8 +166,7 @@ class _Audit:
         else:
             _print_audit(data, stats)
         if summary.runs == 0:
-            print("cupellation audit: no runs found" + (
-                " in that time window" if args.since or args.until else ""), file=sys.stderr)
+            print(f"cupellation audit: no runs found{narrowed_by(args)}", file=sys.stderr)
             return NOTHING_FOUND
         if args.strict and (summary.runs > summary.complete or stats.damaged_lines
                             or stats.source_errors):

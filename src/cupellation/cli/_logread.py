@@ -15,6 +15,7 @@ from typing import IO, Any
 
 from ..exceptions import CupelError
 from ..logs import LogReader, ReadStats, read_runs
+from ._runfilters import FilteredReader, filters_given
 from ._storeread import add_store_arguments, read_store
 
 __all__ = [
@@ -134,6 +135,18 @@ def open_reader(args: argparse.Namespace, sources: Sequence[str | IO[bytes]] | N
         with read_store(args, store, options, UsageError) as reader:
             yield reader
         return
+    filters = filters_given(args)
+    if filters:  # the store's SQL filters; for files, the same test on each run read
+        with _open_files(args, sources, **options) as reader:
+            yield FilteredReader(reader, filters)  # type: ignore[misc]
+        return
+    with _open_files(args, sources, **options) as reader:
+        yield reader
+
+
+@contextmanager
+def _open_files(args: argparse.Namespace, sources: Sequence[str | IO[bytes]] | None,
+                **options: Any) -> Iterator[LogReader]:
     if not args.logs:
         raise UsageError("no LOG given: name log files (or '-'), or --store URL")
     options.pop("select_by_item", None)  # a file is read whole either way

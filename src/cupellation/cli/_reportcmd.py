@@ -38,6 +38,7 @@ from ._logread import (
     unreadable_sources,
 )
 from ._remote import add_remote_arguments, check_remote_arguments, fetch_runs
+from ._runfilters import add_run_filters, filters_given
 from ._sources import InputSource, close_sources, open_sources, read_whole
 from ._summary import entry_tables, incomplete_headline
 
@@ -77,6 +78,7 @@ class _Report:
         add_log_arguments(parser, service=False)
         parser.add_argument("--run", metavar="RUN_ID",
                             help="the run's id (default: the last run read)")
+        add_run_filters(parser)
         parser.add_argument("--format", choices=["text", "json"], default="text")
         parser.add_argument("--html", metavar="FILE",
                             help="write the run's report as an HTML page (written whole, "
@@ -130,6 +132,10 @@ class _Report:
             check_sources(args.logs)
             sources = open_sources(args.logs)
             kinds = {source.kind for source in sources}
+            if kinds & {"report", "trace"} and filters_given(args):
+                raise UsageError("--session, --user, --conversation, --reason, --kind and "
+                                 "--policy choose among logged runs: give log files or "
+                                 "--store")
             if kinds == {"report"}:  # a SelectionReport as written (the demo's report.json)
                 found, count = _from_reports(sources)
                 return found, count, None, None

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..exceptions import CupelError
 from ..logs import LogReader, as_datetime
+from ._runfilters import filters_given
 
 __all__ = ["STORE_HELP", "add_store_arguments", "read_store"]
 
@@ -57,7 +58,8 @@ def read_store(args: argparse.Namespace, url: str, options: Mapping[str, Any],
                          until=as_datetime(rest.pop("until", None), "until"),
                          services=_services(args), run_id=rest.pop("run_id", None),
                          content=getattr(args, "content", None) if by_item else None,
-                         match=getattr(args, "match", None) if by_item else None)
+                         match=getattr(args, "match", None) if by_item else None,
+                         **filters_given(args))
         store = open_store(url)
     except CupelError as exc:
         raise usage(str(exc)) from None

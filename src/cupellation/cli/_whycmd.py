@@ -39,6 +39,7 @@ from ._logread import (
     safe,
     stats_lines,
 )
+from ._runfilters import add_run_filters
 
 __all__ = ["WHY"]
 
@@ -128,6 +129,7 @@ class _Why:
         group.add_argument("--match", metavar="REGEX", help="a regular expression to search")
         parser.add_argument("--since", metavar="TIME", help="only runs started at or after TIME")
         parser.add_argument("--until", metavar="TIME", help="only runs started at or before TIME")
+        add_run_filters(parser)
         parser.add_argument("--format", choices=["text", "json"], default="text")
         parser.add_argument("--limit", type=int, metavar="N",
                             help="answer for at most N runs (a page; with --store the newest "
