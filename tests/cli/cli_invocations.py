@@ -807,6 +807,22 @@ def _store(draw: Draw) -> list[str]:
     return ["store", "load", *files, *into, *_options(draw, table)]
 
 
+def _stats(draw: Draw) -> list[str]:
+    """``stats --store URL``: fleet statistics in SQL over the workspace's store (or a
+    hostile URL), every option drawn, bad values too."""
+    table = [(0.3, lambda d: ["--since", d.moment()]), (0.3, lambda d: ["--until", d.moment()]),
+             (0.3, lambda d: ["--service", d.choose(["web", "cupellation"], [d.text()])]),
+             (0.3, lambda d: ["--bucket", d.choose(["hour", "day", "week", "none"],
+                                                   ["month", ""])]),
+             (0.3, lambda d: ["--top", d.choose(["0", "3", "10"], ["-1", "x", d.number()])]),
+             (0.4, lambda d: ["--format", d.choose(["text", "json", "csv"], ["xml"])]),
+             (0.3, lambda d: ["--table", d.choose(["exclusions", "utilization", "failures",
+                                                   "sources"], ["runs"])]),
+             (0.2, lambda d: ["--html", d.output_path()]), (0.3, lambda d: ["--strict"])]
+    store = [] if draw.bad(0.1) else ["--store", draw.store()]
+    return ["stats", *store, *_options(draw, table)]
+
+
 def _conformance(draw: Draw) -> list[str]:
     space = draw.space
     paths = [space[draw.choose(["vectors", "vector_ok", "vector_wrong", "vectors"],
@@ -838,6 +854,7 @@ GENERATORS: dict[str, Callable[[Draw], list[str]]] = {
     "report": _report,
     "diff": _diff,
     "select": _select,
+    "stats": _stats,
     "store": _store,
     "why": _why,
     "": _top_level,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import errno
 import io
+import logging
 import os
 import sys
 from collections.abc import Iterator, Sequence
@@ -313,6 +314,22 @@ def _parse_and_dispatch(argv: Sequence[str] | None) -> int:
     return status
 
 
+@contextmanager
+def _quiet_store_driver() -> Iterator[None]:
+    """clickhouse-connect logs a failed request (at ERROR, through logging's last-resort
+    handler when nothing is configured) before raising it; the command says it once,
+    in the store error's one line. So its logger says nothing while a command runs."""
+    logger = logging.getLogger("clickhouse_connect")
+    handler, propagate = logging.NullHandler(), logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line ``argv`` (default: ``sys.argv[1:]``); return the exit status.
 
@@ -322,7 +339,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     error changes no status, and Ctrl-C at any point gives 130.
     """
     try:
-        with _standard_streams():
+        with _standard_streams(), _quiet_store_driver():
             return _parse_and_dispatch(argv)
     except KeyboardInterrupt:
         _say("interrupted")
