@@ -32,7 +32,7 @@ projections of this one stream, and decoders turn spans and logs back into it.
   ``hmac-sha256:`` form also detects tampering. Columns-layout spans carry
   ``sha256-columns:`` / ``hmac-sha256-columns:``, a digest over their column chunks.
   Whether a run is clean given the reader's key is decided in one place,
-  :func:`cupellation._events.digest.digest_verdict`.
+  ``digest_verdict`` (the one digest rule).
 
 Schema: every dictionary carries ``type`` and ``schema``
 (:data:`EVENT_SCHEMA_VERSION`, 3; version 2 still decodes, as unverified).

@@ -18,9 +18,9 @@ pytestmark = pytest.mark.exhaustive
 def test_bench_otel_quick_prints_every_mode_and_target(
         tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """--sizes 200 --quick: a row per tier and for no provider, in loop and harness
-    modes with capture none and full, the rebuild rate, targets n/a below 1,000 items,
-    on stdout and in the JSON."""
+    """--sizes 200 --quick, in loop mode: a ratio to the untraced run per tier with
+    capture none and full, the rebuild rate at the default capture (none) with full as
+    an extra line, on stdout and in the JSON."""
     monkeypatch.syspath_prepend(str(BENCHMARKS_DIR))
     spec = importlib.util.spec_from_file_location("_smoke_bench_otel",
                                                   BENCHMARKS_DIR / "bench_otel.py")
@@ -35,13 +35,13 @@ def test_bench_otel_quick_prints_every_mode_and_target(
     payload = json.loads(path.read_text(encoding="utf-8"))
     assert payload["benchmark"] == "otel"
     assert payload["layout"] == "columns"
-    assert [row["name"] for row in payload["results"]] == list(module.MODE_NAMES)
-    for row in payload["results"]:
-        for key in ("loop_none", "loop_full", "harness_none", "harness_full"):
-            assert row[key] > 0
-        assert row["status"] == "n/a"
-    (rebuild,) = payload["rebuild"]
-    assert rebuild["complete"]
-    assert rebuild["decisions"] == 200
-    for name in (*module.MODE_NAMES, "loop none", "harness full", "rebuild from spans"):
-        assert name in output
+    for tier in ("StageOnly", "StageAndExclusions", "Full"):
+        for capture in ("", ", capture full"):
+            assert f"{tier}{capture}/untraced@200" in payload["ratios"]
+    assert "rebuild/untraced@200" in payload["ratios"]
+    assert payload["mode"] == "loop"
+    assert payload["rebuild_captures"] == {"rebuild": "none", "rebuild, capture full": "full"}
+    assert payload["figures"]["rebuild_decisions_per_s@200"]["median"] > 0
+    for words in ("rebuild from spans, default capture (none), every entry read",
+                  "capture full (extra line, not judged)", "loop mode"):
+        assert words in output

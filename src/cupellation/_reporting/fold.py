@@ -411,7 +411,7 @@ def build_report(events: Iterable[PipelineEvent | ItemEventBatch], *,
     When the run's end event carries a digest (events decoded from a file or
     spans), it is checked against the events (with ``digest_key``, or the
     ``CUPELLATION_DIGEST_KEY`` environment variable, for a keyed digest) and
-    judged as every reader judges it (:func:`~cupellation._events.digest.digest_verdict`):
+    judged as every reader judges it (``digest_verdict`` (the one digest rule)):
     a mismatch, a plain digest read with a key, or a keyed one read without it is
     listed in ``incomplete``. Passing ``digest_key`` says the events are a stored run
     that must be signed with it, so a missing digest is listed too. Without the

@@ -51,7 +51,7 @@ it). A key (``digest_key=``, or ``CUPELLATION_DIGEST_KEY``) makes it an
 ``hmac-sha256:`` digest, which also detects tampering by anyone without the key.
 A reader holding a key lists a run that is not signed with it (no digest, a plain
 one, schema-2 lines) in ``incomplete``; a reader without a key lists a keyed run as
-"signature not checked" (see :func:`cupellation._events.digest.digest_verdict`).
+"signature not checked" (see ``digest_verdict`` (the one digest rule)).
 """
 
 from .._events.settings import CAPTURE_ENV_VAR

@@ -158,7 +158,7 @@ class _Run:
 
     def digest_check(self, key: bytes | None) -> DigestCheck:
         """What the run's digest says about what was read, judged by the one policy
-        (:func:`~cupellation._events.digest.digest_verdict`)."""
+        (``digest_verdict`` (the one digest rule))."""
         return digest_verdict(self._compared(key), self.digest, key_present=key is not None,
                               old_schema=self.old_schema)
 

@@ -65,6 +65,8 @@ MAX_REDIRECTS: Final = 5
 _CHUNK: Final = 64 * 1024
 _HINT_BYTES: Final = 300
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443}
+#: The most headers an answer may carry (http.client's default bound).
+_MAX_HEADERS: Final = 100
 _REDIRECT_STATUSES: Final = frozenset({301, 302, 303, 307, 308})
 
 
@@ -350,6 +352,10 @@ class Client:
                                    "an HTTP request cannot carry (headers are not shown)"
                                    ) from None
             answer = connection.getresponse()
+            # http.client's own bound (100) is a module global that other libraries
+            # raise on import (clickhouse-connect sets 10,000): keep ours here.
+            if len(answer.headers) > _MAX_HEADERS:
+                raise http.client.HTTPException(f"got more than {_MAX_HEADERS} headers")
             location = answer.getheader("Location")
             if 200 <= answer.status < 300:
                 body = self._body(answer, where)
