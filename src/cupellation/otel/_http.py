@@ -163,47 +163,45 @@ class _GuardedReader(io.RawIOBase):
         return self._sock.recv_into(buffer)
 
 
-class _Plain(http.client.HTTPConnection):
-    """An HTTP connection that connects within the deadline and guards its socket."""
+class _Guarding:
+    """What both connections add to http.client's: the connection is made within the
+    deadline, and its socket is wrapped so that every read and write checks it."""
 
-    def __init__(self, host: str, port: int, deadline: Deadline) -> None:
-        super().__init__(host, port, timeout=deadline.remaining())
-        self._deadline = deadline
-        self._guarded: _GuardedSocket | None = None
+    _deadline: Deadline
+    _guarded: _GuardedSocket | None
+    timeout: float | None
+    sock: Any
 
     def connect(self) -> None:
         self.timeout = self._deadline.remaining()
-        super().connect()
+        super().connect()  # type: ignore[misc]
         self._guarded = _GuardedSocket(self.sock, self._deadline)
         self.sock = cast(Any, self._guarded)
 
     def release(self) -> None:
         """Close the connection and its socket for good."""
-        self.close()
+        self.close()  # type: ignore[attr-defined]
         if self._guarded is not None:
             self._guarded.release()
 
 
-class _Secure(http.client.HTTPSConnection):
+class _Plain(_Guarding, http.client.HTTPConnection):
+    """An HTTP connection that connects within the deadline and guards its socket."""
+
+    def __init__(self, host: str, port: int, deadline: Deadline) -> None:
+        super().__init__(host, port, timeout=deadline.remaining())
+        self._deadline = deadline
+        self._guarded = None
+
+
+class _Secure(_Guarding, http.client.HTTPSConnection):
     """The same over TLS (the handshake inside the deadline too)."""
 
     def __init__(self, host: str, port: int, deadline: Deadline,
                  context: ssl.SSLContext) -> None:
         super().__init__(host, port, timeout=deadline.remaining(), context=context)
         self._deadline = deadline
-        self._guarded: _GuardedSocket | None = None
-
-    def connect(self) -> None:
-        self.timeout = self._deadline.remaining()
-        super().connect()
-        self._guarded = _GuardedSocket(self.sock, self._deadline)
-        self.sock = cast(Any, self._guarded)
-
-    def release(self) -> None:
-        """Close the connection and its socket for good."""
-        self.close()
-        if self._guarded is not None:
-            self._guarded.release()
+        self._guarded = None
 
 
 def shown_url(url: str) -> str:
