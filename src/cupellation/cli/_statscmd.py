@@ -20,7 +20,7 @@ from ._storeread import STORE_HELP
 if TYPE_CHECKING:
     from ..store import FleetStats
 
-__all__ = ["CSV_TABLES", "STATS", "headline", "stats_csv"]
+__all__ = ["CSV_TABLES", "STATS", "headline", "stats_cells", "stats_csv"]
 
 _EXIT = ("exit status: 0 the statistics were computed; 1 no run in the store matches the "
          "filters; 2 bad usage or a store that cannot be opened (one line on standard "
@@ -145,6 +145,28 @@ def headline(stats: FleetStats) -> str:
               "to verify runs)")
 
 
+def stats_cells(stats: FleetStats, bucket_format: str
+                ) -> dict[str, tuple[list[str], list[list[str]]]]:
+    """Each table of the statistics (exclusions, utilization, failures, sources) as its
+    column names and rows of text cells, as the terminal and the HTML page show them
+    (``bucket_format``: how a bucket's start is written; "all" when not bucketed)."""
+    return {
+        "exclusions": (["bucket", "service", "reason", "kind", "count"],
+                       [[e.bucket.strftime(bucket_format) if e.bucket else "all",
+                         e.service, e.reason, e.kind, str(e.count)]
+                        for e in stats.exclusions]),
+        "utilization": (["service", "runs", "p50", "p90", "p99", "min", "max"],
+                        [[u.service, str(u.runs), *(f"{v * 100:.1f}%" for v in
+                                                    (u.p50, u.p90, u.p99, u.minimum,
+                                                     u.maximum))]
+                         for u in stats.utilization]),
+        "failures": (["service", "error", "runs"],
+                     [[f.service, f.error_type, str(f.runs)] for f in stats.failures]),
+        "sources": (["source", "excluded", "top reason"],
+                    [[s.source, str(s.count), s.top_reason] for s in stats.top_sources]),
+    }
+
+
 def _print_stats(stats: FleetStats) -> None:
     from rich.table import Table  # noqa: PLC0415 - rich is the cli extra's
 
@@ -153,20 +175,11 @@ def _print_stats(stats: FleetStats) -> None:
     console = new_console()
     console.print(safe(headline(stats)), markup=False)
     console.print(f"Overflow events (Truncate): {stats.overflow_events}", markup=False)
-    tables: list[tuple[str, list[str], list[list[str]]]] = [
-        ("Exclusions", ["bucket", "service", "reason", "kind", "count"],
-         [[e.bucket.strftime("%Y-%m-%d %H:%M") if e.bucket else "all", e.service, e.reason,
-           e.kind, str(e.count)] for e in stats.exclusions]),
-        ("Budget utilisation (included / max tokens)",
-         ["service", "runs", "p50", "p90", "p99", "min", "max"],
-         [[u.service, str(u.runs), *(f"{v * 100:.1f}%" for v in
-                                     (u.p50, u.p90, u.p99, u.minimum, u.maximum))]
-          for u in stats.utilization]),
-        ("Failed runs", ["service", "error", "runs"],
-         [[f.service, f.error_type, str(f.runs)] for f in stats.failures]),
-        ("Sources most often left out", ["source", "excluded", "top reason"],
-         [[s.source, str(s.count), s.top_reason] for s in stats.top_sources]),
-    ]
+    cells = stats_cells(stats, "%Y-%m-%d %H:%M")
+    tables = [(title, *cells[name]) for name, title in (
+        ("exclusions", "Exclusions"),
+        ("utilization", "Budget utilisation (included / max tokens)"),
+        ("failures", "Failed runs"), ("sources", "Sources most often left out"))]
     for title, columns, rows in tables:
         if not rows:
             continue

@@ -7,7 +7,7 @@ from collections import defaultdict
 from html import escape
 from typing import TYPE_CHECKING, Final
 
-from ._statscmd import headline
+from ._statscmd import headline, stats_cells
 
 if TYPE_CHECKING:
     from ..store import FleetStats
@@ -31,11 +31,14 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; }
 """
 
 
+def _bucket_format(stats: FleetStats) -> str:
+    """How the page writes a bucket's start: the hour only for hourly buckets."""
+    return "%Y-%m-%d %H:%M" if stats.bucket == "hour" else "%Y-%m-%d"
+
+
 def _bucket_label(stats: FleetStats, index: int) -> str:
     bucket = stats.exclusions[index].bucket
-    if bucket is None:
-        return "all"
-    return bucket.strftime("%Y-%m-%d %H:%M" if stats.bucket == "hour" else "%Y-%m-%d")
+    return "all" if bucket is None else bucket.strftime(_bucket_format(stats))
 
 
 def _exclusion_chart(stats: FleetStats) -> str:
@@ -84,19 +87,11 @@ def _table(columns: list[str], rows: list[list[str]], numeric: set[int]) -> str:
 
 def stats_page(stats: FleetStats) -> str:
     """The statistics as one self-contained HTML page."""
-    utilization = _table(
-        ["service", "runs", "p50", "p90", "p99", "min", "max"],
-        [[u.service, str(u.runs), *(f"{v * 100:.1f}%" for v in
-                                    (u.p50, u.p90, u.p99, u.minimum, u.maximum))]
-         for u in stats.utilization], {1, 2, 3, 4, 5, 6})
-    failures = _table(["service", "error", "runs"],
-                      [[f.service, f.error_type, str(f.runs)] for f in stats.failures], {2})
-    sources = _table(["source", "excluded", "top reason"],
-                     [[s.source, str(s.count), s.top_reason] for s in stats.top_sources], {1})
-    exclusions = _table(
-        ["bucket", "service", "reason", "kind", "count"],
-        [[_bucket_label(stats, k), e.service, e.reason, e.kind, str(e.count)]
-         for k, e in enumerate(stats.exclusions)], {4})
+    cells = stats_cells(stats, _bucket_format(stats))
+    utilization = _table(*cells["utilization"], {1, 2, 3, 4, 5, 6})
+    failures = _table(*cells["failures"], {2})
+    sources = _table(*cells["sources"], {1})
+    exclusions = _table(*cells["exclusions"], {4})
     return (
         "<!DOCTYPE html><html lang=en><head><meta charset=utf-8>"
         f"<title>cupellation fleet statistics</title><style>{_STYLE}</style></head><body>"
