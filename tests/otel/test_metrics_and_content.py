@@ -19,7 +19,7 @@ from cupellation.scoring import FunctionScorer
 from ._support import Sdk, attrs, make_sdk, run_both
 
 BUDGET = ContextBudget(max_tokens=100, target_tokens=40)
-ITEMS = [ContextItem("secret alpha", 20, metadata={"user": "ada"}),
+ITEMS = [ContextItem("secret alpha", 20, metadata={"user": "ursula-marker"}),
          ContextItem("secret alpha", 20), ContextItem("secret beta", 30),
          ContextItem("secret gamma", 10, kind="Document"), ContextItem("secret delta", -1)]
 PIPELINE = Pipeline(scorer=RecencyScorer(), budget=BUDGET)
@@ -128,7 +128,7 @@ def test_content_is_absent_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
     collector = SpanCollector(tracer_provider=sdk.tracer_provider, tier="Full")
     assert collector.content_capture.value == "none"
     run_both(PIPELINE, ITEMS, BUDGET, collector)
-    assert not [s for s in _strings(sdk) if "secret" in s or "ada" in s]
+    assert not [s for s in _strings(sdk) if "secret" in s or "ursula-marker" in s]
     assert "cupel.item.content" not in _names(sdk)
     assert "cupel.item.metadata" not in _names(sdk)
     (root,) = sdk.by_name("cupel.pipeline")
@@ -154,10 +154,10 @@ def test_the_variable_sets_capture_and_the_parameter_wins(
                 if e.name in ("cupel.exclusion", "cupel.item.included")}
     if expected == "full":
         assert "secret alpha" in contents
-        assert any("ada" in s for s in _strings(sdk))
+        assert any("ursula-marker" in s for s in _strings(sdk))
     elif expected == "hash":
         assert content_digest("secret alpha") in contents
-        assert not [s for s in _strings(sdk) if "secret" in s or "ada" in s]
+        assert not [s for s in _strings(sdk) if "secret" in s or "ursula-marker" in s]
     else:
         assert contents == {None}
     (run,) = runs_from_spans(sdk.spans)
