@@ -67,36 +67,13 @@ def narrowed_by(args: argparse.Namespace) -> str:
     return "".join(parts)
 
 
-def _text(value: str | bool) -> str:
-    # As the store holds it: the Collector writes a bool with Go's AsString.
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
 def keeps(run: LoggedRun, filters: dict[str, str]) -> bool:
-    """True when ``run`` passes every filter, as the store's SQL decides it."""
-    started = run.started
-    for field in ("session_id", "user_id", "conversation_id"):
-        wanted = filters.get(field)
-        if wanted is not None and (started is None or getattr(started, field) != wanted):
-            return False
-    reason = filters.get("reason")
-    if reason is not None and not any(entry.reason.name == reason
-                                      for entry in run.report.excluded):
-        return False
-    kind = filters.get("kind")
-    if kind is not None and not (
-            any(str(entry.item.kind) == kind for entry in run.report.included)
-            or any(str(entry.item.kind) == kind for entry in run.report.excluded)):
-        return False
-    policy = filters.get("strategy")
-    if policy is not None:
-        needle = policy.lower()
-        values = () if started is None else started.pipeline.values()
-        if not any(needle in _text(value).lower() for value in values):
-            return False
-    return True
+    """True when ``run`` passes every filter, as the store's SQL decides it (one
+    definition: :func:`cupellation.store.keeps_run`, which trace runs in a store pass
+    too)."""
+    from ..store import RunQuery, keeps_run  # noqa: PLC0415 - only when filters are given
+
+    return keeps_run(run, RunQuery(**filters))  # type: ignore[arg-type]
 
 
 class FilteredReader:

@@ -64,7 +64,9 @@ from ._stats import (
     exact_low_quantile,
     fleet_stats,
 )
+from ._runs import StoreRuns
 from ._store import Store, open_store
+from ._traceread import keeps_run, logged_run
 from ._values import attribute_text, attributes_of, canonical_line, go_float, typed_flat
 
 __all__ = [
@@ -82,6 +84,7 @@ __all__ = [
     "LoadStats",
     "RunQuery",
     "Store",
+    "StoreRuns",
     "SourceCount",
     "StoreLocation",
     "UtilizationStats",
@@ -91,6 +94,8 @@ __all__ = [
     "exact_low_quantile",
     "fleet_stats",
     "go_float",
+    "keeps_run",
+    "logged_run",
     "open_store",
     "parse_store_url",
     "required_literal",

@@ -1,5 +1,5 @@
-"""``store load``: audit logs and event files into ``otel_logs``, by ClickHouse's own
-readers.
+"""``store load``: audit logs and event files into ``otel_logs`` (trace files go to
+``otel_traces``: ``_traceload.py``), by ClickHouse's own readers.
 
 Each file is read twice by SQL, never line by line in Python. The first pass counts
 its lines (blank, records, damaged, other programs') and finds its runs and their
@@ -39,6 +39,7 @@ from ..logs import DamagedLine
 from ._accel import INDEXED_READ
 from ._client import StoreSession, short_error
 from ._schema import LOGS_TABLE
+from ._traceload import is_trace_file, load_trace_source
 
 __all__ = ["LoadStats", "load_files"]
 
@@ -73,7 +74,10 @@ class LoadStats:
     in the store (a file loaded again), ``damaged`` lines that hold (or look like) a
     record but could not be read (the first :data:`MAX_DAMAGED_NAMED` named in
     ``damaged_lines``), ``other_lines`` from other programs and ``blank_lines``.
-    ``lines`` is their sum; ``runs`` counts the runs the files hold."""
+    ``lines`` is their sum; ``runs`` counts the runs the files hold. Trace files
+    (OTLP/JSON) load spans into ``otel_traces``: ``spans_loaded`` rows inserted,
+    ``spans_skipped`` spans already there; their lines are counted as above (a line
+    holds many spans)."""
 
     sources: list[str] = field(default_factory=list)
     lines: int = 0
@@ -83,6 +87,8 @@ class LoadStats:
     other_lines: int = 0
     blank_lines: int = 0
     runs: int = 0
+    spans_loaded: int = 0
+    spans_skipped: int = 0
     damaged_lines: list[DamagedLine] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -90,7 +96,8 @@ class LoadStats:
         return {"sources": list(self.sources), "lines": self.lines, "loaded": self.loaded,
                 "skipped": self.skipped, "damaged": self.damaged,
                 "other_lines": self.other_lines, "blank_lines": self.blank_lines,
-                "runs": self.runs,
+                "runs": self.runs, "spans_loaded": self.spans_loaded,
+                "spans_skipped": self.spans_skipped,
                 "damaged_lines": [str(line) for line in self.damaged_lines]}
 
 
@@ -221,8 +228,8 @@ def _stream_source(session: StoreSession, path: str) -> tuple[str, dict[str, Any
 def load_files(session: StoreSession, paths: Sequence[str | os.PathLike[str]], *,
                service: str = "", stream: bool | None = None,
                progress: Callable[[LoadStats], object] | None = None) -> LoadStats:
-    """Load audit logs and event files (plain or gzip) into ``otel_logs``; see the
-    module's docstring. ``stream`` forces the server path (the file streamed through
+    """Load audit logs and event files (plain or gzip) into ``otel_logs`` and OTLP/JSON
+    trace files into ``otel_traces`` (see ``_traceload.py``); see the module's docstring. ``stream`` forces the server path (the file streamed through
     the client) on chDB too; by default chDB reads the file with ``file()``."""
     stats = LoadStats()
     streaming = (not session.location.embedded) if stream is None else stream
@@ -232,7 +239,10 @@ def load_files(session: StoreSession, paths: Sequence[str | os.PathLike[str]], *
             raise InvalidValueError("paths", os.fspath(entry), "is not a readable file")
         source = (_stream_source(session, path) if streaming
                   else (_FILE_SOURCE, {"path": path}))
-        _load_one(session, os.fspath(entry), source, service, stats)
+        if is_trace_file(path):
+            load_trace_source(session, os.fspath(entry), source, stats)
+        else:
+            _load_one(session, os.fspath(entry), source, service, stats)
         if progress is not None:
             progress(stats)
     return stats

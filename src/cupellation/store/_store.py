@@ -15,7 +15,9 @@ from ._accel import INDEXED_READ, add_accelerators
 from ._client import StoreLocation, StoreSession, open_session
 from ._load import LoadStats, load_files
 from ._query import RunQuery, batches, run_selection
-from ._schema import LOGS_TABLE
+from ._runs import StoreRuns, span_rows, trace_blocks
+from ._schema import LOGS_TABLE, TRACES_TABLE
+from ._traceread import trace_selection
 from ._values import attributes_of, canonical_line
 
 __all__ = ["Store", "open_store"]
@@ -141,6 +143,22 @@ class Store:
         sql, params = run_selection(query or RunQuery(), self.logs_table)
         return [(str(run), at) for run, at in self.session.rows(sql, params)]
 
+    def trace_run_ids(self, query: RunQuery | None = None) -> list[tuple[str, datetime]]:
+        """The runs in ``otel_traces`` that ``query`` may keep, newest first: ``(run_id,
+        first span start)`` (a superset: see ``_traceread.py``)."""
+        sql, params = trace_selection(query or RunQuery(), self.session.table(TRACES_TABLE))
+        return [(str(run), at) for run, at in self.session.rows(sql, params)]
+
+    def _logged(self, run_ids: Sequence[str]) -> set[str]:
+        """Which of ``run_ids`` have rows in ``otel_logs``."""
+        found: set[str] = set()
+        for batch in batches(run_ids, _RUNS_PER_FETCH):
+            found.update(str(row[0]) for row in self.session.rows(
+                f"SELECT DISTINCT LogAttributes['run_id'] FROM {self.logs_table} WHERE "
+                "LogAttributes['run_id'] IN {runs:Array(String)}" + INDEXED_READ,
+                {"runs": batch}))
+        return found
+
     def _blocks(self, run_ids: Sequence[str]) -> Iterator[bytes]:
         for batch in batches(run_ids, _RUNS_PER_FETCH):
             rows = self.session.rows(
@@ -151,19 +169,43 @@ class Store:
             yield b"".join(canonical_line(_as_mapping(row[0])) for row in rows)
 
     def read_runs(self, query: RunQuery | None = None, *,
-                  run_ids: Sequence[str] | None = None, **reader: Any) -> LogReader:
+                  run_ids: Sequence[str] | None = None, **reader: Any) -> StoreRuns:
         """The runs ``query`` selects (or exactly ``run_ids``), newest first, read as a
         log file is: the same :class:`~cupellation.logs.LogReader` (its options in
         ``reader``: ``keep_events``, ``keep_candidates``, ``digest_key``, ...), the same
         fold, digest check and integrity rules. ``since``/``until``/``run_id`` of the
-        query are also given to the reader, so its answer is the file reader's."""
+        query are also given to the reader, so its answer is the file reader's.
+
+        Runs found only in ``otel_traces`` (a fleet exporting spans through the
+        Collector, or trace files loaded) come in the same stream, rebuilt by the span
+        decoder (``report --from``'s); a run in both tables is read from its logs."""
         query = query or RunQuery()
-        chosen = list(run_ids) if run_ids is not None else [r for r, _ in self.run_ids(query)]
-        stream = io.BufferedReader(_Lines(self._blocks(chosen), self.url))
+        if run_ids is not None:
+            chosen = list(dict.fromkeys(run_ids))
+            logged = self._logged(chosen)
+            log_ids = [run for run in chosen if run in logged]
+            trace_ids = [run for run in chosen if run not in logged]
+            order = {run: k for k, run in enumerate(chosen)}
+        else:
+            log_runs = self.run_ids(query)
+            log_ids = [run for run, _ in log_runs]
+            logged = set(log_ids)
+            trace_runs = [(run, at) for run, at in self.trace_run_ids(query)
+                          if run not in logged]
+            trace_ids = [run for run, _ in trace_runs]
+            # at DESC, run: the log selection's order (a stable sort keeps the runs'
+            # order among equal times)
+            newest = sorted(sorted(log_runs + trace_runs, key=lambda pair: pair[0]),
+                            key=lambda pair: pair[1], reverse=True)
+            order = {run: k for k, (run, _) in enumerate(newest)}
+        stream = io.BufferedReader(_Lines(self._blocks(log_ids), self.url))
         reader.setdefault("since", query.since)
         reader.setdefault("until", query.until)
         reader.setdefault("run_id", query.run_id)
-        return LogReader([stream], rotated=False, **reader)
+        logs = LogReader([stream], rotated=False, **reader)
+        traces = trace_blocks(span_rows(self.session, self.session.table(TRACES_TABLE)),
+                              trace_ids, self.url, reader)
+        return StoreRuns(logs, traces, order, query)
 
 
 def _as_mapping(value: Any) -> Mapping[str, str]:

@@ -36,7 +36,7 @@ from .._events.types import KNOWN_EVENTS, PIPELINE_KEYS, StageName
 from ..reasons import KNOWN_EXCLUSION_REASONS
 
 __all__ = ["UNREADABLE_ROW", "Kind", "attribute_text", "attributes_of", "canonical_line",
-           "go_float", "typed_flat"]
+           "go_float", "kind_of", "typed_flat", "typed_text"]
 
 
 class Kind(enum.Enum):
@@ -189,6 +189,18 @@ def _typed(kind: Kind, text: str) -> Any:
         except msgspec.DecodeError:
             return text
     return _guess(text)
+
+
+def kind_of(key: str) -> Kind:
+    """How the string of the flat key ``key`` is read back (:attr:`Kind.GUESS` for a
+    key of no declared type)."""
+    return _KINDS.get(key, Kind.GUESS)
+
+
+def typed_text(kind: Kind, text: str) -> Any:
+    """One attribute string read back as ``kind`` (text that does not parse as it is
+    passed on as text)."""
+    return _typed(kind, text)
 
 
 def typed_flat(attributes: Mapping[str, str]) -> dict[str, Any]:
