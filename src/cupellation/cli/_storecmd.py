@@ -1,5 +1,7 @@
 """``cupellation store load FILE... --into URL``: audit logs and event files into a fleet
-store (the Collector's ``otel_logs``), read by ClickHouse itself."""
+store (the Collector's ``otel_logs``) and OTLP/JSON trace files into its ``otel_traces``,
+read by ClickHouse itself; ``cupellation store accelerate --into URL``: cupellation's
+indexes and projections added to a fleet's own Collector tables."""
 
 from __future__ import annotations
 
@@ -14,14 +16,17 @@ from ..exceptions import CupelError
 from ._common import NOT_WHOLE
 from ._logcmds import fail
 from ._logread import OK, is_trace_file, safe
-from ._storeread import STORE_HELP
+from ._storeread import STORE_HELP, is_otlp_lines
 
 __all__ = ["STORE"]
 
-_EXIT = ("exit status: 0 loaded (lines already in the store are skipped: loading a file "
-         "again adds nothing); 2 bad usage, a file that cannot be read, a store that "
-         "cannot be opened (one line on standard error); 3 with --strict, a damaged line; "
-         "130 interrupted; 141 standard output closed early.")
+_EXIT = ("exit status: 0 loaded (lines and spans already in the store are skipped: "
+         "loading a file again adds nothing); 2 bad usage, a file that cannot be read, a "
+         "store that cannot be opened (one line on standard error); 3 with --strict, a "
+         "damaged line; 130 interrupted; 141 standard output closed early.")
+_ACCEL_EXIT = ("exit status: 0 added (or already there: running it again changes nothing); "
+               "2 bad usage, a store that cannot be opened or altered (one line on "
+               "standard error); 130 interrupted.")
 
 
 class _Store:
@@ -30,22 +35,26 @@ class _Store:
     def add_parser(self, subparsers: argparse._SubParsersAction[argparse.ArgumentParser], /
                    ) -> argparse.ArgumentParser:
         parser = subparsers.add_parser(
-            "store", help="load logs into a fleet store (ClickHouse: embedded chDB or a "
-                          "server)",
+            "store", help="load logs and traces into a fleet store (ClickHouse: embedded "
+                          "chDB or a server)",
             description="The fleet store: the OpenTelemetry Collector's otel_logs and "
                         "otel_traces tables in ClickHouse, embedded (chdb:///dir) or on a "
                         "server. 'audit', 'report', 'why', 'replay' and 'diff' read it with "
                         "--store URL.", epilog=_EXIT)
         actions = parser.add_subparsers(dest="store_action", metavar="ACTION")
         load = actions.add_parser(
-            "load", help="load audit logs and event files",
+            "load", help="load audit logs, event files and OTLP/JSON traces",
             description="Load audit logs and event files (JSON lines, plain or gzip) into "
-                        "the store's otel_logs, one row per event as the Collector's "
-                        "clickhouse exporter writes it. ClickHouse reads the files itself "
-                        "(file() on chDB; streamed through the client to a server). Lines "
-                        "already in the store (same run and seq) are skipped.",
-            epilog=_EXIT)
-        load.add_argument("files", nargs="+", metavar="FILE", help="audit logs or event files")
+                        "the store's otel_logs, one row per event, and OTLP/JSON trace "
+                        "files (one resourceSpans object per line, as 'export --to file' "
+                        "and the Collector's file exporter write them) into otel_traces, "
+                        "one row per span, as the Collector's clickhouse exporter writes "
+                        "them. ClickHouse reads the files itself (file() on chDB; streamed "
+                        "through the client to a server). Lines already in the store (same "
+                        "run and seq) and spans already there (same trace and span id) are "
+                        "skipped.", epilog=_EXIT)
+        load.add_argument("files", nargs="+", metavar="FILE",
+                          help="audit logs, event files or OTLP/JSON trace files")
         load.add_argument("--into", required=True, metavar="URL", help=STORE_HELP)
         load.add_argument("--service", default="", metavar="NAME",
                           help="the ServiceName of records that name none")
@@ -54,20 +63,38 @@ class _Store:
         load.add_argument("--format", choices=["text", "json"], default="text")
         load.add_argument("--no-progress", action="store_true",
                           help="never show a progress bar (it shows only on a terminal)")
+        accelerate = actions.add_parser(
+            "accelerate", help="add cupellation's indexes and projections to the tables",
+            description="Add cupellation's data-skipping indexes and aggregate projections "
+                        "to the store's otel_logs (and the run id's index to otel_traces) "
+                        "where absent: a fleet's own Collector tables lack them, which "
+                        "makes 'stats', 'why --match' and reading one run scan the table. "
+                        "Columns are never added or changed. Without --materialize only "
+                        "parts written later get them.", epilog=_ACCEL_EXIT)
+        accelerate.add_argument("--into", required=True, metavar="URL", help=STORE_HELP)
+        accelerate.add_argument("--materialize", action="store_true",
+                                help="also build them for the rows already stored (a "
+                                     "mutation that rewrites every part: minutes on a "
+                                     "large table; waited for)")
+        accelerate.add_argument("--format", choices=["text", "json"], default="text")
         return parser
 
     def run(self, args: argparse.Namespace, /) -> int:
-        if getattr(args, "store_action", None) != "load":
-            return fail("store", "an action is required: load (see 'cupellation store "
-                                 "--help')")
+        action = getattr(args, "store_action", None)
+        if action == "accelerate":
+            return _accelerate(args)
+        if action != "load":
+            return fail("store", "an action is required: load or accelerate (see "
+                                 "'cupellation store --help')")
         for path in args.files:
             if not os.path.isfile(path):
                 what = ("no such file" if not os.path.exists(path)
                         else "not a regular file (ClickHouse reads the file itself)")
-                return fail("store load", f"cannot read {path}: {what}")
-            if is_trace_file(path):
-                return fail("store load", f"{path} holds traces: loading OTLP/JSON traces "
-                                          "into otel_traces is not supported yet; load logs")
+                return fail("store load", f"cannot read {safe(path)}: {what}")
+            if is_trace_file(path) and not is_otlp_lines(path):
+                return fail("store load", f"{safe(path)} holds traces that are not OTLP/JSON "
+                                          "lines (one resourceSpans object per line): only "
+                                          "those load into otel_traces")
         try:
             from ..store import open_store  # noqa: PLC0415 - the store extra is optional
         except ImportError:  # pragma: no cover - the extra brings it
@@ -88,6 +115,9 @@ class _Store:
                   f"{stats.damaged} damaged line(s), {stats.other_lines} from other "
                   f"programs, {stats.blank_lines} blank; {stats.runs} run(s) in "
                   f"{len(stats.sources)} file(s) into {safe(args.into)}")
+            if stats.spans_loaded or stats.spans_skipped:
+                print(f"loaded {stats.spans_loaded} span(s) into otel_traces, skipped "
+                      f"{stats.spans_skipped} already stored")
             for line in data["damaged_lines"][:10]:
                 print(f"  {safe(line)}")
             if stats.damaged > 10:
@@ -97,6 +127,27 @@ class _Store:
                   "(--strict)", file=sys.stderr)
             return NOT_WHOLE
         return OK
+
+
+def _accelerate(args: argparse.Namespace) -> int:
+    """``store accelerate --into URL``: the store's ``add_accelerators``."""
+    try:
+        from ..store import open_store  # noqa: PLC0415 - the store extra is optional
+    except ImportError:  # pragma: no cover - the extra brings it
+        return fail("store accelerate", "the store needs: pip install 'cupellation[store]'")
+    try:
+        with open_store(args.into) as store:
+            statements = store.add_accelerators(materialize=args.materialize)
+    except CupelError as exc:
+        return fail("store accelerate", str(exc))
+    if args.format == "json":
+        sys.stdout.write(json.dumps({"store": args.into, "materialized": args.materialize,
+                                     "statements": statements}, indent=2) + "\n")
+    else:
+        built = " and built for the rows stored" if args.materialize else ""
+        print(f"{safe(args.into)}: cupellation's indexes and projections are in place "
+              f"({len(statements)} statement(s), each a no-op when already done){built}")
+    return OK
 
 
 class _NoProgress:

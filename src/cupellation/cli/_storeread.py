@@ -12,7 +12,7 @@ from ..exceptions import CupelError
 from ..logs import LogReader, as_datetime
 from ._runfilters import filters_given
 
-__all__ = ["STORE_HELP", "add_store_arguments", "read_store"]
+__all__ = ["STORE_HELP", "add_store_arguments", "is_otlp_lines", "read_store"]
 
 STORE_HELP = ("read the runs from a fleet store instead of log files: chdb:///path/to/dir "
               "(embedded) or http(s)://host:8123/database (credentials from "
@@ -29,6 +29,13 @@ def add_store_arguments(parser: argparse.ArgumentParser, *, service: bool = True
                                  "ServiceName; repeatable)")
 
 
+def is_otlp_lines(path: str) -> bool:
+    """True for a trace file ``store load`` takes: OTLP/JSON lines."""
+    from ..store import is_otlp_trace_file  # noqa: PLC0415 - the store's own test
+
+    return is_otlp_trace_file(path)
+
+
 def _services(args: argparse.Namespace) -> tuple[str, ...]:
     value = getattr(args, "service", None)
     if value is None:
@@ -39,11 +46,12 @@ def _services(args: argparse.Namespace) -> tuple[str, ...]:
 @contextmanager
 def read_store(args: argparse.Namespace, url: str, options: Mapping[str, Any],
                usage: type[Exception]) -> Iterator[LogReader]:
-    """The runs the command's filters select from the store at ``url``, as a
-    :class:`~cupellation.logs.LogReader` (``options``: the reader's, plus ``run_ids``
-    to read exactly those runs, and ``select_by_item`` to keep only runs that may
-    hold an item ``--content``/``--match`` names). A store that cannot be opened or a
-    bad filter is a ``usage`` error (one line, exit 2)."""
+    """The runs the command's filters select from the store at ``url`` (its logs, and
+    the runs found only in its traces), read as a :class:`~cupellation.logs.LogReader`
+    (``options``: the reader's, plus ``run_ids`` to read exactly those runs, and
+    ``select_by_item`` to keep only runs that may hold an item ``--content``/``--match``
+    names). A store that cannot be opened or a bad filter is a ``usage`` error (one
+    line, exit 2)."""
     try:
         from ..store import RunQuery, open_store  # noqa: PLC0415 - the store extra is optional
     except ImportError:  # pragma: no cover - the extra brings it
@@ -64,6 +72,8 @@ def read_store(args: argparse.Namespace, url: str, options: Mapping[str, Any],
     except CupelError as exc:
         raise usage(str(exc)) from None
     try:
-        yield store.read_runs(query, run_ids=run_ids, **rest)
+        # A StoreRuns reads as a LogReader does (iteration, stats, time_window): its
+        # runs come from otel_logs and, for runs found only there, from otel_traces.
+        yield store.read_runs(query, run_ids=run_ids, **rest)  # type: ignore[misc]
     finally:
         store.close()

@@ -7,19 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime
-from typing import Any
 
-from .._report import ReportBuilder
-from ..events import RunCompleted, RunFailed, RunStarted
 from ..exceptions import CupelError
 from ..logs import LoggedRun, LogReader, ReadStats
 from ._logread import UsageError, safe
 
 __all__ = ["TraceAndLogReader", "trace_runs"]
-
-
-def _first(events: tuple[Any, ...], kind: type) -> Any:
-    return next((event for event in events if isinstance(event, kind)), None)
 
 
 def trace_runs(path: str, *, keep_events: bool = False,
@@ -28,28 +21,15 @@ def trace_runs(path: str, *, keep_events: bool = False,
     file has no line numbers). Raises :class:`UsageError` naming the file when it
     cannot be read."""
     from ..otel import read_trace_file  # noqa: PLC0415 - only for trace files
+    from ..store import logged_run  # noqa: PLC0415 - the same conversion as a store's
 
     try:
         rebuilt = read_trace_file(path)
     except (CupelError, OSError, ValueError, RecursionError) as exc:
         raise UsageError(f"cannot read the trace file {safe(path)}: "
                          f"{safe(str(exc), 300)}") from None
-    out = []
-    for run in rebuilt:
-        events = run.events
-        candidates: tuple[Any, ...] = ()
-        if keep_candidates:
-            builder = ReportBuilder()
-            for event in events:
-                builder.add(event)
-            candidates = tuple(builder.candidates())
-        out.append(LoggedRun(
-            run_id=run.run_id, report=run.report, started=_first(events, RunStarted),
-            completed=_first(events, RunCompleted), failed=_first(events, RunFailed),
-            source=path, line=1, event_count=len(events),
-            events=events if keep_events else (), verification=run.verification,
-            digest=run.digest, candidates=candidates))
-    return out
+    return [logged_run(run, path, keep_events=keep_events, keep_candidates=keep_candidates)
+            for run in rebuilt]
 
 
 def _wanted(run: LoggedRun, run_id: str | None, since: datetime | None,

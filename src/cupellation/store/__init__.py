@@ -53,6 +53,7 @@ from ._accel import CONTENT_INDEXES, PROJECTIONS
 from ._client import StoreLocation, parse_store_url
 from ._load import MAX_DAMAGED_NAMED, LoadStats
 from ._query import RunQuery, required_literal
+from ._runs import StoreRuns
 from ._schema import EXPORTER_TEMPLATES, LOGS_TABLE, RUN_ID_INDEX, TRACES_TABLE
 from ._stats import (
     BUCKETS,
@@ -64,8 +65,8 @@ from ._stats import (
     exact_low_quantile,
     fleet_stats,
 )
-from ._runs import StoreRuns
 from ._store import Store, open_store
+from ._traceload import is_otlp_trace_file
 from ._traceread import keeps_run, logged_run
 from ._values import attribute_text, attributes_of, canonical_line, go_float, typed_flat
 
@@ -94,6 +95,7 @@ __all__ = [
     "exact_low_quantile",
     "fleet_stats",
     "go_float",
+    "is_otlp_trace_file",
     "keeps_run",
     "logged_run",
     "open_store",

@@ -47,12 +47,16 @@ __all__ = [
     "RUN_AGGREGATES",
     "RUN_ID_INDEX",
     "SOURCES_PROJECTION",
+    "TRACE_RUN_ID_INDEX",
     "accelerator_ddl",
     "add_accelerators",
 ]
 
 #: The run id's index (its name and expression), in cupellation's tables since the start.
 RUN_ID_INDEX: Final = ("idx_cupel_run_id", "LogAttributes['run_id']")
+#: The run id's index on ``otel_traces`` (every span of a run carries ``cupel.run.id``),
+#: so reading one run's spans does not scan the table.
+TRACE_RUN_ID_INDEX: Final = ("idx_cupel_span_run_id", "SpanAttributes['cupel.run.id']")
 #: A row cupellation wrote: a run id and a sequence number (the statistics' filter).
 OURS_KEYS: Final = ("notEmpty(LogAttributes['run_id'])", "mapContains(LogAttributes, 'seq')")
 #: The hour a row's run started (the finest time bucket the exclusions projection keeps).
@@ -129,12 +133,16 @@ def accelerator_ddl() -> str:
     return ",\n".join(lines)
 
 
-def add_accelerators(session: StoreSession, table: str, *, materialize: bool = False
-                     ) -> list[str]:
+def add_accelerators(session: StoreSession, table: str, *, materialize: bool = False,
+                     traces: str | None = None) -> list[str]:
     """Add the projections and indexes to an existing ``otel_logs`` (``table``: its
-    quoted name) when absent; with ``materialize``, build them for the parts already
-    written (a mutation: the call waits for it). Returns the statements run."""
-    statements = [f"ALTER TABLE {table} ADD INDEX IF NOT EXISTS {RUN_ID_INDEX[0]} "
+    quoted name) and the run id's index to ``otel_traces`` (``traces``, when given)
+    when absent; with ``materialize``, build them for the parts already written (a
+    mutation: the call waits for it). Returns the statements run."""
+    trace_index = ([] if traces is None else [
+        f"ALTER TABLE {traces} ADD INDEX IF NOT EXISTS {TRACE_RUN_ID_INDEX[0]} "
+        f"{TRACE_RUN_ID_INDEX[1]} TYPE bloom_filter(0.001) GRANULARITY 1"])
+    statements = [*trace_index, f"ALTER TABLE {table} ADD INDEX IF NOT EXISTS {RUN_ID_INDEX[0]} "
                   f"{RUN_ID_INDEX[1]} TYPE bloom_filter(0.001) GRANULARITY 1"]
     statements += [f"ALTER TABLE {table} ADD INDEX IF NOT EXISTS {name} {expression} "
                    f"TYPE {kind} GRANULARITY {granularity}"
@@ -147,6 +155,9 @@ def add_accelerators(session: StoreSession, table: str, *, materialize: bool = F
                        for name in names]
         statements += [f"ALTER TABLE {table} MATERIALIZE PROJECTION {name} "
                        "SETTINGS mutations_sync = 1" for name, _ in PROJECTIONS]
+        if traces is not None:
+            statements.append(f"ALTER TABLE {traces} MATERIALIZE INDEX "
+                              f"{TRACE_RUN_ID_INDEX[0]} SETTINGS mutations_sync = 1")
     for statement in statements:
         session.command(statement)
     return statements

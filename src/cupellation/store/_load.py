@@ -39,7 +39,7 @@ from ..logs import DamagedLine
 from ._accel import INDEXED_READ
 from ._client import StoreSession, short_error
 from ._schema import LOGS_TABLE
-from ._traceload import is_trace_file, load_trace_source
+from ._traceload import is_otlp_trace_file, load_trace_source
 
 __all__ = ["LoadStats", "load_files"]
 
@@ -229,7 +229,8 @@ def load_files(session: StoreSession, paths: Sequence[str | os.PathLike[str]], *
                service: str = "", stream: bool | None = None,
                progress: Callable[[LoadStats], object] | None = None) -> LoadStats:
     """Load audit logs and event files (plain or gzip) into ``otel_logs`` and OTLP/JSON
-    trace files into ``otel_traces`` (see ``_traceload.py``); see the module's docstring. ``stream`` forces the server path (the file streamed through
+    trace files into ``otel_traces`` (see ``_traceload.py``); see the module's
+    docstring. ``stream`` forces the server path (the file streamed through
     the client) on chDB too; by default chDB reads the file with ``file()``."""
     stats = LoadStats()
     streaming = (not session.location.embedded) if stream is None else stream
@@ -239,7 +240,7 @@ def load_files(session: StoreSession, paths: Sequence[str | os.PathLike[str]], *
             raise InvalidValueError("paths", os.fspath(entry), "is not a readable file")
         source = (_stream_source(session, path) if streaming
                   else (_FILE_SOURCE, {"path": path}))
-        if is_trace_file(path):
+        if is_otlp_trace_file(path):
             load_trace_source(session, os.fspath(entry), source, stats)
         else:
             _load_one(session, os.fspath(entry), source, service, stats)

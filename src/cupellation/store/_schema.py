@@ -6,10 +6,10 @@ The DDL follows ``exporter/clickhouseexporter/internal/sqltemplates/logs_table.s
 ``{{ident .Database}}`` text/template form (v0.152.0 and later), the bloom-filter branch
 (``HasFullTextSearch`` false: the ``text`` index needs ClickHouse 26.2 or later on every
 server of a fleet), with ``ENGINE = MergeTree`` and no TTL, as the exporter's defaults
-render them. cupellation adds data-skipping indexes (on ``LogAttributes['run_id']``,
-so that reading one run does not scan the table, and on an item's content and
-metadata) and aggregate projections for the fleet statistics (see ``_accel.py``); it
-adds no column and no table.
+render them. cupellation adds data-skipping indexes (on ``LogAttributes['run_id']``
+and ``SpanAttributes['cupel.run.id']``, so that reading one run does not scan the
+table, and on an item's content and metadata) and aggregate projections for the fleet
+statistics (see ``_accel.py``); it adds no column and no table.
 
 Tables that already exist are read as they are (an older exporter's ``otel_logs``, with
 ``TimestampTime`` and a ``PRIMARY KEY``, reads the same): only the columns cupellation
@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from ..exceptions import StoreSchemaError
-from ._accel import RUN_ID_INDEX, accelerator_ddl
+from ._accel import RUN_ID_INDEX, TRACE_RUN_ID_INDEX, accelerator_ddl
 
 __all__ = [
     "EXPORTER_TEMPLATES",
@@ -111,7 +111,8 @@ _TRACES_DDL: Final = """CREATE TABLE IF NOT EXISTS {table} (
     INDEX idx_span_attr_key mapKeys(SpanAttributes) TYPE bloom_filter(0.01) GRANULARITY 1,
     INDEX idx_span_attr_value mapValues(SpanAttributes) TYPE bloom_filter(0.01) GRANULARITY 1,
     INDEX idx_duration Duration TYPE minmax GRANULARITY 1,
-    INDEX idx_lower_span_name lower(SpanName) TYPE tokenbf_v1(32768, 3, 0) GRANULARITY 8
+    INDEX idx_lower_span_name lower(SpanName) TYPE tokenbf_v1(32768, 3, 0) GRANULARITY 8,
+    INDEX {run_index} {run_expression} TYPE bloom_filter(0.001) GRANULARITY 1
 ) ENGINE = MergeTree
 PARTITION BY toDate(Timestamp)
 PRIMARY KEY (ServiceName, SpanName, toDateTime(Timestamp))
@@ -162,7 +163,9 @@ def logs_ddl(qualified: str) -> str:
 def traces_ddl(qualified: str) -> str:
     """The ``CREATE TABLE IF NOT EXISTS`` of ``otel_traces``."""
     return _TRACES_DDL.format(table=qualified, resource_items=_items("ResourceAttributes"),
-                              span_items=_items("SpanAttributes"))
+                              span_items=_items("SpanAttributes"),
+                              run_index=TRACE_RUN_ID_INDEX[0],
+                              run_expression=TRACE_RUN_ID_INDEX[1])
 
 
 def check_columns(table: str, columns: Sequence[tuple[str, str]],

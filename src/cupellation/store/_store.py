@@ -128,14 +128,16 @@ class Store:
     # -- reading --------------------------------------------------------------------
 
     def add_accelerators(self, *, materialize: bool = False) -> list[str]:
-        """Add cupellation's projections and data-skipping indexes to ``otel_logs`` when
-        absent (a table cupellation created has them; a fleet's Collector made its own
-        without): ``ALTER TABLE … ADD PROJECTION/INDEX IF NOT EXISTS``, so running it
-        again changes nothing. Parts written later get them; ``materialize`` also
-        builds them for the parts already written (``MATERIALIZE …``: a mutation that
-        rewrites every part, waited for). Returns the statements run. See
-        ``cupellation/store/_accel.py`` for what each is for."""
-        return add_accelerators(self.session, self.logs_table, materialize=materialize)
+        """Add cupellation's projections and data-skipping indexes to ``otel_logs`` (and
+        the run id's index to ``otel_traces``) when absent (a table cupellation created
+        has them; a fleet's Collector made its own without): ``ALTER TABLE … ADD
+        PROJECTION/INDEX IF NOT EXISTS``, so running it again changes nothing. Parts
+        written later get them; ``materialize`` also builds them for the parts already
+        written (``MATERIALIZE …``: a mutation that rewrites every part, waited for).
+        Returns the statements run. See ``cupellation/store/_accel.py`` for what each
+        is for."""
+        return add_accelerators(self.session, self.logs_table, materialize=materialize,
+                                traces=self.session.table(TRACES_TABLE))
 
     def run_ids(self, query: RunQuery | None = None) -> list[tuple[str, datetime]]:
         """The runs ``query`` may keep, newest first: ``(run_id, first Timestamp)``. A

@@ -41,14 +41,14 @@ if TYPE_CHECKING:
     from ._client import StoreSession
     from ._load import LoadStats
 
-__all__ = ["is_trace_file", "load_trace_source"]
+__all__ = ["is_otlp_trace_file", "load_trace_source"]
 
 #: How many damaged lines one file names at most (all are counted).
 _NAMED: Final = 1000
 _SPANS: Final = "_cupellation_load_spans"
 
 
-def is_trace_file(path: str) -> bool:
+def is_otlp_trace_file(path: str) -> bool:
     """True when the first line of ``path`` (plain or gzip) is an OTLP/JSON traces
     object (it names ``resourceSpans``)."""
     try:
