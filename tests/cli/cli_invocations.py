@@ -794,10 +794,16 @@ def _export(draw: Draw) -> list[str]:
 
 
 def _store(draw: Draw) -> list[str]:
-    """``store load FILE... --into URL``: logs (valid, damaged, traces, special files)
-    into the workspace's store, or no action at all."""
+    """``store load FILE... --into URL``: logs and traces (valid, damaged, special
+    files) into the workspace's store; now and then ``store accelerate --into URL``;
+    or no action at all."""
     if draw.bad(0.1):
         return ["store"] if draw.chance(0.5) else ["store", "unload"]
+    if draw.chance(0.15):
+        into = [] if draw.bad(0.1) else ["--into", draw.store()]
+        return ["store", "accelerate", *into, *_options(draw, [
+            (0.4, lambda d: ["--materialize"]),
+            (0.4, lambda d: ["--format", d.choose(["text", "json"], ["csv"])])])]
     files = [draw.input_path(["audit", "log_gz", "log_cut", "audit", "trace"])
              for _ in range(draw.rng.choice([1, 1, 2]))]
     table = [(0.3, lambda d: ["--service", d.choose(["web", ""], [d.text()])]),
