@@ -145,7 +145,8 @@ def test_store_load_and_accelerate_on_the_command_line(
     run_id = read_trace_file(trace)[-1].run_id
     assert main(["store", "load", str(trace), "--into", url, "--format", "json"]) == 0
     loaded = json.loads(capsys.readouterr().out)
-    assert loaded["spans_loaded"] > 0 and loaded["runs"] == 3
+    assert loaded["spans_loaded"] > 0
+    assert loaded["runs"] == 3
     assert main(["report", str(trace), "--run", run_id, "--format", "json"]) == 0
     from_file = capsys.readouterr().out
     assert main(["report", "--store", url, "--run", run_id, "--format", "json"]) == 0
@@ -166,4 +167,5 @@ def test_store_load_and_accelerate_on_the_command_line(
     pretty.write_text(json.dumps(json.loads(trace.read_text().splitlines()[0]), indent=1))
     assert main(["store", "load", str(pretty), "--into", url]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "not OTLP/JSON lines" in err[0]
+    assert len(err) == 1
+    assert "not OTLP/JSON lines" in err[0]
