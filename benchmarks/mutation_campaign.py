@@ -92,9 +92,9 @@ from cupellation.analytics import replayable
 from cupellation.events import ContentCapture, RunLineEncoder, events_from_json_lines
 from cupellation.exceptions import CupelError, RunNotReplayableError
 from cupellation.logs import AuditLog, read_runs
-from cupellation.otel import SpanCollector, read_trace
+from cupellation.otel import SpanCollector, read_trace, runs_from_spans, spans_from_otlp_json
 from cupellation.slicing import CountQuotaEntry
-from cupellation.store import attributes_of, canonical_line
+from cupellation.store import attributes_of, canonical_line, span_from_row
 
 # The Jaeger JSON builder is the tests' own (tests/otel/_support.py), so that the
 # campaign mutates the very document the decoder tests read.
@@ -110,14 +110,15 @@ __all__ = ["FORMATS", "Artifact", "Campaign", "campaign", "main"]
 #: The span formats hold the runs in the columns layout (the default); "OTLP/JSON,
 #: events layout" holds them as one span event per item. The backends' answers are
 #: built from the columns-layout spans.
-FORMATS = ("events JSONL", "audit log", "replay input", "store rows", "OTLP/JSON",
+FORMATS = ("events JSONL", "audit log", "replay input", "store rows", "store spans",
+           "OTLP/JSON",
            "Jaeger JSON",
            "OTLP protobuf", "OTLP/JSON, events layout", "Phoenix spans", "Phoenix otlpv1",
            "MLflow batchGet", "Jaeger v3", "Tempo v2", "events JSONL, keyed",
            "audit log, keyed")
 #: Formats stored as lines of JSON (mutated line by line).
 _LINE_FORMATS = ("events JSONL", "audit log", "replay input", "events JSONL, keyed",
-                 "audit log, keyed", "store rows")
+                 "audit log, keyed", "store rows", "store spans")
 #: The formats written with a digest key, and read with it (``Artifact.key``).
 _KEYED_FORMATS = ("events JSONL, keyed", "audit log, keyed")
 #: The writers' and readers' key of the keyed formats.
@@ -254,6 +255,9 @@ def artifacts(larger: int = 150) -> list[Artifact]:
             Artifact("audit-keyed.jsonl", "audit log, keyed", keyed_data, reports, KEY),
             Artifact("audit.jsonl", "replay input", audit_data, _replayed(audit_data)),
             Artifact("otel_logs.jsonl", "store rows", _store_rows(audit_data), reports),
+            Artifact("otel_traces.jsonl", "store spans",
+                     _store_spans(otlp_json_document(events_exporter.get_finished_spans())),
+                     event_reports),
             Artifact("trace.json", "OTLP/JSON", otlp, reports),
             Artifact("jaeger.json", "Jaeger JSON", jaeger, reports),
             Artifact("trace.pb", "OTLP protobuf", proto, reports),
@@ -444,6 +448,64 @@ def _stored(data: bytes) -> Reports:
     return out
 
 
+def _store_spans(document: dict[str, Any]) -> bytes:
+    """The spans (events layout) as ``otel_traces`` holds them: one row per span, one
+    JSON object per line, its attributes and its events' attributes strings as the
+    Collector's exporter writes them (Go's ``AsString``)."""
+    return b"".join(json.dumps({
+        "TraceId": span.trace_id or "", "SpanId": span.span_id or "",
+        "ParentSpanId": span.parent_span_id or "", "SpanName": span.name,
+        "Start": span.start_ns or 0, "Duration": (span.end_ns or 0) - (span.start_ns or 0),
+        "SpanAttributes": attributes_of(span.attributes),
+        "Events": [[event.name, event.timestamp_ns or 0, attributes_of(event.attributes)]
+                   for event in span.events]}, ensure_ascii=False).encode() + b"\n"
+        for span in spans_from_otlp_json(document))
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str)
+                                           for k, v in value.items())
+
+
+def _span_row(row: Any) -> tuple[Any, ...] | None:
+    """A line as the ``otel_traces`` row it stands for (the columns ``span_from_row``
+    reads), or None for one no row of the table can hold (a Map of strings, UInt64
+    times): a row lost."""
+    if not isinstance(row, dict):
+        return None
+    texts = [row.get(k) for k in ("TraceId", "SpanId", "ParentSpanId", "SpanName")]
+    times = [row.get("Start"), row.get("Duration")]
+    events = row.get("Events")
+    if (not all(isinstance(t, str) for t in texts)
+            or not all(type(t) is int and 0 <= t < 2**63 for t in times)
+            or not _strings(row.get("SpanAttributes")) or not isinstance(events, list)
+            or not all(isinstance(e, list) and len(e) == 3 and isinstance(e[0], str)
+                       and type(e[1]) is int and 0 <= e[1] < 2**63 and _strings(e[2])
+                       for e in events)):
+        return None
+    return (*texts, *times, row["SpanAttributes"], [e[0] for e in events],
+            [e[1] for e in events], [e[2] for e in events])
+
+
+def _stored_spans(data: bytes) -> Reports:
+    """Read the rows as ``Store.read_runs`` reads a run found only in ``otel_traces``:
+    each row a span (``span_from_row``: strings typed back), rebuilt by the span
+    decoder."""
+    rows = []
+    for line in data.split(b"\n"):
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        shaped = _span_row(row)
+        if shaped is not None:
+            rows.append(shaped)
+    out: Reports = {}
+    for run in runs_from_spans([span_from_row(row) for row in rows]):
+        out[run.run_id if run.run_id not in out else run.run_id + "\x00again"] = run.report
+    return out
+
+
 def decode(artifact: Artifact, data: bytes) -> Reports:
     """The reports the artifact's decoder rebuilds from ``data``, by run id (a run id
     seen twice keeps a marker that can equal no original report)."""
@@ -452,6 +514,8 @@ def decode(artifact: Artifact, data: bytes) -> Reports:
         return _replayed(data)
     if artifact.format == "store rows":
         return _stored(data)
+    if artifact.format == "store spans":
+        return _stored_spans(data)
     if artifact.format.startswith("events JSONL"):
         events = list(events_from_json_lines(data))
         for run_id in {event.run_id for event in events}:

@@ -67,7 +67,7 @@ from ._stats import (
 )
 from ._store import Store, open_store
 from ._traceload import is_otlp_trace_file
-from ._traceread import keeps_run, logged_run
+from ._traceread import SPAN_COLUMNS, keeps_run, logged_run, span_from_row
 from ._values import attribute_text, attributes_of, canonical_line, go_float, typed_flat
 
 __all__ = [
@@ -78,6 +78,7 @@ __all__ = [
     "MAX_DAMAGED_NAMED",
     "PROJECTIONS",
     "RUN_ID_INDEX",
+    "SPAN_COLUMNS",
     "TRACES_TABLE",
     "ExclusionCount",
     "FailureCount",
@@ -101,5 +102,6 @@ __all__ = [
     "open_store",
     "parse_store_url",
     "required_literal",
+    "span_from_row",
     "typed_flat",
 ]
