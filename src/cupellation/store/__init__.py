@@ -47,6 +47,13 @@ reason, kind, content, a literal a regular expression requires, strategy — bou
 as parameters) and reads them through the same :class:`~cupellation.logs.LogReader`
 as a file: the same fold, digest check and integrity rules. A run partly present
 (missing rows, no end) comes back incomplete, never folded silently.
+
+**Traces too.** :meth:`Store.load` takes OTLP/JSON trace files into ``otel_traces``
+(one row per span, as the exporter writes spans, computed by ClickHouse's JSON
+functions), and :meth:`Store.read_runs` also gives the runs found only in
+``otel_traces`` (a fleet exporting spans through the Collector), rebuilt by the span
+decoder (:func:`~cupellation.otel.runs_from_spans`) from the rows' strings typed back
+(:func:`span_from_row`). A run in both tables is read from its logs.
 """
 
 from ._accel import CONTENT_INDEXES, PROJECTIONS
