@@ -74,14 +74,14 @@ def test_trace_files_load_as_the_exporter_writes_spans_and_read_back_equal(
         store: Store, tmp_path: Path) -> None:
     """Both layouts' trace files (one gzipped) load one row per span, as the exporter
     writes them (ids, kind, status, service, times, attributes as AsString strings,
-    events); loading them again adds nothing; and every run read back from the store
+    events); loading them again (streamed, as to a server) adds nothing; and every run read back from the store
     equals the run rebuilt from its file (report and digest verification), newest
     first."""
     files, span_count = _fleet(tmp_path)
     first = store.load(files)
     assert (first.spans_loaded, first.spans_skipped, first.loaded) == (span_count, 0, 0)
     assert (first.runs, first.damaged, first.other_lines) == (20, 0, 0)
-    again = store.load(files)
+    again = store.load(files, stream=True)  # the server's path: streamed through the client
     assert (again.spans_loaded, again.spans_skipped) == (0, span_count)
     _check_rows(store, files[0], "svc-a")
     _check_rows(store, files[1], "svc-b")
