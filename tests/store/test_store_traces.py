@@ -74,9 +74,9 @@ def test_trace_files_load_as_the_exporter_writes_spans_and_read_back_equal(
         store: Store, tmp_path: Path) -> None:
     """Both layouts' trace files (one gzipped) load one row per span, as the exporter
     writes them (ids, kind, status, service, times, attributes as AsString strings,
-    events); loading them again (streamed, as to a server) adds nothing; and every run read back from the store
-    equals the run rebuilt from its file (report and digest verification), newest
-    first."""
+    events); loading them again (streamed, as to a server) adds nothing; and every
+    run read back from the store equals the run rebuilt from its file (report and
+    digest verification), newest first."""
     files, span_count = _fleet(tmp_path)
     first = store.load(files)
     assert (first.spans_loaded, first.spans_skipped, first.loaded) == (span_count, 0, 0)
