@@ -1,53 +1,32 @@
-"""Why a candidate was excluded or included (``spec/src/diagnostics/exclusion-reasons.md``).
-
-Every reason is a frozen, slotted value built by keyword and read by name::
-
-    BudgetExceeded(item_tokens=400, available_tokens=120).available_tokens
-
-``reason.name`` is the wire discriminator (the variant's name). Two variants
-point at another candidate: :class:`Deduplicated` (the copy that was kept) and
-:class:`PinnedOverride` (the pinned item that took the room). In the event
-stream they hold that candidate's **index**, so no reason ever carries another
-item's content and a sink's content-capture policy applies in one place; a
-SelectionReport resolves the index to the item's content, which is the seeds'
-wire form (``"deduplicated_against": "<content>"``).
-
-The wire envelope is ``{"reason": "<Name>", ...fields}`` with absent fields
-omitted, never null (:func:`reason_to_dict`, :func:`exclusion_reason_from_dict`).
-"""
+"""What every reason shares: the base class and its registry, the reason no one
+here knows, inclusion reasons, and the wire envelope's codec (see the package)."""
 
 import math
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, ClassVar, TypeAlias
+from typing import Any, ClassVar, Final, TypeAlias, TypeVar
 
 import msgspec
 
-from ._model import fits_int64
-from .exceptions import DecodeError
+from .._model import fits_int64
+from ..exceptions import ConfigurationError, DecodeError
 
 __all__ = [
     "KNOWN_EXCLUSION_REASONS",
-    "REFERENCE_FIELDS",
-    "RESERVED_EXCLUSION_REASONS",
-    "BudgetExceeded",
-    "CountCapExceeded",
-    "CountRequireCandidatesExhausted",
-    "Deduplicated",
+    "BaseExclusionReason",
     "ExclusionReason",
-    "Filtered",
     "InclusionReason",
-    "NegativeTokens",
-    "PinnedOverride",
-    "QuotaCapExceeded",
-    "QuotaRequireDisplaced",
-    "ScoredTooLow",
+    "Rivals",
     "UnknownExclusionReason",
     "exclusion_reason_from_dict",
     "inclusion_reason_from_dict",
     "reason_field_types",
     "reason_fields",
+    "reason_styles",
     "reason_to_dict",
+    "reason_word",
+    "reference_fields",
+    "register_exclusion_reason",
 ]
 
 
@@ -58,98 +37,110 @@ def _hash_with_mapping(*parts: Any) -> int:
                       for part in parts))
 
 
-class _Reason(msgspec.Struct, frozen=True, gc=False, kw_only=True, tag_field="reason",
-              tag=True):
+#: The badge colour of a reason that says nothing of its own (an unknown one).
+_PLAIN_STYLE = "#495057"
+
+
+class Rivals(msgspec.Struct, frozen=True, gc=False, kw_only=True):
+    """What took an excluded item's place, as its reason tells it (``why``).
+
+    ``kind`` names it in ``why``'s JSON (``"higher score"``, ``"pinned"``,
+    ``"duplicate"``, ``"none"``). ``reference`` is the one item that took the
+    place (its content in a report), told with ``label``; ``takes_room`` says
+    whether that item's tokens count against the budget. ``higher_scored``
+    points at the included items scoring at least as high, of kind
+    ``same_kind`` only when it is set.
+    """
+
+    kind: str
+    reference: int | str | None = None
+    label: str = ""
+    takes_room: bool = False
+    higher_scored: bool = False
+    same_kind: str | None = None
+
+
+_NO_RIVALS = Rivals(kind="none")
+
+
+class BaseExclusionReason(msgspec.Struct, frozen=True, gc=False, kw_only=True,
+                          tag_field="reason", tag=True):
     """Base of the known exclusion reasons: ``name`` is the class name.
 
     Tagged with ``reason``, so ``msgspec.json.encode(reason)`` is the wire
-    envelope itself (the report's JSON writer relies on it).
+    envelope itself (the report's JSON writer relies on it). A subclass declares
+    its wire fields and what it means (the class variables and methods below),
+    and joins the known reasons by :func:`register_exclusion_reason`.
     """
+
+    #: The reason in the words of a span summary ("dropped 6: 4 budget").
+    word: ClassVar[str] = ""
+    #: The CSS background of its badge on the HTML page.
+    style: ClassVar[str] = _PLAIN_STYLE
+    #: The field whose value must equal the excluded item's tokens, if any.
+    tokens_field: ClassVar[str | None] = None
+    #: Whether the specification reserves it and no built-in stage emits it.
+    reserved: ClassVar[bool] = False
+    #: Whether a larger budget can change the outcome (False: the item is
+    #: excluded before the slicer, and :meth:`counterfactual` says why).
+    budget_helps: ClassVar[bool] = True
 
     @property
     def name(self) -> str:
         """The variant's name, as written in ``{"reason": name}``."""
         return type(self).__name__
 
+    def sentence(self) -> str:
+        """Why the item was left out, in one plain sentence (``cupellation why``)."""
+        return f"excluded ({self.name})"
 
-class BudgetExceeded(_Reason, frozen=True, kw_only=True):
-    """The item did not fit in the tokens still available (Slice, or Place under Truncate)."""
+    def counterfactual(self) -> str:
+        """What would have kept the item, or why nothing would."""
+        return "nothing this version can tell"
 
-    item_tokens: int
-    available_tokens: int
-
-
-class ScoredTooLow(_Reason, frozen=True, kw_only=True):
-    """Reserved: the item scored below a selection threshold."""
-
-    score: float
-    threshold: float
+    def rivals(self) -> Rivals:
+        """What took the item's place."""
+        return _NO_RIVALS
 
 
-class Deduplicated(_Reason, frozen=True, kw_only=True):
-    """A byte-exact duplicate of another candidate that scored at least as high.
+#: Every exclusion reason this version knows, by wire name, in registration order.
+_KNOWN_EXCLUSIONS: dict[str, type[BaseExclusionReason]] = {}
+#: Each known variant's declared field types (``int``, ``float``, ``str``, or
+#: ``object`` for a reference: an index in events, content in a report).
+_TYPES: dict[type, dict[str, Any]] = {}
+_WIRE_TYPES: Final = (int, float, str)
 
-    ``deduplicated_against`` is the kept candidate's index in the event
-    stream, and its content in a SelectionReport.
+_R = TypeVar("_R", bound=type[BaseExclusionReason])
+
+
+def register_exclusion_reason(cls: _R) -> _R:
+    """Make ``cls`` a known exclusion reason (a class decorator): decoders then
+    build it from its name, and every module that explains reasons asks it.
+
+    Its fields are ``int``, ``float``, ``str`` or ``int | str`` (a reference to
+    another candidate); a field name another reason declares must keep that
+    reason's type (the log reader holds one column per field name). Raises
+    :class:`~cupellation.exceptions.ConfigurationError` naming the problem.
     """
-
-    deduplicated_against: int | str
-
-
-class QuotaCapExceeded(_Reason, frozen=True, kw_only=True):
-    """Reserved: the item's kind exceeded its quota cap."""
-
-    kind: str
-    cap: int
-    actual: int
-
-
-class QuotaRequireDisplaced(_Reason, frozen=True, kw_only=True):
-    """Reserved: displaced to satisfy another kind's quota requirement."""
-
-    displaced_by_kind: str
-
-
-class NegativeTokens(_Reason, frozen=True, kw_only=True):
-    """The item declared a negative token count (Classify)."""
-
-    tokens: int
-
-
-class PinnedOverride(_Reason, frozen=True, kw_only=True):
-    """The item would have fitted had the pinned items not taken the budget.
-
-    ``displaced_by`` is the pinned candidate's index in the event stream, and
-    its content in a SelectionReport.
-    """
-
-    displaced_by: int | str
-
-
-class Filtered(_Reason, frozen=True, kw_only=True):
-    """Reserved: excluded by a user-defined filter predicate."""
-
-    filter_name: str
-
-
-class CountCapExceeded(_Reason, frozen=True, kw_only=True):
-    """A count-quota slicer dropped the item: its kind already had ``cap`` items
-    selected (``count`` of them), and the item would otherwise have fitted."""
-
-    kind: str
-    cap: int
-    count: int
-
-
-class CountRequireCandidatesExhausted(_Reason, frozen=True, kw_only=True):
-    """Defined for forward compatibility with count-quota diagnostics; not emitted.
-
-    A shortfall excludes no item: cupellation reports it as a
-    :class:`~cupellation.events.CountShortfall` event instead.
-    """
-
-    kind: str
-
+    if not (isinstance(cls, type) and issubclass(cls, BaseExclusionReason)):
+        raise ConfigurationError("reason", cls, "must be a subclass of BaseExclusionReason")
+    name = cls.__name__
+    if name in _KNOWN_EXCLUSIONS and _KNOWN_EXCLUSIONS[name] is not cls:
+        raise ConfigurationError("reason", name, "is already a known exclusion reason")
+    types: dict[str, Any] = {}
+    for info in msgspec.structs.fields(cls):
+        kind = info.type if info.type in _WIRE_TYPES else object
+        if kind is object and info.type != int | str:
+            raise ConfigurationError(f"{name}.{info.name}", info.type,
+                                     "must be int, float, str or int | str")
+        for other, other_types in _TYPES.items():
+            if other is not cls and other_types.get(info.name, kind) is not kind:
+                raise ConfigurationError(f"{name}.{info.name}", info.type,
+                                         f"has another type in {other.__name__}")
+        types[info.name] = kind
+    _KNOWN_EXCLUSIONS[name] = cls
+    _TYPES[cls] = types
+    return cls
 
 class UnknownExclusionReason(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     """A reason this version does not know, kept with its name and fields.
@@ -161,10 +152,34 @@ class UnknownExclusionReason(msgspec.Struct, frozen=True, gc=False, kw_only=True
     reason_name: str
     fields: Mapping[str, Any] = msgspec.field(default_factory=lambda: MappingProxyType({}))
 
+    #: An unknown reason is shown by its own name, in the plain badge colour.
+    style: ClassVar[str] = _PLAIN_STYLE
+    tokens_field: ClassVar[str | None] = None
+    #: Unknown: the explanation never guesses that a budget would have helped.
+    budget_helps: ClassVar[bool] = False
+
     @property
     def name(self) -> str:
         """The variant's name as it was found."""
         return self.reason_name
+
+    @property
+    def word(self) -> str:
+        """Its own name: nothing else is known about it."""
+        return self.reason_name
+
+    def sentence(self) -> str:
+        """That the reason is unknown here, never another reason's words."""
+        return (f"excluded for a reason this version of cupellation does not know "
+                f"({self.reason_name})")
+
+    def counterfactual(self) -> str:
+        """Unknown."""
+        return f"the reason {self.reason_name} is not one this version knows"
+
+    def rivals(self) -> Rivals:
+        """Unknown: no item is named."""
+        return _NO_RIVALS
 
     def __hash__(self) -> int:
         return _hash_with_mapping(type(self), self.reason_name, self.fields)
@@ -175,41 +190,24 @@ class UnknownExclusionReason(msgspec.Struct, frozen=True, gc=False, kw_only=True
                                      isinstance(self.fields, MappingProxyType)))
 
 
-ExclusionReason: TypeAlias = (
-    BudgetExceeded
-    | ScoredTooLow
-    | Deduplicated
-    | QuotaCapExceeded
-    | QuotaRequireDisplaced
-    | NegativeTokens
-    | PinnedOverride
-    | Filtered
-    | CountCapExceeded
-    | CountRequireCandidatesExhausted
-    | UnknownExclusionReason
-)
+#: Any exclusion reason: a known one (a registered subclass of
+#: :class:`BaseExclusionReason`) or one this version does not know.
+ExclusionReason: TypeAlias = BaseExclusionReason | UnknownExclusionReason
 
-#: Every exclusion reason this version knows, by its wire name. Everything that
-#: lists reasons (the flat codec, the log reader's records, the report's JSON
-#: writer, the span attributes) derives its list from this mapping.
-KNOWN_EXCLUSION_REASONS: Mapping[str, type[ExclusionReason]] = MappingProxyType({
-    cls.__name__: cls
-    for cls in (
-        BudgetExceeded, ScoredTooLow, Deduplicated, QuotaCapExceeded, QuotaRequireDisplaced,
-        NegativeTokens, PinnedOverride, Filtered, CountCapExceeded,
-        CountRequireCandidatesExhausted,
-    )
-})
-_KNOWN_EXCLUSIONS = KNOWN_EXCLUSION_REASONS
+#: Every exclusion reason this version knows, by its wire name (a live, read-only
+#: view of the registry). Everything that lists reasons (the flat codec, the log
+#: reader's records, the report's JSON writer, the span attributes) derives its
+#: list from this mapping.
+KNOWN_EXCLUSION_REASONS: Mapping[str, type[BaseExclusionReason]] = MappingProxyType(
+    _KNOWN_EXCLUSIONS)
 
-#: Variants no built-in stage emits (the specification reserves them).
-RESERVED_EXCLUSION_REASONS: frozenset[str] = frozenset(
-    {"ScoredTooLow", "QuotaCapExceeded", "QuotaRequireDisplaced", "Filtered",
-     "CountRequireCandidatesExhausted"}
-)
 
-#: Reason fields that refer to another candidate (an index in events).
-REFERENCE_FIELDS: frozenset[str] = frozenset({"deduplicated_against", "displaced_by"})
+
+def reference_fields() -> frozenset[str]:
+    """The known reasons' fields that refer to another candidate (declared
+    ``int | str``: an index in events, content in a report)."""
+    return frozenset(field for types in _TYPES.values()
+                     for field, kind in types.items() if kind is object)
 
 
 class InclusionReason(msgspec.Struct, frozen=True, gc=False, kw_only=True):
@@ -229,6 +227,17 @@ class InclusionReason(msgspec.Struct, frozen=True, gc=False, kw_only=True):
 
     def __hash__(self) -> int:
         return _hash_with_mapping(type(self), self.name, self.fields)
+
+    @property
+    def style(self) -> str:
+        """The CSS background of its badge on the HTML page."""
+        return _INCLUSION_MEANING.get(self.name, ("", _PLAIN_STYLE))[1]
+
+    def sentence(self) -> str:
+        """Why the item was kept, in one plain sentence; an unknown name says so."""
+        known = _INCLUSION_MEANING.get(self.name)
+        return known[0] if known else (f"included for a reason this version of cupellation "
+                                       f"does not know ({self.name})")
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         # A read-only mapping cannot be pickled or deep-copied: carry a plain copy.
@@ -258,6 +267,29 @@ InclusionReason.PINNED = InclusionReason(name="Pinned")
 InclusionReason.ZERO_TOKEN = InclusionReason(name="ZeroToken")
 _KNOWN_INCLUSIONS = {r.name: r for r in
                      (InclusionReason.SCORED, InclusionReason.PINNED, InclusionReason.ZERO_TOKEN)}
+
+
+#: What each known inclusion reason means: its sentence and its badge colour.
+_INCLUSION_MEANING: Final[Mapping[str, tuple[str, str]]] = {
+    "Scored": ("its score placed it within the budget", "var(--selected)"),
+    "Pinned": ("it is pinned: always included", "var(--pinned)"),
+    "ZeroToken": ("it takes no tokens, so it always fits", "#0ca678"),
+}
+
+
+def reason_word(name: str) -> str:
+    """The words a span summary gives the exclusion reason called ``name``
+    (``"budget"`` for ``BudgetExceeded``); an unknown name is its own word."""
+    cls = _KNOWN_EXCLUSIONS.get(name)
+    return cls.word if cls is not None and cls.word else name
+
+
+def reason_styles() -> dict[str, str]:
+    """The CSS background of every known reason's badge, exclusion and inclusion,
+    by wire name (an unknown name gets the plain badge)."""
+    styles = {name: style for name, (_, style) in _INCLUSION_MEANING.items()}
+    styles.update((name, cls.style) for name, cls in _KNOWN_EXCLUSIONS.items())
+    return styles
 
 
 def reason_fields(reason: ExclusionReason | InclusionReason) -> dict[str, Any]:
@@ -342,14 +374,6 @@ def inclusion_reason_from_dict(data: Mapping[str, Any]) -> InclusionReason:
                               f"is not a field of {name} (it has none)")
         return _KNOWN_INCLUSIONS[name]
     return InclusionReason(name=name, fields=MappingProxyType(fields))
-
-
-# Each known variant's declared field types, read once from the declarations.
-_TYPES: dict[type, dict[str, Any]] = {
-    cls: {info.name: (info.type if info.type in (int, float, str) else object)
-          for info in msgspec.structs.fields(cls)}
-    for cls in _KNOWN_EXCLUSIONS.values()
-}
 
 
 def reason_field_types(name: str) -> Mapping[str, type] | None:
