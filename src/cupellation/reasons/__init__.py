@@ -43,6 +43,7 @@ from ._base import (
     reason_word,
     reference_fields,
     register_exclusion_reason,
+    unregister_exclusion_reason,
 )
 
 # The built-in reasons, one module each (importing one registers it).
@@ -84,6 +85,7 @@ __all__ = [
     "reason_to_dict",
     "reason_word",
     "register_exclusion_reason",
+    "unregister_exclusion_reason",
 ]
 
 #: Variants no built-in stage emits (the specification reserves them).

@@ -27,6 +27,7 @@ __all__ = [
     "reason_word",
     "reference_fields",
     "register_exclusion_reason",
+    "unregister_exclusion_reason",
 ]
 
 
@@ -141,6 +142,15 @@ def register_exclusion_reason(cls: _R) -> _R:
     _KNOWN_EXCLUSIONS[name] = cls
     _TYPES[cls] = types
     return cls
+
+
+def unregister_exclusion_reason(cls: type[BaseExclusionReason]) -> None:
+    """Forget a reason :func:`register_exclusion_reason` made known (its name then
+    decodes as an :class:`UnknownExclusionReason` again). For an application's own
+    reasons and tests; a class that is not registered is left alone."""
+    if _KNOWN_EXCLUSIONS.get(cls.__name__) is cls:
+        del _KNOWN_EXCLUSIONS[cls.__name__]
+        del _TYPES[cls]
 
 class UnknownExclusionReason(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     """A reason this version does not know, kept with its name and fields.
