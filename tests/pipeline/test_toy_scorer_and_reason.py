@@ -13,6 +13,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, ClassVar
 
+import msgspec
 import pytest
 
 from cupellation import (
@@ -24,11 +25,12 @@ from cupellation import (
     PriorityScorer,
     TraceCollector,
     TraceDetailLevel,
+    build_report,
 )
 from cupellation._registry import build_scorer, describe_scorer, standalone_types
 from cupellation.analytics import answer_min_budget, replayable
 from cupellation.cli import main
-from cupellation.events import ItemEventBatch, PipelineEvent
+from cupellation.events import ItemEventBatch, ItemExcluded, PipelineEvent, event_to_json
 from cupellation.exceptions import ConfigurationError
 from cupellation.html import render_html
 from cupellation.logs import AuditLog, read_runs
@@ -40,6 +42,7 @@ from cupellation.reasons import (
     BudgetExceeded,
     ExclusionReason,
     InclusionReason,
+    NegativeTokens,
     UnknownExclusionReason,
     exclusion_reason_from_dict,
     reason_word,
@@ -304,3 +307,39 @@ def test_a_registered_reason_must_declare_wire_types_that_agree() -> None:
     for bad in (int, Clash, BudgetExceeded):
         with pytest.raises(ConfigurationError):
             register_exclusion_reason(bad)  # type: ignore[type-var]
+
+
+class Held(BaseExclusionReason, frozen=True, kw_only=True):
+    """A toy reason that counts its item's tokens in ``held``."""
+
+    held: int
+    tokens_field: ClassVar[str | None] = "held"
+
+
+@pytest.mark.parametrize("wrong", [
+    NegativeTokens(tokens=-5), Held(held=-5)], ids=["NegativeTokens", "Held"])
+def test_the_token_cross_check_asks_the_reason_which_field_counts_tokens(
+        wrong: ExclusionReason, tmp_path: Path) -> None:
+    """A reason whose declared tokens field disagrees with its item's tokens (a built-in
+    one, or one registered here) is named in `incomplete`, folded in process and read
+    back from log lines; the agreeing value is not."""
+    register_exclusion_reason(Held)
+    try:
+        collector = DiagnosticTraceCollector(TraceDetailLevel.FULL)
+        Pipeline(PriorityScorer()).run([ContextItem("minus", -4), ContextItem("ok", 3)],
+                                       BUDGET, collector)
+        events = list(collector.events)
+        k = next(k for k, e in enumerate(events) if isinstance(e, ItemExcluded))
+        right = msgspec.structs.replace(wrong, **{type(wrong).tokens_field or "": -4})
+        for reason, flagged in ((right, False), (wrong, True)):
+            changed = [*events[:k], msgspec.structs.replace(events[k], reason=reason),
+                       *events[k + 1:]]
+            path = tmp_path / f"{type(reason).__name__}-{flagged}.jsonl"
+            path.write_text("".join(event_to_json(e) + "\n" for e in changed),
+                            encoding="utf-8")
+            (logged,) = read_runs(path)
+            for report in (build_report(changed), logged.report):
+                notes = [n for n in report.incomplete if "count other tokens" in n]
+                assert bool(notes) is flagged, (reason, report.incomplete)
+    finally:
+        unregister_exclusion_reason(Held)
