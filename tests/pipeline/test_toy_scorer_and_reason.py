@@ -343,3 +343,33 @@ def test_the_token_cross_check_asks_the_reason_which_field_counts_tokens(
                 assert bool(notes) is flagged, (reason, report.incomplete)
     finally:
         unregister_exclusion_reason(Held)
+
+
+class Shadowed(BaseExclusionReason, frozen=True, kw_only=True):
+    """A toy reason that points at the candidate which shadowed the item."""
+
+    shadowed_by: int | str
+
+
+def test_a_registered_reason_s_reference_becomes_content(tmp_path: Path) -> None:
+    """A field a registered reason declares ``int | str`` is a candidate index in
+    events and that candidate's content in the report, folded in process and read
+    back from log lines, as Deduplicated's is."""
+    register_exclusion_reason(Shadowed)
+    try:
+        collector = DiagnosticTraceCollector(TraceDetailLevel.FULL)
+        Pipeline(PriorityScorer()).run([ContextItem("kept", 3, priority=1),
+                                        ContextItem("minus", -4)], BUDGET, collector)
+        events = list(collector.events)
+        k = next(k for k, e in enumerate(events) if isinstance(e, ItemExcluded))
+        changed = [*events[:k],
+                   msgspec.structs.replace(events[k], reason=Shadowed(shadowed_by=0)),
+                   *events[k + 1:]]
+        path = tmp_path / "shadowed.jsonl"
+        path.write_text("".join(event_to_json(e) + "\n" for e in changed), encoding="utf-8")
+        (logged,) = read_runs(path)
+        for report in (build_report(changed), logged.report):
+            (entry,) = report.excluded
+            assert entry.reason == Shadowed(shadowed_by="kept")
+    finally:
+        unregister_exclusion_reason(Shadowed)

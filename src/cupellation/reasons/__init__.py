@@ -42,6 +42,7 @@ from ._base import (
     reason_to_dict,
     reason_word,
     reference_fields,
+    references_of,
     register_exclusion_reason,
     unregister_exclusion_reason,
 )
@@ -84,6 +85,7 @@ __all__ = [
     "reason_styles",
     "reason_to_dict",
     "reason_word",
+    "references_of",
     "register_exclusion_reason",
     "unregister_exclusion_reason",
 ]

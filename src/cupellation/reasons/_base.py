@@ -26,6 +26,7 @@ __all__ = [
     "reason_to_dict",
     "reason_word",
     "reference_fields",
+    "references_of",
     "register_exclusion_reason",
     "unregister_exclusion_reason",
 ]
@@ -211,6 +212,12 @@ ExclusionReason: TypeAlias = BaseExclusionReason | UnknownExclusionReason
 KNOWN_EXCLUSION_REASONS: Mapping[str, type[BaseExclusionReason]] = MappingProxyType(
     _KNOWN_EXCLUSIONS)
 
+
+
+def references_of(cls: type) -> tuple[str, ...]:
+    """The fields of the known reason class ``cls`` that refer to another candidate
+    (declared ``int | str``), in declaration order; none for any other class."""
+    return tuple(field for field, kind in _TYPES.get(cls, {}).items() if kind is object)
 
 
 def reference_fields() -> frozenset[str]:
