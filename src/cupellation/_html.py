@@ -20,6 +20,7 @@ from ._datamodel.wire import ITEM_FIELDS
 from ._htmlstyle import STYLE
 from ._model import ContextBudget
 from .exceptions import DecodeError, InvalidTypeError
+from .reasons import exclusion_reason_from_dict, inclusion_reason_from_dict, reason_styles
 
 if TYPE_CHECKING:
     from ._report import SelectionReport
@@ -33,6 +34,8 @@ _CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
         "base-uri 'none'; form-action 'none'")
 _PREVIEW = 140
 _CLASS_SAFE = re.compile(r"[^A-Za-z0-9_-]")
+#: What a declared badge colour may not hold (it is written inside the page's CSS).
+_CSS_UNSAFE = re.compile(r"[;{}<>\\]")
 
 
 def _e(value: object) -> str:
@@ -164,9 +167,32 @@ def _percent(part: float, whole: float) -> str:
     return f"{(100.0 * part / whole) if whole > 0 else 0.0:.3f}%"
 
 
-def _reason_badge(reason: str) -> str:
-    css = _CLASS_SAFE.sub("", reason) or "Unknown"
-    return f'<span class="badge reason-{css}">{_e(reason)}</span>'
+def _reason_css() -> str:
+    """A badge colour rule per known reason, each as the reason declares it (read at
+    each render, so a reason registered later has its colour)."""
+    return "".join(f".reason-{name} {{ background:{style}; }}"
+                   for name, style in reason_styles().items()
+                   if not _CLASS_SAFE.search(name) and not _CSS_UNSAFE.search(style))
+
+
+def _reason_sentence(reason: str, fields: Mapping[str, Any], *, excluded: bool) -> str:
+    """The reason's own sentence (a badge's tooltip); a reason whose data does not
+    decode is named only."""
+    envelope = {**fields, "reason": reason}
+    try:
+        decoded = (exclusion_reason_from_dict(envelope) if excluded
+                   else inclusion_reason_from_dict(envelope))
+    except DecodeError:
+        return reason
+    return decoded.sentence()
+
+
+def _reason_badge(reason: str, fields: Mapping[str, Any], *, excluded: bool) -> str:
+    # Only a known reason wears its class: an unknown name, however close to a known
+    # one ("Budget Exceeded"), gets the plain badge, never another reason's colour.
+    css = reason if reason in reason_styles() else "unknown"
+    title = _reason_sentence(reason, fields, excluded=excluded)
+    return f'<span class="badge reason-{css}" title="{_e(title)}">{_e(reason)}</span>'
 
 
 def _reason_fields(fields: Mapping[str, Any]) -> str:
@@ -212,8 +238,8 @@ def _item_details(entry: _Entry) -> str:
 
 
 def _entry_row(position: int, entry: _Entry, *, excluded: bool) -> str:
-    reason_cell = _reason_badge(entry.reason) + (_reason_fields(entry.fields) if excluded
-                                                 else "")
+    reason_cell = _reason_badge(entry.reason, entry.fields, excluded=excluded) + (
+        _reason_fields(entry.fields) if excluded else "")
     return (
         f'<tr data-position="{position}" data-reason="{_e(entry.reason)}" '
         f'data-tokens="{entry.tokens}" data-kind="{_e(entry.kind)}">'
@@ -534,6 +560,6 @@ def render_html(report: Mapping[str, Any] | SelectionReport, *,
         f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         '<link rel="icon" href="data:,">'
-        f"<title>{_e(title)}</title><style>{STYLE}</style></head>"
+        f"<title>{_e(title)}</title><style>{STYLE}{_reason_css()}</style></head>"
         f"<body><main>{body}</main></body></html>\n"
     )

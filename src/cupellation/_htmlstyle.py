@@ -59,10 +59,6 @@ dl.item-data { display:grid; grid-template-columns:max-content 1fr; gap:2px 12px
 dl.item-data dt { color:var(--muted); } dl.item-data dd { margin:0; overflow-wrap:anywhere; }
 .badge { display:inline-block; padding:1px 8px; border-radius:10px; font-size:12px;
   font-weight:600; color:#fff; background:#495057; max-width:100%; overflow-wrap:anywhere; }
-.reason-Pinned { background:var(--pinned); } .reason-Scored { background:var(--selected); }
-.reason-ZeroToken { background:#0ca678; } .reason-BudgetExceeded { background:#e8590c; }
-.reason-Deduplicated { background:#868e96; } .reason-NegativeTokens { background:var(--bad); }
-.reason-PinnedOverride { background:#9c36b5; } .reason-CountCapExceeded { background:#a0522d; }
 .fields { margin-top:4px; font-size:12px; color:var(--muted); }
 .field { display:block; overflow-wrap:anywhere; } .field-name { font-weight:600; }
 .kind { font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace; font-size:13px; }

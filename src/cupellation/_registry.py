@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from ._tables import CUSTOM_TYPE, StrategyTable, child, index
+from .exceptions import CupelError
 from .placing._protocol import PLACERS, Placer, build_placer
 from .scoring._base import SCORERS, Scorer, build_scorer
 from .scoring._decay import CURVES, build_curve
@@ -41,7 +42,9 @@ __all__ = [
     "describe_scorer",
     "describe_slicer",
     "find_custom",
+    "needs_settings",
     "settings_of",
+    "standalone_types",
     "strategy_json",
 ]
 
@@ -58,6 +61,36 @@ PLACER_TYPES: tuple[str, ...] = PLACERS.names()
 CURVE_TYPES: tuple[str, ...] = CURVES.names()
 
 
+def _table(family: Family) -> StrategyTable[Any]:
+    tables: dict[str, StrategyTable[Any]] = {"scorer": SCORERS, "slicer": SLICERS,
+                                             "placer": PLACERS, "curve": CURVES}
+    return tables[family]
+
+
+def standalone_types(family: Family) -> tuple[str, ...]:
+    """The registered types of ``family`` that a table holding only its ``type``
+    builds, sorted: what a CLI flag such as ``--scorer`` can name. A class that
+    builds so but is pointless without settings says ``needs_settings = True``.
+    Read at each call, so a strategy registered later is listed."""
+    names = []
+    for cls in _table(family).classes():
+        if getattr(cls, "needs_settings", False):
+            continue
+        try:
+            cls.from_dict({"type": cls.type_name}, path=family)
+        except CupelError:
+            continue  # a required setting: only a policy file can describe it
+        names.append(cls.type_name)
+    return tuple(names)
+
+
+def needs_settings(family: Family) -> tuple[str, ...]:
+    """The registered types of ``family`` that only a policy file can describe
+    (those :func:`standalone_types` leaves out), sorted."""
+    alone = set(standalone_types(family))
+    return tuple(name for name in _table(family).names() if name not in alone)
+
+
 def settings_of(family: Family, type_name: Any, path: str) -> tuple[str, tuple[str, ...]]:
     """The canonical ``type_name`` a (possibly loosely spelt) name stands for in
     ``family``, and the settings its table may hold besides ``type``.
@@ -65,9 +98,7 @@ def settings_of(family: Family, type_name: Any, path: str) -> tuple[str, tuple[s
     Raises :class:`~cupellation.exceptions.ConfigurationError` naming
     ``path.type`` for an unknown name.
     """
-    tables: dict[str, StrategyTable[Any]] = {"scorer": SCORERS, "slicer": SLICERS,
-                                             "placer": PLACERS, "curve": CURVES}
-    cls = tables[family].lookup({"type": type_name}, path)
+    cls = _table(family).lookup({"type": type_name}, path)
     return cls.type_name, cls.settings
 
 

@@ -262,6 +262,13 @@ class StrategyTable(Generic[_F]):
         self._by_key[key] = cls  # type: ignore[assignment]  # the family's class protocol
         return cls
 
+    def unregister(self, cls: type) -> None:
+        """Remove ``cls`` (registered by :meth:`register`); a class that is not
+        registered is left alone. For an application's own strategies and tests."""
+        for key, found in list(self._by_key.items()):
+            if found is cls:
+                del self._by_key[key]
+
     def names(self) -> tuple[str, ...]:
         """Every registered ``type_name``, sorted."""
         return tuple(sorted(cls.type_name for cls in self._by_key.values()))  # type: ignore[attr-defined]

@@ -318,6 +318,8 @@ VALUE_TYPES: dict[type, list[Callable[[], Any]]] = {
     reasons.CountRequireCandidatesExhausted: [
         lambda: reasons.CountRequireCandidatesExhausted(kind="M"),
         lambda: reasons.CountRequireCandidatesExhausted(kind="N")],
+    reasons.Rivals: [lambda: reasons.Rivals(kind="pinned", reference="p", takes_room=True),
+                     lambda: reasons.Rivals(kind="pinned", reference="q", takes_room=True)],
     events.CountShortfall: [
         lambda: events.CountShortfall(run_id="r", seq=6, kind="M", required_count=2,
                                       satisfied_count=1),
@@ -360,6 +362,7 @@ VALUE_TYPES[events.Overflow] = [
 NOT_VALUE_TYPES: dict[str, str] = {
     "DiagnosticTraceCollector": "a sink collecting one run",
     "EventCollector": "a base for sinks",
+    "BaseExclusionReason": "a base for reasons (each reason is a value type)",
     "FanOutCollector": "a sink forwarding to others",
     "TraceCollector": "a protocol",
     "ReportBuilder": "a fold in progress",

@@ -27,7 +27,6 @@ from ..events import (
     StageCompleted,
     StageName,
 )
-from ..reasons import BudgetExceeded, NegativeTokens
 
 __all__ = ["TOKENS", "FoldState", "check_decisions", "check_run", "check_sequence",
            "check_stages", "check_tokens", "listed"]
@@ -266,16 +265,15 @@ def check_tokens(state: FoldState, problems: list[str], all_decided: bool) -> No
             problems.append(f"run_started counts {started.candidate_tokens} candidate tokens "
                             f"but the decided items hold {decided}")
     reasons = state.ex_reasons
-    kinds = set(map(type, reasons))
-    if BudgetExceeded not in kinds and NegativeTokens not in kinds:
+    # Each reason declares the field that counts its item's tokens (``tokens_field``).
+    fields: dict[type, str] = {kind: field for kind in set(map(type, reasons))
+                               if (field := getattr(kind, "tokens_field", None)) is not None}
+    if not fields:
         return
     disagree = []
     for index, item, reason in zip(state.ex_indices, state.ex_items, reasons, strict=True):
-        kind = type(reason)
-        if kind is BudgetExceeded:
-            if reason.item_tokens != item.tokens:
-                disagree.append(index)
-        elif kind is NegativeTokens and reason.tokens != item.tokens:
+        field = fields.get(type(reason))
+        if field is not None and getattr(reason, field) != item.tokens:
             disagree.append(index)
     if disagree:
         problems.append(f"exclusion reasons count other tokens than their items "

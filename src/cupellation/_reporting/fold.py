@@ -18,6 +18,8 @@ from itertools import islice
 from operator import attrgetter, le
 from typing import Any, Final
 
+import msgspec
+
 from .._events.digest import DigestCheck, digest_verdict
 from .._events.lines import verify_events
 from .._events.settings import resolve_digest_key
@@ -39,7 +41,7 @@ from ..events import (
     UnknownEvent,
 )
 from ..exceptions import InvalidValueError
-from ..reasons import Deduplicated, ExclusionReason, PinnedOverride
+from ..reasons import KNOWN_EXCLUSION_REASONS, ExclusionReason, references_of
 from .checks import (
     TOKENS,
     FoldState,
@@ -63,8 +65,10 @@ from .report import SelectionReport
 
 __all__ = ["ItemRecord", "ReportBuilder", "build_report"]
 
-_REFERENCE_REASONS: Final = (Deduplicated, PinnedOverride)
-_REFERENCE_NAMES: Final = frozenset(cls.__name__ for cls in _REFERENCE_REASONS)
+#: The reasons known when this module was read that point at another candidate (a
+#: log record stands only for one of those; a reason registered later is an event).
+_REFERENCE_NAMES: Final = frozenset(name for name, cls in KNOWN_EXCLUSION_REASONS.items()
+                                    if references_of(cls))
 _SCORE: Final = attrgetter("score")
 _INDEX: Final = attrgetter("candidate_index")
 _POSITION: Final = attrgetter("position")
@@ -241,10 +245,11 @@ class ReportBuilder:
         state.items_in_events += len(reasons)
         state.ex_tokens += sum(map(TOKENS, state.ex_items[at:]))
         # Most batches hold no reason that points at another candidate: one
-        # C-level pass over the reason types settles that.
-        if not set(map(type, reasons)).isdisjoint(_REFERENCE_REASONS):
+        # C-level pass over the reason types settles that (each type says).
+        pointing = {kind for kind in set(map(type, reasons)) if references_of(kind)}
+        if pointing:
             state.ex_refs.extend(at + k for k, reason in enumerate(reasons)
-                                 if isinstance(reason, _REFERENCE_REASONS))
+                                 if type(reason) in pointing)
 
     def _inclusions(self, indices: Iterable[int], items: Iterable[ContextItem],
                     scores: Iterable[float], reasons: Iterable[Any],
@@ -379,26 +384,24 @@ def _item_of(value: Any) -> ContextItem:
 
 def _resolve_references(problems: list[str], reasons: list[ExclusionReason | None],
                         refs: Sequence[int], by_index: dict[int, Any]) -> None:
-    """Turn the candidate indices in Deduplicated/PinnedOverride into content."""
+    """Turn the candidate indices in the reasons' reference fields (Deduplicated's,
+    PinnedOverride's, any a reason declares ``int | str``) into content."""
     for at in refs:
         reason = reasons[at]
-        if isinstance(reason, Deduplicated):
-            target = reason.deduplicated_against
-        else:
-            assert isinstance(reason, PinnedOverride)
-            target = reason.displaced_by
-        if isinstance(target, str):
-            continue  # already content (an event built by hand)
-        item = by_index.get(target)
-        if item is None:
-            problems.append(f"a {reason.name} reason refers to candidate {target}, "
-                            "which has no item event")
-            content = f"<candidate {target}>"
-        else:
-            content = _item_of(item).content
-        reasons[at] = (Deduplicated(deduplicated_against=content)
-                       if isinstance(reason, Deduplicated)
-                       else PinnedOverride(displaced_by=content))
+        changes: dict[str, str] = {}
+        for field in references_of(type(reason)):
+            target = getattr(reason, field)
+            if isinstance(target, str):
+                continue  # already content (an event built by hand)
+            item = by_index.get(target)
+            if item is None:
+                problems.append(f"a {type(reason).__name__} reason refers to candidate "
+                                f"{target}, which has no item event")
+                changes[field] = f"<candidate {target}>"
+            else:
+                changes[field] = _item_of(item).content
+        if changes and reason is not None:
+            reasons[at] = msgspec.structs.replace(reason, **changes)
 
 
 def build_report(events: Iterable[PipelineEvent | ItemEventBatch], *,

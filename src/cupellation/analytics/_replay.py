@@ -16,7 +16,7 @@ from .._report import SelectionReport
 from ..exceptions import NonMonotonicSlicerError, PipelineError, RunNotReplayableError
 from ..logs import LoggedRun
 from ..policy import Policy
-from ..reasons import reason_to_dict
+from ..reasons import ExclusionReason, reason_to_dict
 from ._budget import scaled_budget, search_min_budget
 from ._metrics import add_exact
 from ._rerun import ReplayableRun, replayable
@@ -64,12 +64,16 @@ class BudgetAnswer:
 
 
 def answer_min_budget(run: ReplayableRun, index: int, ceiling: int | None = None, *,
-                      prepared: PreparedCandidates | None = None) -> BudgetAnswer:
+                      prepared: PreparedCandidates | None = None,
+                      reason: ExclusionReason | None = None) -> BudgetAnswer:
     """The smallest budget above the run's ``max_tokens`` at which candidate ``index``
     of ``run`` would have been included (``ceiling`` defaults to
     :func:`fitting_ceiling` of all the candidates' tokens).
     ``prepared`` (``run.logged_pipeline().prepare(run.candidates)``) is reused when
-    several items of one run are asked about.
+    several items of one run are asked about. ``reason``, the item's logged exclusion
+    reason, says in its own words why no budget helps when the item never reaches
+    the slicer (without it, or when the reason expects a budget to help, the answer
+    says only that).
 
     Raises :class:`~cupellation.exceptions.RunNotReplayableError` when the logged
     pipeline cannot be rebuilt."""
@@ -98,8 +102,10 @@ def answer_min_budget(run: ReplayableRun, index: int, ceiling: int | None = None
         return BudgetAnswer(budget=search.budget, increase=search.budget - budget.max_tokens,
                             ceiling=ceiling, dry_runs=search.dry_runs, explanation=None)
     if search.excluded_before_slice:
-        why = ("its token count is negative" if item.tokens < 0
-               else "a copy with the same content is kept instead (deduplication)")
+        # The logged reason explains itself; one that expected a budget to help (or
+        # none given) is not stretched to fit: the re-run's finding is said plainly.
+        why = (reason.counterfactual() if reason is not None and not reason.budget_helps
+               else "the re-run excludes it before the slicer")
         text = f"no budget would include it: {why}"
     else:
         text = (f"not included at any budget from {budget.max_tokens + 1} up to {ceiling} "

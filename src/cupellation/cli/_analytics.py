@@ -147,7 +147,10 @@ class NextQuestions:
             if self._prepared is None:
                 self._prepared = found.logged_pipeline().prepare(found.candidates)
             out["min_budget"] = answer_min_budget(found, index, self.ceiling,
-                                                  prepared=self._prepared).to_dict()
+                                                  prepared=self._prepared,
+                                                  reason=entry.reason if isinstance(
+                                                      entry, ExcludedItem) else None
+                                                  ).to_dict()
         except RunNotReplayableError as exc:
             return {"rerun": {"possible": False, "cause": exc.cause,
                               "explanation": exc.explanation}}

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from .._model import ContextBudget, OverflowStrategy
+from .._registry import needs_settings, standalone_types
 from ..exceptions import CupelError
 from ..policy import PRESET_NAMES, Policy, get_preset
 from ._common import CliError, describe, read_input, safe
@@ -29,10 +30,6 @@ __all__ = [
 #: The preset ``select`` uses without ``--policy``.
 DEFAULT_PRESET = "Chat"
 
-#: Scorers a ``--scorer`` flag can name: those with no required settings.
-_FLAG_SCORERS = ("recency", "priority", "kind", "frequency", "reflexive", "metadata_trust")
-#: Slicers a ``--slicer`` flag can name.
-_FLAG_SLICERS = ("greedy", "knapsack")
 _SUFFIXES = {".toml": "toml", ".json": "json"}
 _POLICY_HINT = ("describe it in a policy file: 'cupellation policy show chat > my.toml', "
                 "edit [scorer] or [slicer], then --policy my.toml")
@@ -102,17 +99,19 @@ def add_policy_options(parser: argparse.ArgumentParser, *, default_help: str) ->
                         help="a policy file (TOML or JSON, as 'cupellation policy show' "
                              "prints) or a preset name ('cupellation presets' lists them); "
                              + default_help)
+    # The names come from the strategy registry, read when the parser is built, so
+    # a strategy registered by its own module is a flag's choice with no edit here.
+    settings = [*needs_settings("scorer"), *needs_settings("slicer")]
     group = parser.add_argument_group(
         "shorthand", "Each replaces that part of the policy. Strategies that need "
-                     "settings\n(decay, scaled, tag, metadata_key, composite trees, quota "
-                     "slicers) are\nwritten in a policy file.")
+                     f"settings\n({', '.join(settings)}) are\nwritten in a policy file.")
     group.add_argument("--scorer", action="append", metavar="NAME[:WEIGHT]",
                        help="a scorer and its weight, repeatable (several make a composite): "
-                            + ", ".join(_FLAG_SCORERS))
-    group.add_argument("--slicer", metavar="NAME", help=" or ".join(_FLAG_SLICERS))
+                            + ", ".join(standalone_types("scorer")))
+    group.add_argument("--slicer", metavar="NAME",
+                       help="one of: " + ", ".join(standalone_types("slicer")))
     group.add_argument("--placer", metavar="NAME",
-                       help="chronological (oldest first; items without a timestamp last) "
-                            "or u-shaped (best items at both edges)")
+                       help="one of: " + ", ".join(standalone_types("placer")))
     group.add_argument("--overflow", choices=["throw", "truncate", "proceed"],
                        type=str.lower, help="what to do when the selection exceeds the target")
     group.add_argument("--no-dedup", action="store_true", help="keep duplicate contents")
@@ -123,12 +122,12 @@ def _scorer_table(specs: list[str]) -> dict[str, Any]:
     for spec in specs:
         name, _, weight = spec.partition(":")
         key = name.strip().lower().replace("-", "_")
-        if key not in _FLAG_SCORERS:
-            known = ("decay", "scaled", "tag", "metadata_key", "composite")
-            if key in known:
+        flag_scorers = standalone_types("scorer")
+        if key not in flag_scorers:
+            if key in needs_settings("scorer"):
                 raise CliError(f"--scorer {safe(spec)}: {key} needs settings; {_POLICY_HINT}")
             raise CliError(f"--scorer {safe(spec)}: not a scorer a flag can name (one of: "
-                           f"{', '.join(_FLAG_SCORERS)}; others: {_POLICY_HINT})")
+                           f"{', '.join(flag_scorers)}; others: {_POLICY_HINT})")
         try:
             value = float(weight) if weight.strip() else 1.0
         except ValueError:
@@ -147,8 +146,9 @@ def apply_overrides(policy: Policy, args: argparse.Namespace) -> Policy:
         table["scorer"] = _scorer_table(args.scorer)
     if args.slicer is not None:
         key = args.slicer.strip().lower().replace("-", "_")
-        if key not in _FLAG_SLICERS:
-            raise CliError(f"--slicer {safe(args.slicer)}: one of {', '.join(_FLAG_SLICERS)} "
+        flag_slicers = standalone_types("slicer")
+        if key not in flag_slicers:
+            raise CliError(f"--slicer {safe(args.slicer)}: one of {', '.join(flag_slicers)} "
                            f"(quota slicers need settings; {_POLICY_HINT})")
         table["slicer"] = {"type": key}
     if args.placer is not None:

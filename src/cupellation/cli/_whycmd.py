@@ -13,13 +13,7 @@ from .._model import ContextItem
 from .._report import ExcludedItem, IncludedItem, SelectionReport
 from ..events import content_digest
 from ..logs import LoggedRun, ReadStats
-from ..reasons import (
-    CountCapExceeded,
-    Deduplicated,
-    NegativeTokens,
-    PinnedOverride,
-    reason_to_dict,
-)
+from ..reasons import reason_to_dict
 from ._analytics import NextQuestions, add_why_options, next_lines
 from ._logcmds import (
     STOP,
@@ -47,30 +41,27 @@ _BEATEN_SHOWN = 5
 
 
 def _beaten_by(entry: ExcludedItem, report: SelectionReport) -> dict[str, Any]:
-    """What took the excluded item's place, as data."""
-    reason = entry.reason
+    """What took the excluded item's place, as data: the reason says what to look for
+    (:meth:`~cupellation.reasons.BaseExclusionReason.rivals`)."""
+    rivals = entry.reason.rivals()
 
     def described(items: list[IncludedItem]) -> list[dict[str, Any]]:
         return [{"content": i.item.content, "score": i.score, "tokens": i.item.tokens,
                  "reason": i.reason.name} for i in items[:_BEATEN_SHOWN]]
 
-    if isinstance(reason, PinnedOverride):
-        pinned = [i for i in report.included if i.item.content == reason.displaced_by]
-        return {"kind": "pinned", "count": 1, "tokens": sum(i.item.tokens for i in pinned),
-                "items": described(pinned) or [{"content": reason.displaced_by}]}
-    if isinstance(reason, Deduplicated):
-        kept = [i for i in report.included if i.item.content == reason.deduplicated_against]
-        return {"kind": "duplicate", "count": 1, "tokens": 0,
-                "items": described(kept) or [{"content": reason.deduplicated_against}]}
-    if isinstance(reason, NegativeTokens):
-        return {"kind": "none", "count": 0, "tokens": 0, "items": []}
+    if rivals.reference is not None:
+        found = [i for i in report.included if i.item.content == rivals.reference]
+        return {"kind": rivals.kind, "count": 1,
+                "tokens": sum(i.item.tokens for i in found) if rivals.takes_room else 0,
+                "label": rivals.label,
+                "items": described(found) or [{"content": rivals.reference}]}
+    if not rivals.higher_scored:
+        return {"kind": rivals.kind, "count": 0, "tokens": 0, "items": []}
     higher = [i for i in report.included
-              if i.reason.name == "Scored" and i.score >= entry.score]
-    if isinstance(reason, CountCapExceeded):
-        higher = [i for i in higher if i.item.kind == reason.kind]
+              if i.reason.name == "Scored" and i.score >= entry.score
+              and (rivals.same_kind is None or i.item.kind == rivals.same_kind)]
     higher.sort(key=lambda i: -i.score)
-    return {"kind": "same kind, higher score" if isinstance(reason, CountCapExceeded)
-            else "higher score", "count": len(higher),
+    return {"kind": rivals.kind, "count": len(higher),
             "tokens": sum(i.item.tokens for i in higher), "items": described(higher)}
 
 
@@ -192,7 +183,7 @@ def _answer(run: LoggedRun, entry: IncludedItem | ExcludedItem) -> dict[str, Any
         "run_id": run.run_id, "started_at": when_text(run.started_at) if run.started_at else None,
         "content": entry.item.content, "tokens": entry.item.tokens, "score": entry.score,
         "included": isinstance(entry, IncludedItem), "reason": reason_to_dict(entry.reason),
-        "run_complete": run.is_complete,
+        "explanation": entry.reason.sentence(), "run_complete": run.is_complete,
     }
     if entry.item.original_tokens is not None:
         answer["original_tokens"] = entry.item.original_tokens
@@ -225,12 +216,11 @@ def _print_why(answers: list[dict[str, Any]], stats: ReadStats) -> None:
                           f"{answer['reason']['reason']}: {item}")
             continue
         console.print(f"{where}: EXCLUDED, {reason_text(answer['reason'])}: {item}")
+        console.print(f"    {safe(answer['explanation'], 200)}")
         beaten = answer["beaten_by"]
-        if beaten["kind"] == "pinned":
-            console.print(f"    displaced by the pinned item: "
+        if "label" in beaten:
+            console.print(f"    {beaten['label']}: "
                           f"{safe(str(beaten['items'][0]['content']), 80)}")
-        elif beaten["kind"] == "duplicate":
-            console.print(f"    a copy was kept: {safe(str(beaten['items'][0]['content']), 80)}")
         elif beaten["count"]:
             console.print(f"    {beaten['count']} included item(s) scored at least as high "
                           f"({beaten['kind']}), taking {beaten['tokens']} tokens; the top:")

@@ -80,8 +80,8 @@ def _own_values(name: str) -> Callable[[Any], tuple[Any, ...]]:
 #: equal the item's tokens (if any).
 _REASONS: Final[Mapping[str, tuple[Callable[[Any], tuple[Any, ...]], int, str | None]]] = {
     name: (_own_values(name), len(REASON_FIELDS) - len(reason_field_types(name) or ()),
-           {"BudgetExceeded": "reason_item_tokens", "NegativeTokens": "reason_tokens"}.get(name))
-    for name in KNOWN_EXCLUSION_REASONS}
+           None if cls.tokens_field is None else "reason_" + cls.tokens_field)
+    for name, cls in KNOWN_EXCLUSION_REASONS.items()}
 _READABLE: Final = frozenset({2, EVENT_SCHEMA_VERSION})
 #: Kind and source names, and metadata texts (``METADATA``), already found valid.
 _kinds: set[str] = set()

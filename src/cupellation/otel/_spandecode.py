@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 
@@ -22,7 +22,7 @@ from ..events import (
 )
 from ..exceptions import DecodeError
 from ..logs._decode import checked_record, fast_record
-from ..reasons import KNOWN_EXCLUSION_REASONS
+from ..reasons import KNOWN_EXCLUSION_REASONS, reason_field_types
 from ._columns import (
     BYTE_COUNT,
     CHUNK_COUNT,
@@ -55,6 +55,7 @@ from ._names import (
     included_head,
     included_key,
     other_flat,
+    reason_field_attribute,
     share_item_fields,
     stage_flat,
 )
@@ -259,6 +260,19 @@ def unknown_attributes(run: RunDecoding, where: str, attributes: Mapping[str, An
                             f"write, which were ignored: {', '.join(sorted(unknown))}")
 
 
+#: The reasons known when this module was read: their attributes are all in
+#: EXCLUSION_ATTRIBUTES. One registered later adds its own fields' attributes.
+_KNOWN_AT_IMPORT: Final = frozenset(KNOWN_EXCLUSION_REASONS)
+
+
+def _exclusion_attributes(reason: str) -> frozenset[str]:
+    """The attributes an exclusion event with the known reason ``reason`` may carry."""
+    if reason in _KNOWN_AT_IMPORT:
+        return EXCLUSION_ATTRIBUTES
+    return EXCLUSION_ATTRIBUTES | {reason_field_attribute(field)
+                                   for field in reason_field_types(reason) or ()}
+
+
 def _decode_span_event(run: RunDecoding, span: SpanData, event: SpanEventData,
                        carrier_stage: str | None, json_native: bool = False) -> None:
     name, attributes = event.name, event.attributes
@@ -266,8 +280,9 @@ def _decode_span_event(run: RunDecoding, span: SpanData, event: SpanEventData,
     if name == EXCLUSION_EVENT:
         reason = attributes.get("cupel.exclusion.reason")
         known = isinstance(reason, str) and reason in KNOWN_EXCLUSION_REASONS
-        unknown_attributes(run, where, attributes, EXCLUSION_ATTRIBUTES,
-                            None if known else "cupel.exclusion.")
+        unknown_attributes(run, where, attributes,
+                           _exclusion_attributes(reason) if isinstance(reason, str) and known
+                           else EXCLUSION_ATTRIBUTES, None if known else "cupel.exclusion.")
         run.decode(exclusion_flat(attributes, run.run_id, carrier_stage), where, json_native)
     elif name == INCLUDED_EVENT:
         reason = attributes.get("cupel.item.reason")

@@ -35,7 +35,7 @@ import msgspec
 from opentelemetry import context as otel_context
 
 from ..events import ContentCapture, ItemEventBatch, RunStarted, content_digest
-from ..reasons import KNOWN_EXCLUSION_REASONS, reason_fields
+from ..reasons import KNOWN_EXCLUSION_REASONS, reason_fields, reason_word
 from ._names import STAGE_DURATION, STAGE_IN, STAGE_NAME, STAGE_OUT
 
 __all__ = [
@@ -74,16 +74,6 @@ _DECIMALS: Final = 3
 
 _encode = msgspec.json.Encoder().encode
 _KNOWN: Final = frozenset(KNOWN_EXCLUSION_REASONS.values())
-#: Each reason in the words of the summary line ("kept 16 of 22, dropped 6: 4 budget").
-_WORDS: Final = {
-    "BudgetExceeded": "budget", "NegativeTokens": "negative tokens",
-    "Deduplicated": "duplicate", "CountCapExceeded": "count cap",
-    "PinnedOverride": "pinned override", "ScoredTooLow": "scored too low",
-    "QuotaCapExceeded": "quota cap", "QuotaRequireDisplaced": "quota displaced",
-    "Filtered": "filtered", "CountRequireCandidatesExhausted": "count requirement",
-}
-
-
 def identity_attributes(started: RunStarted) -> dict[str, str]:
     """``session.id``, ``user.id`` and ``gen_ai.conversation.id`` from the run's
     information, else from the context keys OpenInference's helpers set."""
@@ -187,7 +177,7 @@ def outcome_words(kept: int | None, dropped: int | None, reasons: dict[str, int]
         return "no counts"
     text = f"kept {kept:,} of {kept + dropped:,}, dropped {dropped:,}"
     if reasons:
-        text += ": " + ", ".join(f"{count:,} {_WORDS.get(name, name)}"
+        text += ": " + ", ".join(f"{count:,} {reason_word(name)}"
                                  for name, count in reasons.items())
     return text
 
@@ -287,7 +277,7 @@ def stage_output_value(*, stage: str, items_in: int | None, items_out: int | Non
     count = sum(reasons.values())
     if count:  # (a stage that dropped nothing has nothing to list)
         document["summary"] = words + f"; dropped {count:,}: " + ", ".join(
-            f"{n:,} {_WORDS.get(name, name)}" for name, n in reasons.items())
+            f"{n:,} {reason_word(name)}" for name, n in reasons.items())
         document["dropped"] = {"count": count, "reasons": reasons}
         document["more"] = more_hint(trace_id)
         shown_items(document, [("dropped_items", held, count, True)], capture, cap, tokens)

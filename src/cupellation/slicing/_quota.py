@@ -110,6 +110,8 @@ class QuotaSlice:
 
     type_name: ClassVar[str] = "quota"
     settings: ClassVar[tuple[str, ...]] = ("inner", "quotas")
+    #: With no quotas it is only its inner slicer: a CLI flag does not offer it.
+    needs_settings: ClassVar[bool] = True
     inner: Slicer
     quotas: tuple[QuotaEntry, ...]
 
