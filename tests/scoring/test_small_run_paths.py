@@ -1,6 +1,6 @@
 """The plain-Python paths that small runs take (``SMALL_RANK``, ``SMALL_COMPOSITE``,
-``SMALL_GREEDY``: numpy's fixed cost per call outweighs its speed below about a
-hundred items) give exactly what the numpy paths give: the same floats, the same
+``SMALL_GREEDY``, the run's ``SMALL_SORT``: numpy's fixed cost per call outweighs its
+speed below about a hundred items) give exactly what the numpy paths give: the same floats, the same
 order, the same errors, each child scorer called once."""
 
 from __future__ import annotations
@@ -13,9 +13,17 @@ from typing import Any
 import numpy as np
 import pytest
 
-from cupellation import ContextItem
+import cupellation._run
+from cupellation import ContextBudget, ContextItem, Pipeline
 from cupellation.exceptions import ScorerError
-from cupellation.scoring import CompositeScorer, PriorityScorer, RecencyScorer, _composite, _rank
+from cupellation.scoring import (
+    CompositeScorer,
+    FunctionScorer,
+    PriorityScorer,
+    RecencyScorer,
+    _composite,
+    _rank,
+)
 from cupellation.slicing import _greedy
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
@@ -106,3 +114,40 @@ def test_small_greedy_order_equals_numpys(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(_greedy, "SMALL_GREEDY", 0)
     assert small == [_greedy.greedy_density_order(t, s) for t, s in cases]
     assert _greedy._small_density_order([1, 2, 3], [0.5, float("nan"), 0.5]) is None
+
+
+def _tied(item: ContextItem, items: Sequence[ContextItem]) -> float:
+    """Few distinct scores (many ties), -0.0 among them."""
+    return (-0.0, 0.0, 0.25, 0.5)[item.tokens % 4]
+
+
+def test_small_sort_ranks_as_numpy_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs of 1-64 candidates with tied scores and duplicate contents (deduplication
+    leaving survivors) give the same window and the same report entries on both sort
+    paths, and a NaN score still raises the ScorerError naming its candidate."""
+    rng = random.Random(13)
+    pipeline = Pipeline(FunctionScorer(_tied, name="tied"))
+    cases = []
+    for _ in range(120):
+        n = rng.randrange(1, cupellation._run.SMALL_SORT + 1)
+        items = [ContextItem(f"c{rng.randrange(0, max(1, n // 2))}", rng.randrange(1, 30))
+                 for _ in range(n)]
+        cases.append((items, ContextBudget(10_000, max(1, sum(i.tokens for i in items) // 2))))
+
+    def outcome() -> list[tuple[list[ContextItem], list[Any]]]:
+        out = []
+        for items, budget in cases:
+            report = pipeline.dry_run(items, budget)  # its events carry times: not compared
+            entries: list[Any] = [*report.included, *report.excluded]
+            out.append((pipeline.run(items, budget),
+                        [(e.item, e.score, e.reason) for e in entries]))
+        return out
+
+    small = outcome()
+    monkeypatch.setattr(cupellation._run, "SMALL_SORT", 0)
+    assert small == outcome()
+    monkeypatch.undo()
+    nan = Pipeline(FunctionScorer(lambda i, a: float("nan") if i.tokens == 7 else 0.5))
+    with pytest.raises(ScorerError) as caught:
+        nan.run([ContextItem("a", 3), ContextItem("b", 7)], ContextBudget(100, 50))
+    assert caught.value.index == 1
