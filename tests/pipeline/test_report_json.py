@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from types import MappingProxyType
 
 import msgspec
+import pytest
 from hypothesis import given, settings
 
 from cupellation import (
@@ -81,3 +82,18 @@ def test_items_met_again_are_written_from_their_cached_json() -> None:
     writer._ITEM_JSON[id(items[0])] = (ContextItem("other", 1), msgspec.Raw(b'{"bogus":1}'))
     report = pipeline.dry_run(items, budget)
     assert json.loads(report.to_json()) == report.to_dict()
+
+
+def test_the_item_json_cache_is_bounded_in_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past its byte bound the writer's cache starts again, so it never keeps more than
+    about the bound's worth of items alive: with a bound of 100 bytes, items of 200
+    characters are never held across two reports, and the JSON is still to_dict's."""
+    monkeypatch.setattr(writer, "_ITEM_JSON_BYTES_LIMIT", 100)
+    pipeline = Pipeline(RecencyScorer())
+    first = [ContextItem("a" * 200 + str(k), 5) for k in range(4)]
+    report = pipeline.dry_run(first, ContextBudget(100, 10))
+    assert json.loads(report.to_json()) == report.to_dict()
+    second = [ContextItem("b" * 200 + str(k), 5) for k in range(4)]
+    report = pipeline.dry_run(second, ContextBudget(100, 10))
+    assert json.loads(report.to_json()) == report.to_dict()
+    assert not any(id(i) in writer._ITEM_JSON for i in first)

@@ -79,9 +79,13 @@ _wire_items: Final = _items_function()
 #: alone only when met again: one met once (a report rebuilt from a log) costs what it
 #: did before, plus this entry.
 _ITEM_JSON: dict[int, tuple[Any, msgspec.Raw | None]] = {}
-#: Past this many items the cache starts again (a bounded memory, as the audit log's
-#: line encoder bounds its fragments).
+#: Past this many items, or this many bytes of content and JSON held, the cache starts
+#: again (a bounded memory, as the audit log's line encoder bounds its fragments: the
+#: cache keeps its items alive, and a long document can be megabytes).
 _ITEM_JSON_LIMIT: Final = 16_384
+_ITEM_JSON_BYTES_LIMIT: Final = 32 * 1024 * 1024
+#: The bytes the cache holds (each remembered item's content, each kept JSON).
+_HELD = [0]
 
 
 def _item_json(entries: Sequence[Any]) -> list[Any]:
@@ -94,17 +98,24 @@ def _item_json(entries: Sequence[Any]) -> list[Any]:
     if None not in found:
         return found
     missing = [k for k, raw in enumerate(found) if raw is None]
-    if len(_ITEM_JSON) + len(missing) > _ITEM_JSON_LIMIT:
+    if (len(_ITEM_JSON) + len(missing) > _ITEM_JSON_LIMIT
+            or _HELD[0] > _ITEM_JSON_BYTES_LIMIT):
         _ITEM_JSON.clear()
+        _HELD[0] = 0
     encode = _ENCODER.encode
+    held = 0
     for k, wire in zip(missing, _wire_items([items[k] for k in missing]), strict=True):
         item = items[k]
         if hits[k] is None:  # met for the first time: remembered, encoded with the rest
             found[k] = wire
             _ITEM_JSON[id(item)] = (item, None)
+            held += len(item.content)
         else:  # met again: encoded alone, once, and kept
-            raw = found[k] = msgspec.Raw(encode(wire))
+            data = encode(wire)
+            held += len(data)
+            raw = found[k] = msgspec.Raw(data)
             _ITEM_JSON[id(item)] = (item, raw)
+    _HELD[0] += held
     return found
 
 
