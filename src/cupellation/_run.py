@@ -13,6 +13,7 @@ import logging
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
+from math import isfinite
 from operator import attrgetter
 from typing import Protocol
 
@@ -60,6 +61,11 @@ from .slicing import Slicer, slice_with_details
 __all__ = ["Configured", "Run", "candidate_sequence"]
 
 _logger = logging.getLogger("cupellation")
+
+#: Up to this many items, Sort orders them with Python's sort and the scorer's list of
+#: plain finite floats skips ``score_array``'s conversion: numpy's fixed cost per call
+#: outweighs the work below about a hundred items.
+SMALL_SORT = 64
 
 _TOKENS = attrgetter("tokens")
 _PINNED = attrgetter("pinned")
@@ -318,17 +324,28 @@ class Run:
                     scores: npt.NDArray[np.float64], survivors: list[int] | None) -> Ranked:
         count = len(scoreable) if survivors is None else len(survivors)
         start = self._stage_start(_SORT, count)
-        # A stable sort of the negated scores is (score desc, index asc), P1.
-        if survivors is None:
-            order_arr = np.argsort(-scores, kind="stable")
+        order: list[int]
+        if count <= SMALL_SORT:
+            # Few items: Python's stable sort, descending with reverse=True (which keeps
+            # equal scores in position order), is (score desc, index asc) as well, and
+            # costs less than numpy's fixed cost per call at this size.
+            score_list: list[float] = scores.tolist()
+            order = sorted(range(count) if survivors is None else survivors,
+                           key=score_list.__getitem__, reverse=True)
+            ranked_scores = [score_list[p] for p in order]
         else:
-            kept = np.asarray(survivors, dtype=np.intp)
-            order_arr = kept[np.argsort(-scores[kept], kind="stable")]
-        order: list[int] = order_arr.tolist()
+            # A stable sort of the negated scores is (score desc, index asc), P1.
+            if survivors is None:
+                order_arr = np.argsort(-scores, kind="stable")
+            else:
+                kept = np.asarray(survivors, dtype=np.intp)
+                order_arr = kept[np.argsort(-scores[kept], kind="stable")]
+            order = order_arr.tolist()
+            ranked_scores = scores[order_arr].tolist()
         # Token counts travel beside the items, read once in input order: the
         # later stages then need not chase every item in score order again.
         scoreable_tokens = list(map(_TOKENS, scoreable))
-        ranked = Ranked([scoreable[p] for p in order], scores[order_arr].tolist(),
+        ranked = Ranked([scoreable[p] for p in order], ranked_scores,
                         [scoreable_tokens[p] for p in order], order, scoreable_idx)
         self._stage_done(_SORT, start, count, count)
         return ranked
@@ -342,7 +359,7 @@ class Run:
         effective = self.budget.effective(pinned.tokens)
         outcome = slice_with_details(
             slicer, ScoredItems._trusted(ranked.items, ranked.scores, ranked.tokens), effective)
-        chosen = _positions(outcome.selected, ranked.items, f"slicer {_name(slicer)}")
+        chosen = _positions(outcome.selected, ranked.items, "slicer", slicer)
         chosen.sort()  # back to score order, as Place's merge expects
         tokens = ranked.tokens  # a local: the comprehension reads it per item
         sliced = Sliced(outcome, chosen, sum([tokens[k] for k in chosen]), effective)
@@ -369,7 +386,7 @@ class Run:
             merged = self.overflow(merged, pinned)
         placed = self.place(merged)
         if self.items_on:
-            where = _positions(placed, merged.items, f"placer {_name(placer)}")
+            where = _positions(placed, merged.items, "placer", placer)
             self._decisions(None, inclusions(placed, where, merged, len(pinned.items)))
         self._stage_done(_PLACE, start, count, len(placed))
         return list(placed)
@@ -433,7 +450,12 @@ def _checked_scores(scorer: Scorer, scoreable: list[ContextItem],
     if not scoreable:
         return np.zeros(0, dtype=np.float64)
     try:
-        scores = score_array(_name(scorer), scorer.score_all(scoreable), len(scoreable))
+        raw = scorer.score_all(scoreable)
+        count = len(scoreable)
+        if count <= SMALL_SORT and type(raw) is list and len(raw) == count and all(
+                type(value) is float and isfinite(value) for value in raw):
+            return np.array(raw, dtype=np.float64)  # nothing to convert, name or refuse
+        scores = score_array(_name(scorer), raw, count)
     except OverflowError as exc:
         # A Python int beyond float64's range, met inside the scorer.
         raise ScorerError(_name(scorer), None,
@@ -529,7 +551,8 @@ def _placed(placer: Placer, placed: object) -> list[ContextItem]:
     return list(placed)
 
 
-def _positions(selected: Sequence[ContextItem], pool: list[ContextItem], who: str) -> list[int]:
+def _positions(selected: Sequence[ContextItem], pool: list[ContextItem], role: str,
+               strategy: object) -> list[int]:
     """Where each selected item sits in ``pool``, matched by identity.
 
     Raises :class:`PipelineError` when a stage returned an item it was not
@@ -551,7 +574,9 @@ def _positions(selected: Sequence[ContextItem], pool: list[ContextItem], who: st
     for item in selected:
         queue = queues.get(id(item))
         if not queue:
-            raise PipelineError(f"{who} returned {item!r}, which was not among its inputs "
-                                "(or returned it more often than it was given)")
+            # Named only here: a strategy's repr can cost more than a small run.
+            raise PipelineError(f"{role} {_name(strategy)} returned {item!r}, which was not "
+                                "among its inputs (or returned it more often than it was "
+                                "given)")
         positions.append(queue.pop(0))
     return positions

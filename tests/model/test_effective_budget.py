@@ -63,12 +63,17 @@ def test_effective_budget_is_compute_effective_budget(
         max_tokens: int, target: int, reserve: int, pinned: int,
         slots: dict[str, int], margin: float) -> None:
     """effective() equals the pseudocode for every combination of output reserve,
-    pinned tokens, reserved slots and safety margin."""
+    pinned tokens, reserved slots and safety margin, and is in every respect (equality,
+    hash, repr, JSON) the budget ``ContextBudget(max_tokens, target_tokens)`` makes."""
     budget = ContextBudget(max_tokens, target, output_reserve=reserve, reserved_slots=slots,
                            estimation_safety_margin_percent=margin)
     effective = budget.effective(pinned)
     assert (effective.max_tokens, effective.target_tokens) == compute_effective_budget(
         max_tokens, target, reserve, slots, margin, pinned)
+    # Made without the constructor's checks, it is the budget the constructor makes.
+    made = ContextBudget(effective.max_tokens, effective.target_tokens)
+    assert (effective, hash(effective), repr(effective), effective.to_dict()) == (
+        made, hash(made), repr(made), made.to_dict())
 
 
 @given(max_tokens=st.integers(0, 10**7), target_share=st.floats(0, 1),

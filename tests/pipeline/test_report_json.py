@@ -6,10 +6,20 @@ import json
 from datetime import UTC, datetime
 from types import MappingProxyType
 
+import msgspec
+import pytest
 from hypothesis import given, settings
 
-from cupellation import ContextBudget, ContextItem, SelectionReport, build_report
+from cupellation import (
+    ContextBudget,
+    ContextItem,
+    Pipeline,
+    RecencyScorer,
+    SelectionReport,
+    build_report,
+)
 from cupellation._report import ExcludedItem, IncludedItem
+from cupellation._reporting import writer
 from cupellation.events import event_from_json, event_to_json
 from cupellation.reasons import InclusionReason, UnknownExclusionReason
 
@@ -55,3 +65,35 @@ def test_report_json_of_a_rebuilt_report_equals_the_original(run: RecordedRun) -
     assert json.loads(rebuilt.to_json()) == rebuilt.to_dict()
     if not run.failed:
         assert rebuilt.to_json() == run.report.to_json()
+
+
+def test_items_met_again_are_written_from_their_cached_json() -> None:
+    """Reports over the same items (an agent loop's history) are written from each
+    item's JSON kept by identity from the second report on, and still say exactly what
+    to_dict says; a cached entry for another object at the same id is never used."""
+    items = [ContextItem(f"c{k}", 5 + k, metadata={"k": {"n": k}}, tags=("t",),
+                         timestamp=datetime(2026, 1, 1, k, tzinfo=UTC)) for k in range(6)]
+    pipeline = Pipeline(RecencyScorer())
+    budget = ContextBudget(100, 20)
+    for _ in range(3):
+        report = pipeline.dry_run(items, budget)
+        assert json.loads(report.to_json()) == report.to_dict()
+    assert all(isinstance(writer._ITEM_JSON[id(i)][1], msgspec.Raw) for i in items)
+    writer._ITEM_JSON[id(items[0])] = (ContextItem("other", 1), msgspec.Raw(b'{"bogus":1}'))
+    report = pipeline.dry_run(items, budget)
+    assert json.loads(report.to_json()) == report.to_dict()
+
+
+def test_the_item_json_cache_is_bounded_in_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past its byte bound the writer's cache starts again, so it never keeps more than
+    about the bound's worth of items alive: with a bound of 100 bytes, items of 200
+    characters are never held across two reports, and the JSON is still to_dict's."""
+    monkeypatch.setattr(writer, "_ITEM_JSON_BYTES_LIMIT", 100)
+    pipeline = Pipeline(RecencyScorer())
+    first = [ContextItem("a" * 200 + str(k), 5) for k in range(4)]
+    report = pipeline.dry_run(first, ContextBudget(100, 10))
+    assert json.loads(report.to_json()) == report.to_dict()
+    second = [ContextItem("b" * 200 + str(k), 5) for k in range(4)]
+    report = pipeline.dry_run(second, ContextBudget(100, 10))
+    assert json.loads(report.to_json()) == report.to_dict()
+    assert not any(id(i) in writer._ITEM_JSON for i in first)

@@ -5,8 +5,9 @@ entry costs several microseconds each, which made a report's JSON text cost
 more than the run it describes. Each entry becomes a small struct that msgspec
 encodes in C: the item as a struct generated from ContextItem's wire declaration
 (the seeds' names, defaults left out), and reasons that encode as their own
-envelope (``{"reason": name, ...}``). A test checks that the text decodes to
-exactly ``to_dict()``.
+envelope (``{"reason": name, ...}``). An item met in an earlier report is
+written from its JSON, kept by identity (``_ITEM_JSON``). A test checks that the
+text decodes to exactly ``to_dict()``.
 """
 
 from __future__ import annotations
@@ -54,23 +55,76 @@ def _item_expression(field: WireField, index: int) -> str:
     return value
 
 
-def _entries_function() -> Callable[[Sequence[Any], dict[int, msgspec.Raw]], list[Any]]:
-    """``wire_entries(entries, cache)``: each report entry as a struct msgspec encodes in
-    C, generated from ``ITEM_FIELDS`` (one expression per field, no call per item:
-    this list is most of what writing a large report costs)."""
+def _items_function() -> Callable[[Sequence[Any]], list[Any]]:
+    """``wire_items(items)``: each item as the struct msgspec encodes in C, generated
+    from ``ITEM_FIELDS`` (one expression per field, no call per item)."""
     fields = ", ".join(_item_expression(f, k) for k, f in enumerate(ITEM_FIELDS))
-    source = ("def wire_entries(entries, cache):\n"
-              f"    return [_WireEntry(_WireItem({fields}), e.score, "
-              "(_r if type(_r := e.reason) in _TAGGED else _wire_reason(_r, cache))) "
-              "for e in entries for i in (e.item,)]")
+    source = f"def wire_items(items):\n    return [_WireItem({fields}) for i in items]"
     namespace: dict[str, Any] = {
-        "_WireEntry": _WireEntry, "_WireItem": _WireItem, "_TAGGED": _TAGGED_REASONS,
-        "_wire_reason": _wire_reason, "_isfinite": math.isfinite, "_hint_to_json": hint_to_json,
+        "_WireItem": _WireItem, "_isfinite": math.isfinite, "_hint_to_json": hint_to_json,
         **{f"_d{k}": f.default for k, f in enumerate(ITEM_FIELDS) if f.kind is WireKind.NAME}}
     exec(source, namespace)  # the source is built above from the fields
-    function: Callable[[Sequence[Any], dict[int, msgspec.Raw]], list[Any]] = namespace[
-        "wire_entries"]
+    function: Callable[[Sequence[Any]], list[Any]] = namespace["wire_items"]
     return function
+
+
+_wire_items: Final = _items_function()
+
+#: Items met before, by identity, with the item itself (which keeps the id from being
+#: reused while the entry lives, and is checked on every hit) and, from the second
+#: report that holds it on, its JSON. An item is immutable, so its JSON never changes:
+#: a report over the candidates of earlier ones (an agent loop offers its history
+#: again every turn) encodes each of them once, instead of building its struct for
+#: every report, which was most of what writing a report cost. An item is encoded
+#: alone only when met again: one met once (a report rebuilt from a log) costs what it
+#: did before, plus this entry.
+_ITEM_JSON: dict[int, tuple[Any, msgspec.Raw | None]] = {}
+#: Past this many items, or this many bytes of content and JSON held, the cache starts
+#: again (a bounded memory, as the audit log's line encoder bounds its fragments: the
+#: cache keeps its items alive, and a long document can be megabytes).
+_ITEM_JSON_LIMIT: Final = 16_384
+_ITEM_JSON_BYTES_LIMIT: Final = 32 * 1024 * 1024
+#: The bytes the cache holds (each remembered item's content, each kept JSON).
+_HELD = [0]
+
+
+def _item_json(entries: Sequence[Any]) -> list[Any]:
+    """Each entry's item as msgspec encodes it: its cached raw JSON when it has been
+    met before, its wire struct otherwise."""
+    items = [e.item for e in entries]
+    get = _ITEM_JSON.get
+    hits = [hit if (hit := get(id(i))) is not None and hit[0] is i else None for i in items]
+    found: list[Any] = [None if hit is None else hit[1] for hit in hits]
+    if None not in found:
+        return found
+    missing = [k for k, raw in enumerate(found) if raw is None]
+    if (len(_ITEM_JSON) + len(missing) > _ITEM_JSON_LIMIT
+            or _HELD[0] > _ITEM_JSON_BYTES_LIMIT):
+        _ITEM_JSON.clear()
+        _HELD[0] = 0
+    encode = _ENCODER.encode
+    held = 0
+    for k, wire in zip(missing, _wire_items([items[k] for k in missing]), strict=True):
+        item = items[k]
+        if hits[k] is None:  # met for the first time: remembered, encoded with the rest
+            found[k] = wire
+            _ITEM_JSON[id(item)] = (item, None)
+            held += len(item.content)
+        else:  # met again: encoded alone, once, and kept
+            data = encode(wire)
+            held += len(data)
+            raw = found[k] = msgspec.Raw(data)
+            _ITEM_JSON[id(item)] = (item, raw)
+    _HELD[0] += held
+    return found
+
+
+def _wire_entries(entries: Sequence[Any], cache: dict[int, msgspec.Raw]) -> list[Any]:
+    """Each report entry as a struct msgspec encodes in C: its item's raw JSON, its
+    score, and its reason (a known exclusion reason encodes as its own envelope)."""
+    return [_WireEntry(raw, e.score, (r if type(r := e.reason) in _TAGGED_REASONS
+                                      else _wire_reason(r, cache)))
+            for e, raw in zip(entries, _item_json(entries), strict=True)]
 
 
 def _wire_reason(reason: ExclusionReason | InclusionReason,
@@ -93,9 +147,6 @@ def _thaw(value: Any) -> Any:
 
 
 _ENCODER: Final = msgspec.json.Encoder(enc_hook=_thaw)
-
-
-_wire_entries: Final = _entries_function()
 
 
 class _Report(Protocol):

@@ -34,6 +34,19 @@ def _scores_array(scorer: Scorer, items: Sequence[ContextItem]) -> npt.NDArray[n
     return score_array(scorer_label(scorer), scorer.score_all(items), len(items))
 
 
+#: Up to this many items, a composite sums its children's scores in plain Python while
+#: every child returns a list of floats: four numpy calls per child (array, multiply,
+#: add, tolist) cost more than the sum itself below about a hundred items.
+SMALL_COMPOSITE = 64
+
+
+def _plain_scores(raw: object, count: int) -> bool:
+    """Whether a child's ``raw`` scores are a list of ``count`` floats (nothing for
+    ``score_array`` to convert or refuse)."""
+    return type(raw) is list and len(raw) == count and all(
+        type(value) is float for value in raw)
+
+
 def _children_of(node: object) -> Sequence[object]:
     if isinstance(node, CompositeScorer):
         return node.scorers
@@ -122,10 +135,27 @@ class CompositeScorer(BuiltinScorer):
 
     def score_all(self, items: Sequence[ContextItem], /) -> list[float]:
         """Every item's weighted average, summed child by child in order."""
-        result = np.zeros(len(items), dtype=np.float64)
+        count = len(items)
+        # Small runs sum in plain floats while the children's scores allow it: each
+        # step is ``total + score * weight`` in IEEE double arithmetic, rounded exactly
+        # as numpy's ``result += array * weight`` rounds it, so both give the same floats.
+        plain: list[float] | None = [0.0] * count if count <= SMALL_COMPOSITE else None
+        result = None
         for scorer, weight in zip(self.scorers, self.weights, strict=True):
+            raw = scorer.score_all(items)
+            if plain is not None:
+                if _plain_scores(raw, count):
+                    plain = [total + value * weight
+                             for total, value in zip(plain, raw, strict=True)]
+                    continue
+                result, plain = np.array(plain, dtype=np.float64), None
+            if result is None:
+                result = np.zeros(count, dtype=np.float64)
             # Element-wise, this is exactly result <- result + score * weight.
-            result += _scores_array(scorer, items) * weight
+            result += score_array(scorer_label(scorer), raw, count) * weight
+        if plain is not None:
+            return plain
+        assert result is not None
         scores: list[float] = result.tolist()
         return scores
 

@@ -1,0 +1,153 @@
+"""The plain-Python paths that small runs take (``SMALL_RANK``, ``SMALL_COMPOSITE``,
+``SMALL_GREEDY``, the run's ``SMALL_SORT``: numpy's fixed cost per call outweighs its
+speed below about a hundred items) give exactly what the numpy paths give: the same floats, the same
+order, the same errors, each child scorer called once."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+import pytest
+
+import cupellation._run
+from cupellation import ContextBudget, ContextItem, Pipeline
+from cupellation.exceptions import ScorerError
+from cupellation.scoring import (
+    CompositeScorer,
+    FunctionScorer,
+    PriorityScorer,
+    RecencyScorer,
+    _composite,
+    _rank,
+)
+from cupellation.slicing import _greedy
+
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def _keys(rng: random.Random, n: int) -> list[int | None]:
+    """Keys with Nones, ties (a small range) and, sometimes, huge values."""
+    span = rng.choice((3, 50, 2**62))
+    return [None if rng.random() < 0.2 else rng.randrange(-span, span) for _ in range(n)]
+
+
+def test_small_rank_scores_equal_numpys(monkeypatch: pytest.MonkeyPatch) -> None:
+    """For 400 random key lists of 0-64 keys (Nones, ties, 62-bit values) the plain
+    ranking returns the very floats the numpy ranking returns."""
+    rng = random.Random(7)
+    cases = [_keys(rng, rng.randrange(0, _rank.SMALL_RANK + 1)) for _ in range(400)]
+    small = [_rank.rank_scores(keys) for keys in cases]
+    monkeypatch.setattr(_rank, "SMALL_RANK", 0)
+    assert small == [_rank.rank_scores(keys) for keys in cases]
+    assert any(len({s for s in scores if s}) < len(scores) - 2 for scores in small)  # ties met
+
+
+def _items(rng: random.Random, n: int) -> list[ContextItem]:
+    return [ContextItem(f"item {k}", rng.randrange(0, 50),
+                        priority=None if rng.random() < 0.3 else rng.randrange(0, 5),
+                        timestamp=None if rng.random() < 0.2
+                        else T0 + timedelta(seconds=rng.randrange(0, 20)))
+            for k in range(n)]
+
+
+def test_small_composite_sums_equal_numpys(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A composite over 1-64 items with weights that round (1/3, 1/7) sums to the same
+    floats on both paths."""
+    rng = random.Random(11)
+    scorer = CompositeScorer([(RecencyScorer(), 1.0), (PriorityScorer(), 3.0),
+                              (RecencyScorer(), 3.0 / 7.0)])
+    cases = [_items(rng, rng.randrange(1, _composite.SMALL_COMPOSITE + 1)) for _ in range(150)]
+    small = [scorer.score_all(items) for items in cases]
+    monkeypatch.setattr(_composite, "SMALL_COMPOSITE", 0)
+    assert small == [scorer.score_all(items) for items in cases]
+
+
+class _Counting:
+    """A scorer returning fixed raw scores (any type), counting its calls."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+        self.calls = 0
+
+    def score_all(self, items: Sequence[ContextItem], /) -> Any:
+        self.calls += 1
+        return self.raw
+
+
+def test_a_child_that_is_not_plain_floats_joins_numpys_path_once() -> None:
+    """A child returning a numpy array or ints after a plain one: the same sum as the
+    numpy path, each child called exactly once; a child returning text raises the
+    ScorerError naming its position, as the numpy path does."""
+    items = _items(random.Random(3), 4)
+    plain = _Counting([0.1, 0.2, 0.3, 0.4])
+    array = _Counting(np.array([1.0, 0.5, 0.25, 0.125]))
+    ints = _Counting([1, 0, 1, 0])
+    scorer = CompositeScorer([(plain, 1.0), (array, 2.0), (ints, 3.0 / 7.0)])
+    got = scorer.score_all(items)
+    weights = scorer.weights
+    expected = ((np.zeros(4) + np.array(plain.raw) * weights[0])
+                + np.array(array.raw) * weights[1]) + np.array(ints.raw, float) * weights[2]
+    assert got == expected.tolist()
+    assert (plain.calls, array.calls, ints.calls) == (1, 1, 1)
+    text = CompositeScorer([(plain, 1.0), (_Counting([0.1, "0.5", 0.1, 0.1]), 1.0)])
+    with pytest.raises(ScorerError) as caught:
+        text.score_all(items)
+    assert caught.value.index == 1
+
+
+def test_small_greedy_order_equals_numpys(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The visiting order over 1-64 items (zero tokens, equal densities, -0.0 and 0.0
+    scores, negative tokens) is the numpy order; NaN scores take numpy's path."""
+    rng = random.Random(5)
+    cases = []
+    for _ in range(400):
+        n = rng.randrange(1, _greedy.SMALL_GREEDY + 1)
+        tokens = [rng.choice((0, 1, 2, 4, 10, -3, 2**60)) for _ in range(n)]
+        scores = [rng.choice((0.0, -0.0, 0.5, 1.0, 0.25, 1 / 3, -0.5)) for _ in range(n)]
+        cases.append((tokens, scores))
+    cases.append(([1, 2, 3], [0.5, float("nan"), 0.5]))
+    small = [_greedy.greedy_density_order(t, s) for t, s in cases]
+    monkeypatch.setattr(_greedy, "SMALL_GREEDY", 0)
+    assert small == [_greedy.greedy_density_order(t, s) for t, s in cases]
+    assert _greedy._small_density_order([1, 2, 3], [0.5, float("nan"), 0.5]) is None
+
+
+def _tied(item: ContextItem, items: Sequence[ContextItem]) -> float:
+    """Few distinct scores (many ties), -0.0 among them."""
+    return (-0.0, 0.0, 0.25, 0.5)[item.tokens % 4]
+
+
+def test_small_sort_ranks_as_numpy_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs of 1-64 candidates with tied scores and duplicate contents (deduplication
+    leaving survivors) give the same window and the same report entries on both sort
+    paths, and a NaN score still raises the ScorerError naming its candidate."""
+    rng = random.Random(13)
+    pipeline = Pipeline(FunctionScorer(_tied, name="tied"))
+    cases = []
+    for _ in range(120):
+        n = rng.randrange(1, cupellation._run.SMALL_SORT + 1)
+        items = [ContextItem(f"c{rng.randrange(0, max(1, n // 2))}", rng.randrange(1, 30))
+                 for _ in range(n)]
+        cases.append((items, ContextBudget(10_000, max(1, sum(i.tokens for i in items) // 2))))
+
+    def outcome() -> list[tuple[list[ContextItem], list[Any]]]:
+        out = []
+        for items, budget in cases:
+            report = pipeline.dry_run(items, budget)  # its events carry times: not compared
+            entries: list[Any] = [*report.included, *report.excluded]
+            out.append((pipeline.run(items, budget),
+                        [(e.item, e.score, e.reason) for e in entries]))
+        return out
+
+    small = outcome()
+    monkeypatch.setattr(cupellation._run, "SMALL_SORT", 0)
+    assert small == outcome()
+    monkeypatch.undo()
+    nan = Pipeline(FunctionScorer(lambda i, a: float("nan") if i.tokens == 7 else 0.5))
+    with pytest.raises(ScorerError) as caught:
+        nan.run([ContextItem("a", 3), ContextItem("b", 7)], ContextBudget(100, 50))
+    assert caught.value.index == 1
