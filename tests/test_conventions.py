@@ -6,6 +6,7 @@ import ast
 import importlib
 import pkgutil
 import re
+import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -214,7 +215,7 @@ _LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("strategies", frozenset({"_tables", "scoring", "slicing", "placing"})),
     ("registry", frozenset({"_registry"})),
     ("pipeline", frozenset({"_pipeline", "_run", "_attribution"})),
-    ("projections", frozenset({"otel", "logs"})),
+    ("projections", frozenset({"otel", "logs", "_tracecontext"})),
     ("store", frozenset({"store"})),
     ("built", frozenset({"policy", "conformance", "chat", "analytics"})),
     ("integrations", frozenset({"integrations"})),
@@ -328,6 +329,75 @@ def test_the_layer_checker_sees_what_it_must() -> None:
     assert _layer("cupellation._reporting.fold") < _layer("cupellation._pipeline")
     assert _is_module("cupellation.logs._decode")
     assert not _is_module("cupellation.otel._names._SHARED")
+
+
+#: The third-party distributions each layer adds to those of the layers above it (a
+#: layer may import what the layers above it may). The pipeline core stays on msgspec
+#: and numpy; OpenTelemetry's API enters with the projections, its SDK only with the
+#: faces and the exporters.
+_THIRD_PARTY: dict[str, frozenset[str]] = {
+    "model": frozenset({"msgspec"}),
+    "strategies": frozenset({"numpy"}),
+    "projections": frozenset({"opentelemetry-api", "structlog"}),
+    "store": frozenset({"clickhouse-connect"}),
+    "integrations": frozenset({"langchain", "langchain-core", "langgraph", "openai-agents",
+                               "pydantic-ai"}),
+    "faces": frozenset({"rich", "opentelemetry-sdk", "opentelemetry-exporter", "protobuf",
+                        "pytest"}),
+    "exporters": frozenset({"grpc"}),
+}
+#: Import names whose distribution is not their first part (the rest are read as
+#: their first part with "_" as "-").
+_DISTRIBUTIONS: tuple[tuple[str, str], ...] = (
+    ("opentelemetry.sdk", "opentelemetry-sdk"), ("opentelemetry.exporter",
+                                                 "opentelemetry-exporter"),
+    ("opentelemetry", "opentelemetry-api"), ("google.protobuf", "protobuf"),
+    ("agents", "openai-agents"),
+)
+
+
+def _distribution(imported: str) -> str | None:
+    """The third-party distribution an import names; None for the standard library
+    and the project's own modules."""
+    top = imported.split(".", maxsplit=1)[0]
+    if not top or _ours(imported) or top in sys.stdlib_module_names or top == "__future__":
+        return None
+    for prefix, distribution in _DISTRIBUTIONS:
+        if imported == prefix or imported.startswith(prefix + "."):
+            return distribution
+    return top.replace("_", "-")
+
+
+def _third_party_problems(imports: Mapping[str, list[str]]) -> list[str]:
+    """``importer -> distribution`` for each module importing a distribution its layer
+    may not (``imports`` maps a module to the modules it imports)."""
+    allowed: list[frozenset[str]] = []
+    so_far: frozenset[str] = frozenset()
+    for name, _ in _LAYERS:
+        so_far |= _THIRD_PARTY.get(name, frozenset())
+        allowed.append(so_far)
+    return sorted({f"{importer} -> {distribution}"
+                   for importer, names in imports.items() for imported in names
+                   if (distribution := _distribution(imported)) is not None
+                   and distribution not in allowed[_layer(importer)]})
+
+
+def test_each_layer_imports_only_its_own_third_party_packages() -> None:
+    """Every import of a third-party package, at module level or inside a function,
+    is one its layer (or a layer above it) declares in _THIRD_PARTY: the pipeline core
+    imports no OpenTelemetry, structlog or store client (design.md: it knows nothing
+    of them); only the faces and the exporters import the OpenTelemetry SDK and exporters. The
+    checker itself is checked on made-up imports it must and must not flag."""
+    imports = {_module_name(path): [imported for imported, _ in _imports(path)]
+               for path in sorted(_SRC.rglob("*.py")) + sorted(_EXPORTERS.rglob("*.py"))}
+    assert _third_party_problems(imports) == []
+    made_up = {"cupellation._run": ["opentelemetry.trace", "numpy", "os"],
+               "cupellation.otel._collector": ["opentelemetry.sdk.trace", "structlog"],
+               "cupellation.cli._app": ["opentelemetry.sdk.trace", "rich.table"],
+               "cupellation.events": ["numpy", "msgspec"]}
+    assert _third_party_problems(made_up) == [
+        "cupellation._run -> opentelemetry-api", "cupellation.events -> numpy",
+        "cupellation.otel._collector -> opentelemetry-sdk"]
 
 
 def test_the_core_reaches_the_exporters_only_through_their_entry_point() -> None:
