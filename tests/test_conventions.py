@@ -208,7 +208,8 @@ _EXPORTERS = ROOT / "exporters" / "src"
 #: module's name under ``cupellation`` (``otel`` covers ``cupellation.otel._names``).
 #: A module may import from its own layer and the layers above it, never below.
 _LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
-    ("model", frozenset({"_model", "_datamodel", "reasons", "exceptions", "_version", "files"})),
+    ("model", frozenset({"_model", "_datamodel", "reasons", "exceptions", "_version", "files",
+                       "settings"})),
     ("events", frozenset({"events", "_events"})),
     ("report", frozenset({"_report", "_reporting"})),
     ("collectors", frozenset({"_collectors"})),

@@ -20,7 +20,6 @@ from typing import Any, Final
 
 from .._events.digest import DigestCheck, digest_verdict
 from .._events.lines import verify_events
-from .._events.settings import resolve_digest_key
 from .._model import ContextItem, ContextKind, CountRequirementShortfall
 from ..events import (
     CountShortfall,
@@ -40,6 +39,7 @@ from ..events import (
 )
 from ..exceptions import InvalidValueError
 from ..reasons import Deduplicated, ExclusionReason, PinnedOverride
+from ..settings import resolve_digest_key
 from .checks import (
     TOKENS,
     FoldState,

@@ -16,7 +16,6 @@ import msgspec
 import structlog
 from opentelemetry import trace as otel_trace
 
-from .._events.settings import CAPTURE_ENV_VAR, resolve_capture, resolve_digest_key
 from .._tracecontext import current_span_ids
 from ..events import (
     ContentCapture,
@@ -28,15 +27,14 @@ from ..events import (
     TraceDetailLevel,
     UnknownEvent,
     apply_content_capture,
-    check_service,
     event_to_dict,
-    resolve_service,
+    resolve_capture,
     stamp_service,
 )
 from ..exceptions import InvalidTypeError, InvalidValueError
+from ..settings import check_service, resolve_digest_key, resolve_service
 
 __all__ = [
-    "CAPTURE_ENV_VAR",
     "RECORD_PREFIX",
     "STDLIB_LOGGER_NAME",
     "StructlogSink",
