@@ -47,7 +47,7 @@ import threading
 import urllib.request
 import warnings
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Final, Literal, get_args
 from urllib.parse import unquote
 
 from .exceptions import InvalidTypeError, InvalidValueError
@@ -162,6 +162,7 @@ TIKTOKEN_CACHE_DIR_ENV_VAR: Final = "TIKTOKEN_CACHE_DIR"
 TIKTOKEN_LEGACY_CACHE_DIR_ENV_VAR: Final = "DATA_GYM_CACHE_DIR"
 
 Owner = Literal["cupellation", "OpenTelemetry", "tiktoken", "proxy"]
+_OWNERS: Final = get_args(Owner)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -177,6 +178,16 @@ class Variable:
     """What it sets, in one sentence."""
     read_by: str
     """The parts of cupellation that read it."""
+
+    def __post_init__(self) -> None:
+        for field in ("name", "meaning", "read_by"):
+            value = getattr(self, field)
+            if not isinstance(value, str):
+                raise InvalidTypeError(field, value, "text")
+            if not value.strip():
+                raise InvalidValueError(field, value, "must not be empty")
+        if self.owner not in _OWNERS:
+            raise InvalidValueError("owner", self.owner, f"must be one of {_OWNERS}")
 
 
 _SINKS = "sinks (AuditLog, StructlogSink, SpanCollector, LogRecordCollector)"
