@@ -476,7 +476,6 @@ _COMPLEXITY_DEBT: frozenset[str] = frozenset({
     "src/cupellation/otel/_collector.py",
     "src/cupellation/otel/_decode.py",
     "src/cupellation/otel/_http.py",
-    "src/cupellation/otel/_jaeger.py",
     "src/cupellation/otel/_names.py",
     "src/cupellation/otel/_spans.py",
     "src/cupellation/policy/_toml.py",
