@@ -52,7 +52,9 @@ def environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 def _readers() -> dict[str, object]:
     """What each reader of the environment decides now."""
-    processor = setup_otlp(metrics=False).span_processor
+    providers = setup_otlp(metrics=False)
+    providers.shutdown()  # no span was made: nothing is sent, the batch thread ends
+    processor = providers.span_processor
     exporter = processor.exporter.exporter
     cache = _tiktoken_cache_file("x")
     resource = otlp_resource().attributes
