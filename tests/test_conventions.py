@@ -456,7 +456,6 @@ _COMPLEXITY_DEBT: frozenset[str] = frozenset({
     "benchmarks/bench_logs.py",
     "exporters/src/cupellation_exporters/_replay.py",
     "exporters/src/cupellation_exporters/_replay_spans.py",
-    "src/cupellation/analytics/_budget.py",
     "src/cupellation/analytics/_replay.py",
     "src/cupellation/chat/_messages.py",
     "src/cupellation/chat/_parsing.py",
