@@ -11,6 +11,8 @@ drift from their source.
 - ``<!-- cli-help -->`` becomes the ``--help`` of ``cupellation`` and of every
   subcommand, from the parser itself (``cupellation.cli.build_parser``).
 - ``<!-- examples -->`` becomes every script of examples/: its docstring, then its code.
+- ``<!-- settings -->`` becomes the table of every environment variable cupellation
+  reads, from ``cupellation.settings.VARIABLES`` (the one module that reads them).
 - The docstrings' Sphinx roles (``:class:`~cupellation.X` ``) show as code, without the
   role (and, after ``~``, with the last name only), and their literal-block markers
   (a paragraph ending ``::``, or ``::`` alone) show as one colon, or nothing.
@@ -122,6 +124,16 @@ def examples() -> str:
     return "\n".join(parts)
 
 
+def settings_table() -> str:
+    """The environment variables of ``cupellation.settings.VARIABLES`` as a Markdown
+    table: name, whose convention it is, what it sets, what reads it."""
+    from cupellation.settings import VARIABLES  # noqa: PLC0415 - the package, when asked
+
+    rows = ["| Variable | Convention | What it sets | Read by |", "|---|---|---|---|"]
+    rows += [f"| `{v.name}` | {v.owner} | {v.meaning} | {v.read_by} |" for v in VARIABLES]
+    return "\n".join(rows) + "\n"
+
+
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     """Fill the placeholders of a page."""
     markdown = _README_SECTION.sub(lambda m: readme_section(m.group(1)), markdown)
@@ -129,6 +141,8 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
         markdown = markdown.replace("<!-- cli-help -->", cli_help())
     if "<!-- examples -->" in markdown:
         markdown = markdown.replace("<!-- examples -->", examples())
+    if "<!-- settings -->" in markdown:
+        markdown = markdown.replace("<!-- settings -->", settings_table())
     return markdown
 
 

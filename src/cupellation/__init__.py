@@ -29,6 +29,8 @@ from ._collectors import (
 from ._model import ContextBudget, ContextItem, ContextKind, ContextSource, OverflowStrategy
 from ._pipeline import Pipeline
 from ._report import ReportBuilder, SelectionReport, build_report
+from ._run import use_trace_context as _use_trace_context
+from ._tracecontext import current_span_ids as _current_span_ids
 from ._version import __version__
 from .chat import MessageHistory, SelectOptions, select_messages, select_messages_with_report
 from .events import RunInfo
@@ -59,6 +61,10 @@ from .slicing import (
 # A library never configures logging; it only makes sure its logger is quiet
 # until the application does.
 _logging.getLogger("cupellation").addHandler(_logging.NullHandler())
+
+# The pipeline records the OpenTelemetry span current when a run starts; it asks
+# for it through this source rather than importing OpenTelemetry itself (design.md).
+_use_trace_context(_current_span_ids)
 
 # The top level holds what most programs import; the rest lives in its module:
 # events and their flat form in ``cupellation.events``, reasons in

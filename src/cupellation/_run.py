@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from math import isfinite
 from operator import attrgetter
@@ -19,7 +19,6 @@ from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
-from opentelemetry import trace as otel_trace
 
 from ._attribution import (
     Decisions,
@@ -58,7 +57,28 @@ from .placing import Placer
 from .scoring import Scorer, score_array
 from .slicing import Slicer, slice_with_details
 
-__all__ = ["Configured", "Run", "candidate_sequence"]
+__all__ = ["Configured", "Run", "TraceContextSource", "candidate_sequence",
+           "use_trace_context"]
+
+#: Gives the (trace id, span id) current when a run starts, or None: how the
+#: pipeline learns the application's trace without importing OpenTelemetry.
+TraceContextSource = Callable[[], "tuple[str, str] | None"]
+
+
+def _no_trace_context() -> tuple[str, str] | None:
+    return None
+
+
+_trace_context: list[TraceContextSource] = [_no_trace_context]
+
+
+def use_trace_context(source: TraceContextSource) -> None:
+    """Make ``source`` what every run asks for the current trace and span ids.
+
+    The package's ``__init__`` sets the OpenTelemetry API's (so the pipeline layer
+    itself imports no telemetry library); a source that raises counts as none.
+    """
+    _trace_context[0] = source
 
 _logger = logging.getLogger("cupellation")
 
@@ -518,16 +538,15 @@ def _truncate(items: list[ContextItem], target: int) -> tuple[list[int], list[in
 
 
 def _current_span_ids() -> tuple[str | None, str | None]:
-    """The W3C hex ids of the OpenTelemetry span current when the run starts, if any.
-
-    Only the API is used: with no SDK configured there is no valid span and
-    both are None.
-    """
-    context = otel_trace.get_current_span().get_span_context()
-    if not context.is_valid:
+    """The ids the trace-context source gives when the run starts; (None, None)
+    when there is no current span, or the source fails (it never breaks a run)."""
+    try:
+        ids = _trace_context[0]()
+    except Exception:
+        _logger.debug("the trace-context source raised; the run records no span",
+                      exc_info=True)
         return None, None
-    return (otel_trace.format_trace_id(context.trace_id),
-            otel_trace.format_span_id(context.span_id))
+    return (None, None) if ids is None else ids
 
 
 def _candidate_tokens(candidates: Sequence[ContextItem]) -> int:

@@ -51,7 +51,7 @@ when not given); an invalid value warns once and the default applies.
 ``OTEL_SERVICE_NAME`` (then ``service.name`` in ``OTEL_RESOURCE_ATTRIBUTES``)
 names the service a sink records in ``run_started`` when neither the run's
 :class:`RunInfo`, the sink's ``service=`` nor its SDK provider's resource does
-(:func:`resolve_service`).
+(:func:`cupellation.settings.resolve_service`).
 """
 
 from ._events.batch import ItemEventBatch
@@ -66,17 +66,8 @@ from ._events.flat import (
     event_to_json,
     events_from_json_lines,
 )
-from ._events.levels import ContentCapture, TraceDetailLevel
+from ._events.levels import ContentCapture, TraceDetailLevel, resolve_capture
 from ._events.lines import RunLineEncoder
-from ._events.settings import (
-    CAPTURE_ENV_VAR,
-    DIGEST_KEY_ENV_VAR,
-    SERVICE_ENV_VAR,
-    check_service,
-    resolve_capture,
-    resolve_digest_key,
-    resolve_service,
-)
 from ._events.types import (
     PIPELINE_KEYS,
     CountShortfall,
@@ -97,8 +88,6 @@ from ._events.types import (
 )
 
 __all__ = [
-    "CAPTURE_ENV_VAR",
-    "DIGEST_KEY_ENV_VAR",
     "EVENT_SCHEMA_VERSION",
     "PIPELINE_KEYS",
     "READABLE_SCHEMAS",
@@ -116,7 +105,6 @@ __all__ = [
     "RunInfo",
     "RunLineEncoder",
     "RunStarted",
-    "SERVICE_ENV_VAR",
     "StageCompleted",
     "StageName",
     "StageStarted",
@@ -124,7 +112,6 @@ __all__ = [
     "UnknownEvent",
     "Verification",
     "apply_content_capture",
-    "check_service",
     "content_digest",
     "event_from_dict",
     "event_from_json",
@@ -133,7 +120,5 @@ __all__ = [
     "event_type_name",
     "events_from_json_lines",
     "resolve_capture",
-    "resolve_digest_key",
-    "resolve_service",
     "stamp_service",
 ]

@@ -197,6 +197,8 @@ VALID: dict[str, Callable[[], dict[str, Any]]] = {
     "OtlpJsonFileSpanExporter": lambda: {"destination": _FOLDER / "spans.jsonl"},
     "ReportFileExporter": lambda: {"path": _FOLDER / "report.json"},
     "ReplayedRun": lambda: {"run_id": "r", "source": "s", "spans": ()},
+    # cupellation.settings (issue 27)
+    "Variable": lambda: {"name": "X", "owner": "cupellation", "meaning": "m", "read_by": "r"},
 }
 #: What releases the files, threads and locks a constructor took.
 RELEASE = {"AuditLog": "close", "EventLogExporter": "shutdown",

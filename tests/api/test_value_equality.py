@@ -77,6 +77,7 @@ from cupellation.policy import (
     WindowCurve,
 )
 from cupellation.scoring import FixedClock
+from cupellation.settings import Variable
 
 AT = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
 BUDGET = ContextBudget(100, 60)
@@ -152,6 +153,8 @@ VALUE_TYPES: dict[type, list[Callable[[], Any]]] = {
     ContextKind: [lambda: ContextKind("Message"), lambda: ContextKind("message"),
                   lambda: ContextKind("Memory")],
     ContextSource: [lambda: ContextSource("Chat"), lambda: ContextSource("Rag")],
+    Variable: [lambda: Variable(name="A", owner="cupellation", meaning="m", read_by="r"),
+               lambda: Variable(name="A", owner="tiktoken", meaning="m", read_by="r")],
     RunInfo: [lambda: RunInfo(session_id="s"), lambda: RunInfo(session_id="t"),
               lambda: RunInfo(user_id="s")],
     ChronologicalPlacer: [ChronologicalPlacer],

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from cupellation import ContextBudget, ContextItem, Pipeline, PriorityScorer, SelectionReport
-from cupellation._events import settings as spine_settings
+from cupellation import settings as spine_settings
 from cupellation._events.lines import LineEncoder
 from cupellation.events import (
     ContentCapture,

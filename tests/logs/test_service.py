@@ -29,14 +29,13 @@ from cupellation import (
 from cupellation.events import (
     RunStarted,
     Verification,
-    check_service,
     event_from_dict,
     event_to_dict,
-    resolve_service,
 )
 from cupellation.exceptions import InvalidTypeError, InvalidValueError
 from cupellation.logs import AuditLog, StructlogSink, read_runs
 from cupellation.otel import SpanCollector, runs_from_spans
+from cupellation.settings import check_service, resolve_service
 
 _ENV = ("OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES")
 

@@ -13,8 +13,9 @@ from opentelemetry import metrics
 
 from cupellation import ContextBudget, ContextItem, Pipeline, RecencyScorer, TraceDetailLevel
 from cupellation.events import content_digest
-from cupellation.otel import CAPTURE_CONTENT_ENV, SpanCollector, runs_from_spans
+from cupellation.otel import SpanCollector, runs_from_spans
 from cupellation.scoring import FunctionScorer
+from cupellation.settings import CAPTURE_ENV_VAR as CAPTURE_CONTENT_ENV
 
 from ._support import Sdk, attrs, make_sdk, run_both
 
@@ -169,7 +170,7 @@ def test_a_bad_variable_is_logged_and_content_stays_out(
         monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     """An unknown CUPELLATION_CAPTURE_CONTENT value is a warning (once, through warnings
     and the cupellation logger), and capture is none."""
-    from cupellation._events import settings  # noqa: PLC0415
+    from cupellation import settings  # noqa: PLC0415
 
     monkeypatch.setattr(settings, "_warned", set())
     monkeypatch.setenv(CAPTURE_CONTENT_ENV, "everything")

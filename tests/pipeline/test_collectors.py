@@ -34,6 +34,8 @@ from cupellation._collectors import (
 )
 from cupellation._model import ScoredItem
 from cupellation._pipeline import Pipeline
+from cupellation._run import use_trace_context
+from cupellation._tracecontext import current_span_ids
 from cupellation.events import (
     ItemEventBatch,
     ItemExcluded,
@@ -345,6 +347,27 @@ def test_run_started_carries_the_current_span_ids() -> None:
     first = outside.events[0]
     assert isinstance(first, RunStarted)
     assert (first.trace_id, first.span_id) == (None, None)
+
+
+def test_a_failing_trace_context_source_never_breaks_a_run() -> None:
+    """The pipeline asks its trace-context source (the package sets the OpenTelemetry
+    API's) for the current ids: a source that raises leaves run_started without ids
+    and the run goes on; the package's own source is back afterwards."""
+    def broken() -> tuple[str, str] | None:
+        raise RuntimeError("no context here")
+
+    tracer = TracerProvider().get_tracer("test")
+    use_trace_context(broken)
+    try:
+        collector = DiagnosticTraceCollector()
+        with tracer.start_as_current_span("agent-turn"):
+            placed = PIPELINE.run(ITEMS, BUDGET, collector)
+    finally:
+        use_trace_context(current_span_ids)
+    started = collector.events[0]
+    assert isinstance(started, RunStarted)
+    assert (started.trace_id, started.span_id) == (None, None)
+    assert placed
 
 
 def test_run_ids_are_unique_hex_and_differ_in_a_forked_child() -> None:

@@ -24,8 +24,8 @@ from cupellation import (
     RecencyScorer,
     TraceDetailLevel,
     build_report,
+    settings,
 )
-from cupellation._events import settings
 from cupellation.events import (
     ContentCapture,
     ItemExcluded,

@@ -15,12 +15,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cupellation import build_report
-from cupellation._events.settings import (
-    STORE_PASSWORD_ENV_VAR,
-    STORE_PASSWORD_FILE_ENV_VAR,
-    STORE_USER_ENV_VAR,
-    resolve_store_credentials,
-)
 from cupellation.events import Verification
 from cupellation.exceptions import (
     InvalidValueError,
@@ -29,6 +23,12 @@ from cupellation.exceptions import (
     StoreSchemaError,
 )
 from cupellation.logs import read_runs
+from cupellation.settings import (
+    STORE_PASSWORD_ENV_VAR,
+    STORE_PASSWORD_FILE_ENV_VAR,
+    STORE_USER_ENV_VAR,
+    resolve_store_credentials,
+)
 from cupellation.store import (
     LOGS_TABLE,
     TRACES_TABLE,

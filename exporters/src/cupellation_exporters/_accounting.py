@@ -32,6 +32,12 @@ from opentelemetry.sdk.trace.export import (
 )
 
 from cupellation.exceptions import InvalidTypeError, InvalidValueError
+from cupellation.settings import (
+    OTLP_BSP_MAX_EXPORT_BATCH_SIZE_ENV_VAR,
+    OTLP_BSP_MAX_QUEUE_SIZE_ENV_VAR,
+    OTLP_BSP_SCHEDULE_DELAY_ENV_VAR,
+    read,
+)
 
 __all__ = [
     "DROP_REASONS",
@@ -317,7 +323,7 @@ def _by_size(spans: Sequence[ReadableSpan], limit: int
 
 
 def _env_int(name: str, default: int) -> int:
-    raw = os.environ.get(name, "").strip()
+    raw = (read(name) or "").strip()
     if not raw:
         return default
     try:
@@ -379,15 +385,15 @@ class DropCountingSpanProcessor(SpanProcessor):
         else:
             self._exporter = DropCountingSpanExporter(exporter)
         self._counter = self._exporter.counter
-        queue_size = max_queue_size or _env_int("OTEL_BSP_MAX_QUEUE_SIZE",
+        queue_size = max_queue_size or _env_int(OTLP_BSP_MAX_QUEUE_SIZE_ENV_VAR,
                                                 DEFAULT_MAX_QUEUE_SIZE)
         batch_size = max_export_batch_size or min(
             queue_size,
-            _env_int("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", DEFAULT_MAX_EXPORT_BATCH_SIZE))
+            _env_int(OTLP_BSP_MAX_EXPORT_BATCH_SIZE_ENV_VAR, DEFAULT_MAX_EXPORT_BATCH_SIZE))
         if batch_size > queue_size:
             raise InvalidValueError("max_export_batch_size", batch_size,
                                     f"must be at most max_queue_size ({queue_size})")
-        delay = schedule_delay_millis or _env_int("OTEL_BSP_SCHEDULE_DELAY",
+        delay = schedule_delay_millis or _env_int(OTLP_BSP_SCHEDULE_DELAY_ENV_VAR,
                                                   DEFAULT_SCHEDULE_DELAY_MILLIS)
         self.max_queue_size: Final = queue_size
         self.max_export_batch_size: Final = batch_size

@@ -48,14 +48,12 @@ from cupellation.events import (
     RunLineEncoder,
     RunStarted,
     apply_content_capture,
-    check_service,
     event_to_dict,
     event_type_name,
     resolve_capture,
-    resolve_digest_key,
-    resolve_service,
     stamp_service,
 )
+from cupellation.settings import check_service, resolve_digest_key, resolve_service
 
 __all__ = ["LOG_SCOPE_NAME", "LOG_SEVERITY", "LogRecordCollector", "log_record_attributes",
            "run_timestamp"]

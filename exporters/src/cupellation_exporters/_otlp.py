@@ -9,7 +9,6 @@ back, passes ``tracer_provider`` to whatever creates spans, and calls ``shutdown
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections.abc import Mapping
@@ -27,10 +26,37 @@ from opentelemetry.sdk.metrics.export import (
     MetricExportResult,
     PeriodicExportingMetricReader,
 )
-from opentelemetry.sdk.resources import SERVICE_NAME, OTELResourceDetector, Resource
+from opentelemetry.sdk.resources import (
+    SERVICE_NAME,
+    TELEMETRY_SDK_LANGUAGE,
+    TELEMETRY_SDK_NAME,
+    TELEMETRY_SDK_VERSION,
+    Resource,
+)
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
+from opentelemetry.sdk.version import __version__ as sdk_version
 from opentelemetry.util.re import parse_env_headers
+
+from cupellation.settings import (
+    LOGS_EXPORTER_ENV_VAR,
+    METRICS_EXPORTER_ENV_VAR,
+    OTLP_ENDPOINT_ENV_VAR,
+    OTLP_HEADERS_ENV_VAR,
+    OTLP_LOGS_HEADERS_ENV_VAR,
+    OTLP_LOGS_PROTOCOL_ENV_VAR,
+    OTLP_METRICS_HEADERS_ENV_VAR,
+    OTLP_METRICS_PROTOCOL_ENV_VAR,
+    OTLP_PROTOCOL_ENV_VAR,
+    OTLP_TIMEOUT_ENV_VAR,
+    OTLP_TRACES_ENDPOINT_ENV_VAR,
+    OTLP_TRACES_HEADERS_ENV_VAR,
+    OTLP_TRACES_PROTOCOL_ENV_VAR,
+    OTLP_TRACES_TIMEOUT_ENV_VAR,
+    environment_used,
+    read,
+    resolve_service,
+)
 
 if TYPE_CHECKING:
     from grpc import Compression as GrpcCompression
@@ -84,6 +110,15 @@ DEFAULT_TIMEOUT_SECONDS: Final = 10.0
 _COMPRESSIONS: Final = ("none", "gzip", "deflate")
 
 _Signal = Literal["TRACES", "METRICS", "LOGS"]
+#: Each signal's own protocol and headers variables (read before the general ones).
+_PROTOCOL_VARS: Final[dict[_Signal, str]] = {
+    "TRACES": OTLP_TRACES_PROTOCOL_ENV_VAR, "METRICS": OTLP_METRICS_PROTOCOL_ENV_VAR,
+    "LOGS": OTLP_LOGS_PROTOCOL_ENV_VAR}
+_HEADERS_VARS: Final[dict[_Signal, str]] = {
+    "TRACES": OTLP_TRACES_HEADERS_ENV_VAR, "METRICS": OTLP_METRICS_HEADERS_ENV_VAR,
+    "LOGS": OTLP_LOGS_HEADERS_ENV_VAR}
+#: The OpenTelemetry SDK's default metric export interval (OTEL_METRIC_EXPORT_INTERVAL's).
+_DEFAULT_METRIC_INTERVAL_MILLIS: Final = 60_000.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,7 +272,7 @@ def setup_otlp(
     resource = otlp_resource(service_name, resource_attributes)
 
     span_exporter = _span_exporter(traces_protocol, endpoint, headers, timeout, compression)
-    export_timeout = timeout if timeout is not None else _env_timeout("TRACES")
+    export_timeout = timeout if timeout is not None else _env_timeout()
     processor = DropCountingSpanProcessor(
         span_exporter,
         max_queue_size=max_queue_size,
@@ -254,7 +289,7 @@ def setup_otlp(
         metric_exporter = _WarnOnceMetricExporter(_metric_exporter(
             metrics_protocol, endpoint, headers, timeout, compression))
         reader = PeriodicExportingMetricReader(
-            metric_exporter, export_interval_millis=metric_export_interval_millis)
+            metric_exporter, export_interval_millis=_interval(metric_export_interval_millis))
         meter_provider = MeterProvider(resource=resource, metric_readers=[reader])
 
     logger_provider: LoggerProvider | None = None
@@ -321,13 +356,13 @@ def otlp_resource(service_name: str | None = None,
 
 def logs_asked() -> bool:
     """True when ``OTEL_LOGS_EXPORTER`` (a comma-separated list) names ``otlp``."""
-    names = os.environ.get("OTEL_LOGS_EXPORTER", "")
+    names = read(LOGS_EXPORTER_ENV_VAR) or ""
     return "otlp" in {name.strip().lower() for name in names.split(",")}
 
 
 def metrics_asked() -> bool:
     """True when ``OTEL_METRICS_EXPORTER`` (a comma-separated list) names ``otlp``."""
-    names = os.environ.get("OTEL_METRICS_EXPORTER", "")
+    names = read(METRICS_EXPORTER_ENV_VAR) or ""
     return "otlp" in {name.strip().lower() for name in names.split(",")}
 
 
@@ -425,8 +460,8 @@ def otlp_target(*, protocol: str | None = None, endpoint: str | None = None,
     chosen = _protocol(protocol, "TRACES", warn=False)
     if endpoint:
         return chosen, endpoint
-    for name in ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"):
-        value = os.environ.get(name, "").strip()
+    for name in (OTLP_TRACES_ENDPOINT_ENV_VAR, OTLP_ENDPOINT_ENV_VAR):
+        value = (read(name) or "").strip()
         if value:
             return chosen, value
     return chosen, DEFAULT_GRPC_ENDPOINT if chosen == "grpc" else DEFAULT_HTTP_ENDPOINT
@@ -437,8 +472,8 @@ def _protocol(argument: str | None, signal: _Signal, *, warn: bool = True) -> Ot
         if argument not in PROTOCOLS:
             raise ValueError(f"protocol must be one of {PROTOCOLS}, not {argument!r}")
         return argument
-    for name in (f"OTEL_EXPORTER_OTLP_{signal}_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"):
-        raw = os.environ.get(name, "").strip().lower()
+    for name in (_PROTOCOL_VARS[signal], OTLP_PROTOCOL_ENV_VAR):
+        raw = (read(name) or "").strip().lower()
         if not raw:
             continue
         if raw == "grpc":
@@ -452,9 +487,10 @@ def _protocol(argument: str | None, signal: _Signal, *, warn: bool = True) -> Ot
     return DEFAULT_PROTOCOL
 
 
-def _env_timeout(signal: _Signal) -> float:
-    for name in (f"OTEL_EXPORTER_OTLP_{signal}_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT"):
-        raw = os.environ.get(name, "").strip()
+def _env_timeout() -> float:
+    """The traces export timeout the variables set, else the default."""
+    for name in (OTLP_TRACES_TIMEOUT_ENV_VAR, OTLP_TIMEOUT_ENV_VAR):
+        raw = (read(name) or "").strip()
         if raw:
             try:
                 value = float(raw)
@@ -466,12 +502,34 @@ def _env_timeout(signal: _Signal) -> float:
 
 def _resource(service_name: str | None,
               extra: Mapping[str, str | bool | int | float] | None) -> Resource:
-    # OTEL_RESOURCE_ATTRIBUTES, with OTEL_SERVICE_NAME over its service.name
-    from_env = OTELResourceDetector().detect().attributes
-    name = service_name or from_env.get(SERVICE_NAME) or DEFAULT_SERVICE_NAME
+    # OTEL_SERVICE_NAME, else OTEL_RESOURCE_ATTRIBUTES' service.name, as the SDK reads them
+    name = service_name or resolve_service(None) or DEFAULT_SERVICE_NAME
     attributes: dict[str, str | bool | int | float] = dict(extra or {})
-    attributes[SERVICE_NAME] = str(name)
-    return Resource.create(attributes)
+    attributes[SERVICE_NAME] = name
+    if environment_used():
+        return Resource.create(attributes)  # merges OTEL_RESOURCE_ATTRIBUTES under ours
+    # Resource.create would read OTEL_RESOURCE_ATTRIBUTES itself: build it whole instead.
+    return Resource({TELEMETRY_SDK_LANGUAGE: "python", TELEMETRY_SDK_NAME: "opentelemetry",
+                     TELEMETRY_SDK_VERSION: sdk_version, **attributes})
+
+
+def _explicit(protocol: OtlpProtocol, endpoint: str | None, timeout: float | None,
+              compression: str | None) -> tuple[str | None, float | None, str | None]:
+    """The endpoint, timeout and compression an SDK exporter is given: as passed, or,
+    with environment reading off (``cupellation.settings.use_environment(False)``), the
+    defaults themselves, so that the SDK exporter reads no variable for them."""
+    if environment_used():
+        return endpoint, timeout, compression
+    return (endpoint or (DEFAULT_GRPC_ENDPOINT if protocol == "grpc" else DEFAULT_HTTP_ENDPOINT),
+            DEFAULT_TIMEOUT_SECONDS if timeout is None else timeout, compression or "none")
+
+
+def _interval(millis: float | None) -> float | None:
+    """The metric export interval: as passed; with environment reading off, the
+    SDK's default itself (None lets the SDK read OTEL_METRIC_EXPORT_INTERVAL)."""
+    if millis is None and not environment_used():
+        return _DEFAULT_METRIC_INTERVAL_MILLIS
+    return millis
 
 
 def _headers(headers: Mapping[str, str] | None, signal: _Signal) -> dict[str, str] | None:
@@ -479,8 +537,7 @@ def _headers(headers: Mapping[str, str] | None, signal: _Signal) -> dict[str, st
     (the SDK exporter then reads the environment itself)."""
     if not headers:
         return None
-    raw = (os.environ.get(f"OTEL_EXPORTER_OTLP_{signal}_HEADERS")
-           or os.environ.get("OTEL_EXPORTER_OTLP_HEADERS", ""))
+    raw = read(_HEADERS_VARS[signal]) or read(OTLP_HEADERS_ENV_VAR) or ""
     merged = {key.lower(): value for key, value in parse_env_headers(raw, liberal=True).items()}
     merged.update({key.lower(): value for key, value in headers.items()})
     return merged
@@ -496,6 +553,7 @@ def _span_exporter(protocol: OtlpProtocol, endpoint: str | None,
                    headers: Mapping[str, str] | None, timeout: float | None,
                    compression: str | None) -> SpanExporter:
     merged = _headers(headers, "TRACES")
+    endpoint, timeout, compression = _explicit(protocol, endpoint, timeout, compression)
     if protocol == "grpc":
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (  # noqa: PLC0415
             OTLPSpanExporter as GrpcSpanExporter,
@@ -515,6 +573,7 @@ def _metric_exporter(protocol: OtlpProtocol, endpoint: str | None,
                      headers: Mapping[str, str] | None, timeout: float | None,
                      compression: str | None) -> MetricExporter:
     merged = _headers(headers, "METRICS")
+    endpoint, timeout, compression = _explicit(protocol, endpoint, timeout, compression)
     if protocol == "grpc":
         from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import (  # noqa: PLC0415
             OTLPMetricExporter as GrpcMetricExporter,
@@ -535,6 +594,7 @@ def _log_exporter(protocol: OtlpProtocol, endpoint: str | None,
                   headers: Mapping[str, str] | None, timeout: float | None,
                   compression: str | None) -> LogRecordExporter:
     merged = _headers(headers, "LOGS")
+    endpoint, timeout, compression = _explicit(protocol, endpoint, timeout, compression)
     if protocol == "grpc":
         from opentelemetry.exporter.otlp.proto.grpc._log_exporter import (  # noqa: PLC0415
             OTLPLogExporter as GrpcLogExporter,

@@ -36,11 +36,12 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from cupellation import TraceDetailLevel
-from cupellation.events import ContentCapture, Verification, resolve_digest_key
+from cupellation.events import ContentCapture, Verification
 from cupellation.exceptions import DecodeError
 from cupellation.files import read_prefix
 from cupellation.logs import LoggedRun, ReadStats, read_runs
 from cupellation.otel import parse_trace
+from cupellation.settings import resolve_digest_key
 
 from ._replay_spans import spans_from_events, spans_from_trace
 

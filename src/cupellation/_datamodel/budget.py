@@ -61,23 +61,7 @@ class ContextBudget:
             raise InvalidValueError(
                 "estimation_safety_margin_percent", margin, "must be within [0.0, 100.0]"
             )
-        slots = {} if reserved_slots is None else reserved_slots
-        if not isinstance(slots, Mapping):
-            raise InvalidTypeError("reserved_slots", slots, "a mapping of kind to int")
-        normalised: dict[ContextKind, int] = {}
-        for key, count in slots.items():
-            if not isinstance(key, str | ContextKind):
-                raise InvalidTypeError("reserved_slots key", key, "a kind name")
-            if isinstance(key, str):
-                check_text("reserved_slots key", key)
-            kind = ContextKind(key)
-            if kind in normalised:
-                raise InvalidValueError("reserved_slots key", key,
-                                        f"repeats kind {kind.value!r} (kinds ignore case)")
-            check_int(f"reserved_slots[{kind.value!r}]", count)
-            if count < 0:
-                raise InvalidValueError(f"reserved_slots[{kind.value!r}]", count, "must be >= 0")
-            normalised[kind] = count
+        normalised = _reserved_slots({} if reserved_slots is None else reserved_slots)
         set_(self, "max_tokens", max_tokens)
         set_(self, "target_tokens", target_tokens)
         set_(self, "output_reserve", output_reserve)
@@ -212,3 +196,25 @@ class OverflowStrategy(enum.Enum):
         raise InvalidValueError(
             "overflow_strategy", value, "must be one of 'Throw', 'Truncate', 'Proceed'"
         )
+
+
+def _reserved_slots(slots: object) -> dict[ContextKind, int]:
+    """``reserved_slots`` checked (a mapping of distinct kinds, case ignored, to counts
+    >= 0) and keyed by :class:`ContextKind`; a named error otherwise."""
+    if not isinstance(slots, Mapping):
+        raise InvalidTypeError("reserved_slots", slots, "a mapping of kind to int")
+    normalised: dict[ContextKind, int] = {}
+    for key, count in slots.items():
+        if not isinstance(key, str | ContextKind):
+            raise InvalidTypeError("reserved_slots key", key, "a kind name")
+        if isinstance(key, str):
+            check_text("reserved_slots key", key)
+        kind = ContextKind(key)
+        if kind in normalised:
+            raise InvalidValueError("reserved_slots key", key,
+                                    f"repeats kind {kind.value!r} (kinds ignore case)")
+        check_int(f"reserved_slots[{kind.value!r}]", count)
+        if count < 0:
+            raise InvalidValueError(f"reserved_slots[{kind.value!r}]", count, "must be >= 0")
+        normalised[kind] = count
+    return normalised

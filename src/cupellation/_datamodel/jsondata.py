@@ -261,34 +261,9 @@ def freeze_json(value: Any, path: str, open_containers: set[int], depth: int = 1
         if depth > MAX_METADATA_DEPTH:
             raise MetadataTooDeepError(f"{top}[...]", value, MAX_METADATA_DEPTH)
         open_containers.add(id(value))
-        inner = depth + 1
-        if depth <= 2:
-            top = path
         try:
-            if isinstance(value, Mapping):
-                frozen: dict[str, Any] = {}
-                for key, nested in value.items():
-                    if not isinstance(key, str):
-                        raise InvalidValueError(f"{path}[{key!r}]", key,
-                                                "keys must be strings, as JSON object keys are")
-                    if not key.isascii():
-                        check_text(f"{path} key {key!r}", key)
-                    # Plain scalars (the common case) are taken as they are, without the
-                    # recursive call and its path text: a chat item's metadata went from
-                    # 7 calls to 2 (benchmarks/bench_chat.py, the agent loop).
-                    kind = type(nested)
-                    if nested is None or kind is int or kind is bool or (
-                            kind is str and nested.isascii()):
-                        frozen[key] = nested
-                    else:
-                        frozen[key] = freeze_json(nested, f"{path}[{key!r}]", open_containers,
-                                                   inner, top)
-                return MappingProxyType(frozen)
-            return tuple(nested if nested is None or type(nested) is int or (
-                             type(nested) is str and nested.isascii())
-                         else freeze_json(nested, f"{path}[{index}]", open_containers, inner,
-                                          top)
-                         for index, nested in enumerate(value))
+            return _freeze_container(value, path, open_containers, depth + 1,
+                                     path if depth <= 2 else top)
         finally:
             open_containers.discard(id(value))
     raise InvalidValueError(
@@ -296,6 +271,35 @@ def freeze_json(value: Any, path: str, open_containers: set[int], depth: int = 1
         f"is of type {type(value).__name__}, which JSON cannot hold (use str, int, float, "
         "bool, None, lists and mappings with string keys)",
     )
+
+
+def _freeze_container(value: Mapping[Any, Any] | list[Any] | tuple[Any, ...], path: str,
+                      open_containers: set[int], inner: int, top: str) -> Any:
+    """:func:`freeze_json` of a mapping, list or tuple already marked open: its items
+    frozen at depth ``inner``."""
+    if isinstance(value, Mapping):
+        frozen: dict[str, Any] = {}
+        for key, nested in value.items():
+            if not isinstance(key, str):
+                raise InvalidValueError(f"{path}[{key!r}]", key,
+                                        "keys must be strings, as JSON object keys are")
+            if not key.isascii():
+                check_text(f"{path} key {key!r}", key)
+            # Plain scalars (the common case) are taken as they are, without the
+            # recursive call and its path text: a chat item's metadata went from
+            # 7 calls to 2 (benchmarks/bench_chat.py, the agent loop).
+            kind = type(nested)
+            if nested is None or kind is int or kind is bool or (
+                    kind is str and nested.isascii()):
+                frozen[key] = nested
+            else:
+                frozen[key] = freeze_json(nested, f"{path}[{key!r}]", open_containers,
+                                          inner, top)
+        return MappingProxyType(frozen)
+    return tuple(nested if nested is None or type(nested) is int or (
+                     type(nested) is str and nested.isascii())
+                 else freeze_json(nested, f"{path}[{index}]", open_containers, inner, top)
+                 for index, nested in enumerate(value))
 
 
 def thaw_json(value: Any) -> Any:

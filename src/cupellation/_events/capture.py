@@ -73,7 +73,7 @@ def stamp_service(events: Sequence[PipelineEvent], service: Callable[[], str | N
     (called only then; None leaves it unnamed). A sink calls it on every delivery,
     before it encodes or hashes anything, so the service it records is covered by
     the run's digest. What ``service()`` returns is the sink's to resolve (see
-    :func:`cupellation.events.resolve_service`); this function resolves nothing."""
+    :func:`cupellation.settings.resolve_service`); this function resolves nothing."""
     if not isinstance(events, tuple | list) or not any(
             type(event) is RunStarted and event.service is None for event in events):
         return events  # item batches and every later delivery of a run: as they are

@@ -6,8 +6,9 @@ from __future__ import annotations
 import enum
 
 from ..exceptions import InvalidValueError
+from ..settings import CAPTURE_ENV_VAR, read, warn_invalid
 
-__all__ = ["ContentCapture", "TraceDetailLevel"]
+__all__ = ["ContentCapture", "TraceDetailLevel", "resolve_capture"]
 
 
 class TraceDetailLevel(enum.IntEnum):
@@ -77,3 +78,24 @@ class ContentCapture(enum.Enum):
                 if member.value == value.strip().lower():
                     return member
         raise InvalidValueError("content_capture", value, "must be 'full', 'hash' or 'none'")
+
+
+def resolve_capture(value: ContentCapture | str | None, default: ContentCapture
+                    ) -> ContentCapture:
+    """The content capture in force: ``value`` when given (a bad one raises
+    :class:`~cupellation.exceptions.InvalidValueError`), else
+    ``CUPELLATION_CAPTURE_CONTENT`` when set and not empty, else ``default``.
+
+    An invalid variable warns once and ``default`` applies.
+    """
+    if value is not None:
+        return ContentCapture.parse(value)
+    text = (read(CAPTURE_ENV_VAR) or "").strip()
+    if not text:
+        return default
+    try:
+        return ContentCapture.parse(text)
+    except ValueError:
+        warn_invalid(CAPTURE_ENV_VAR, text, f"is not full, hash or none; the default "
+                   f"({default.value}) applies")
+        return default

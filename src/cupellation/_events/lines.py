@@ -28,12 +28,12 @@ import msgspec
 from .._datamodel.wire import ITEM_FIELDS, to_flat
 from .._model import ContextItem
 from ..reasons import KNOWN_EXCLUSION_REASONS, ExclusionReason, InclusionReason
+from ..settings import resolve_digest_key
 from .batch import ItemEventBatch
 from .capture import apply_content_capture, captured_item, placeholder_content
 from .digest import DigestCheck, RunDigest, RunHasher
 from .flat import EVENT_SCHEMA_VERSION, event_to_json, reason_to_flat
 from .levels import ContentCapture
-from .settings import resolve_digest_key
 from .types import (
     ItemExcluded,
     ItemIncluded,

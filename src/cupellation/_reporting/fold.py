@@ -22,7 +22,6 @@ import msgspec
 
 from .._events.digest import DigestCheck, digest_verdict
 from .._events.lines import verify_events
-from .._events.settings import resolve_digest_key
 from .._model import ContextItem, ContextKind, CountRequirementShortfall
 from ..events import (
     CountShortfall,
@@ -42,6 +41,7 @@ from ..events import (
 )
 from ..exceptions import InvalidValueError
 from ..reasons import KNOWN_EXCLUSION_REASONS, ExclusionReason, references_of
+from ..settings import resolve_digest_key
 from .checks import (
     TOKENS,
     FoldState,

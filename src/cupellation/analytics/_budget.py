@@ -144,6 +144,35 @@ class BudgetSearch:
     excluded_before_slice: bool
 
 
+def _checked_search(pipeline: Pipeline, candidates: list[ContextItem],
+                    target_item: ContextItem, base: ContextBudget,
+                    search_ceiling: int | None) -> int:
+    """The search's ceiling, once the chapter's argument checks pass: the target is
+    one of the candidates, the ceiling holds its tokens, and the slicer's inclusion
+    grows with the budget (else the error the specification names)."""
+    ceiling = base.max_tokens if search_ceiling is None else _int("search_ceiling",
+                                                                   search_ceiling)
+    if not any(candidate is target_item for candidate in candidates):
+        raise SpecArgumentError(_NOT_AN_ELEMENT, field="target_item", value=target_item)
+    if ceiling < target_item.tokens:
+        raise SpecArgumentError(_CEILING_BELOW_TOKENS, field="search_ceiling", value=ceiling)
+    slicer = pipeline.slicer
+    if isinstance(slicer, QuotaSlice | CountQuotaSlice | CountConstrainedKnapsackSlice):
+        raise NonMonotonicSlicerError(FIND_MIN_BUDGET_GUARD_MESSAGE, slicer)
+    return ceiling
+
+
+def _prepared(pipeline: Pipeline, candidates: list[ContextItem],
+              prepared: PreparedCandidates | None) -> PreparedCandidates:
+    """``prepared`` when it is this pipeline's preparation of exactly these
+    candidates (the same objects, in order); else a new one."""
+    if prepared is None or prepared.pipeline is not pipeline or len(
+            prepared.candidates) != len(candidates) or not all(
+            a is b for a, b in zip(prepared.candidates, candidates, strict=True)):
+        return pipeline.prepare(candidates)
+    return prepared
+
+
 def search_min_budget(pipeline: Pipeline, items: Sequence[ContextItem],
                       target_item: ContextItem, search_ceiling: int | None = None, *,
                       budget: ContextBudget | None = None,
@@ -158,19 +187,8 @@ def search_min_budget(pipeline: Pipeline, items: Sequence[ContextItem],
     if not isinstance(target_item, ContextItem):
         raise InvalidTypeError("target_item", target_item, "a ContextItem")
     base = _budget(pipeline, budget)
-    ceiling = base.max_tokens if search_ceiling is None else _int("search_ceiling",
-                                                                   search_ceiling)
-    if not any(candidate is target_item for candidate in candidates):
-        raise SpecArgumentError(_NOT_AN_ELEMENT, field="target_item", value=target_item)
-    if ceiling < target_item.tokens:
-        raise SpecArgumentError(_CEILING_BELOW_TOKENS, field="search_ceiling", value=ceiling)
-    slicer = pipeline.slicer
-    if isinstance(slicer, QuotaSlice | CountQuotaSlice | CountConstrainedKnapsackSlice):
-        raise NonMonotonicSlicerError(FIND_MIN_BUDGET_GUARD_MESSAGE, slicer)
-    if prepared is None or prepared.pipeline is not pipeline or len(
-            prepared.candidates) != len(candidates) or not all(
-            a is b for a, b in zip(prepared.candidates, candidates, strict=True)):
-        prepared = pipeline.prepare(candidates)
+    ceiling = _checked_search(pipeline, candidates, target_item, base, search_ceiling)
+    prepared = _prepared(pipeline, candidates, prepared)
     before = prepared.dry_runs
     low_bound = max(target_item.tokens, 0)
     reaches_slicer = target_item.pinned or any(

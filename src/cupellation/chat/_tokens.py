@@ -69,6 +69,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..exceptions import ConfigurationError, InvalidTypeError, InvalidValueError
+from ..settings import TIKTOKEN_CACHE_DIR_ENV_VAR, TIKTOKEN_LEGACY_CACHE_DIR_ENV_VAR, read
 
 __all__ = [
     "ANTHROPIC_IMAGE_TOKENS_MAX",
@@ -160,11 +161,10 @@ def _tiktoken_cache_file(blobpath: str) -> Path | None:
     """Where tiktoken caches ``blobpath`` (``tiktoken/load.py``: the folder from
     ``TIKTOKEN_CACHE_DIR``, ``DATA_GYM_CACHE_DIR`` or ``<tmp>/data-gym-cache``, the
     file named by the SHA-1 of the path); None when caching is switched off."""
-    if "TIKTOKEN_CACHE_DIR" in os.environ:
-        folder = os.environ["TIKTOKEN_CACHE_DIR"]
-    elif "DATA_GYM_CACHE_DIR" in os.environ:
-        folder = os.environ["DATA_GYM_CACHE_DIR"]
-    else:
+    folder = read(TIKTOKEN_CACHE_DIR_ENV_VAR)
+    if folder is None:
+        folder = read(TIKTOKEN_LEGACY_CACHE_DIR_ENV_VAR)
+    if folder is None:
         folder = os.path.join(tempfile.gettempdir(), "data-gym-cache")
     if folder == "":
         return None

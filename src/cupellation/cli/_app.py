@@ -15,6 +15,7 @@ from typing import Any, NoReturn, Protocol, cast
 
 from .. import __version__
 from ..exceptions import CupelError, PipelineError
+from ..settings import DEBUG_ENV_VAR, read
 from . import (
     _analytics,
     _auditcmd,
@@ -45,8 +46,6 @@ __all__ = ["SUBCOMMANDS", "Subcommand", "build_parser", "main"]
 
 PROG = "cupellation"
 
-#: Set to 1 to see the traceback of an internal error.
-DEBUG_ENV = "CUPELLATION_DEBUG"
 
 
 class Subcommand(Protocol):
@@ -197,10 +196,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         _say(describe(exc))
         return USAGE
     except Exception as exc:
-        if os.environ.get(DEBUG_ENV):
+        if read(DEBUG_ENV_VAR):
             raise
         _say(f"internal error: {type(exc).__name__}: {safe(str(exc), 300)} (a bug in "
-             f"cupellation; {DEBUG_ENV}=1 shows the traceback)")
+             f"cupellation; {DEBUG_ENV_VAR}=1 shows the traceback)")
         return INTERNAL
 
 

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Literal
 
 from .._collectors import DiagnosticTraceCollector, FanOutCollector, TraceDetailLevel
-from .._events.settings import resolve_digest_key
 from .._model import ContextBudget, ContextItem
 from .._report import SelectionReport
 from ..chat import TokenEstimateWarning
@@ -24,6 +23,7 @@ from ..html import render_html
 from ..logs import AuditLog
 from ..placing import ChronologicalPlacer
 from ..policy import Policy
+from ..settings import resolve_digest_key
 from ._common import (
     EXIT_CODES,
     FAILED,

@@ -19,8 +19,8 @@ from contextlib import contextmanager
 from importlib.metadata import entry_points
 from typing import Any, Final
 
-from ..events import resolve_service
 from ..otel import SpanCollector
+from ..settings import resolve_service
 from ._common import CliError, safe
 from ._tracelinks import RootIds, trace_lines
 
@@ -75,7 +75,7 @@ def add_otlp_options(parser: Any, *, default_capture: str | None) -> None:
 
 def cli_service(args: Any) -> str:
     """The service a run of ``select`` or ``demo`` records: ``--service``, else the
-    environment (:func:`~cupellation.events.resolve_service`), else :data:`CLI_SERVICE`.
+    environment (:func:`~cupellation.settings.resolve_service`), else :data:`CLI_SERVICE`.
     A blank ``--service`` is bad input."""
     named = getattr(args, "service", None)
     if named is not None and not named.strip():

@@ -6,11 +6,16 @@ header other than MLflow's experiment id is named, not shown)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 from urllib.parse import unquote, urlsplit
 
+from ..settings import (
+    OTLP_HEADERS_ENV_VAR,
+    OTLP_TRACES_HEADERS_ENV_VAR,
+    RESOURCE_ATTRIBUTES_ENV_VAR,
+    read,
+)
 from ._common import safe
 
 __all__ = ["RootIds", "root_ids", "trace_lines"]
@@ -34,10 +39,20 @@ def _pairs(text: str) -> dict[str, str]:
     return out
 
 
-def _env_headers(environ: Mapping[str, str]) -> dict[str, str]:
-    headers = _pairs(environ.get("OTEL_EXPORTER_OTLP_HEADERS", ""))
-    headers.update(_pairs(environ.get("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "")))
+#: The variables the read-back hint interprets.
+_VARIABLES: Final = (OTLP_HEADERS_ENV_VAR, OTLP_TRACES_HEADERS_ENV_VAR,
+                     RESOURCE_ATTRIBUTES_ENV_VAR)
+
+
+def _env_headers(variables: Mapping[str, str]) -> dict[str, str]:
+    headers = _pairs(variables.get(OTLP_HEADERS_ENV_VAR, ""))
+    headers.update(_pairs(variables.get(OTLP_TRACES_HEADERS_ENV_VAR, "")))
     return headers
+
+
+def _from_settings() -> dict[str, str]:
+    """The variables the hint interprets, as cupellation.settings reads them."""
+    return {name: value for name in _VARIABLES if (value := read(name)) is not None}
 
 
 def root_ids(spans: Iterable[Any]) -> list[tuple[str, str]]:
@@ -107,13 +122,13 @@ def trace_lines(endpoint: str, roots: Sequence[tuple[str, str]],
     backend's page for it. ``headers`` are the ones given on the command line (the
     OTLP variables' are read from ``environ``); only MLflow's experiment id is shown,
     any other header is named as what ``report`` needs with ``--header``."""
-    env = os.environ if environ is None else environ
+    env = _from_settings() if environ is None else environ
     given = _env_headers(env)
     given.update({k.lower(): v for k, v in (headers or {}).items()})
     backend, base = _backend(endpoint, given)
     experiment = given.get(_MLFLOW_EXPERIMENT)
     options = ""
-    project = _pairs(env.get("OTEL_RESOURCE_ATTRIBUTES", "")).get(_PHOENIX_PROJECT)
+    project = _pairs(env.get(RESOURCE_ATTRIBUTES_ENV_VAR, "")).get(_PHOENIX_PROJECT)
     if backend == "phoenix" and project:
         options = f" --project {safe(project)}"
     elif backend == "mlflow" and experiment:

@@ -54,7 +54,6 @@ one, schema-2 lines) in ``incomplete``; a reader without a key lists a keyed run
 "signature not checked" (see ``digest_verdict`` (the one digest rule)).
 """
 
-from .._events.settings import CAPTURE_ENV_VAR
 from ._audit import AuditLog
 from ._decode import ENVELOPE_KEYS
 from ._reader import LogReader, read_runs
@@ -63,7 +62,6 @@ from ._runs import DamagedLine, LoggedRun, ReadStats
 from ._sources import as_datetime, expand_rotated
 
 __all__ = [
-    "CAPTURE_ENV_VAR",
     "ENVELOPE_KEYS",
     "RECORD_PREFIX",
     "STDLIB_LOGGER_NAME",

@@ -20,18 +20,17 @@ from pathlib import Path
 from opentelemetry import trace
 
 from .._events.lines import RunLineEncoder
-from .._events.settings import resolve_capture, resolve_digest_key
 from ..events import (
     ContentCapture,
     PipelineEvent,
     RunCompleted,
     RunFailed,
     TraceDetailLevel,
-    check_service,
-    resolve_service,
+    resolve_capture,
     stamp_service,
 )
 from ..exceptions import InvalidTypeError, InvalidValueError
+from ..settings import check_service, resolve_digest_key, resolve_service
 
 __all__ = ["AuditLog"]
 
@@ -123,7 +122,7 @@ class AuditLog:
     ``service=`` here, else the global SDK tracer provider's resource
     ``service.name``, else ``OTEL_SERVICE_NAME``, else ``service.name`` in
     ``OTEL_RESOURCE_ATTRIBUTES`` (resolved at each run's start; see
-    :func:`~cupellation.events.resolve_service`); with none of them, no service.
+    :func:`~cupellation.settings.resolve_service`); with none of them, no service.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, max_bytes: int = 0,

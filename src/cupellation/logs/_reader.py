@@ -20,7 +20,6 @@ from .._events.records import (
     RUN_COMPLETED_RECORD,
     RUN_FAILED_RECORD,
 )
-from .._events.settings import resolve_digest_key
 from .._model import check_text, listed
 from .._report import ReportBuilder
 from ..events import (
@@ -33,6 +32,7 @@ from ..events import (
     event_from_dict,
 )
 from ..exceptions import DecodeError, InvalidTypeError, InvalidValueError
+from ..settings import resolve_digest_key
 from ._decode import canonical_bytes, fast_record, find_record
 from ._runs import DamagedLine, LoggedRun, ReadStats
 from ._sources import (

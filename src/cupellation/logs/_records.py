@@ -16,7 +16,7 @@ import msgspec
 import structlog
 from opentelemetry import trace as otel_trace
 
-from .._events.settings import CAPTURE_ENV_VAR, resolve_capture, resolve_digest_key
+from .._tracecontext import current_span_ids
 from ..events import (
     ContentCapture,
     PipelineEvent,
@@ -27,15 +27,14 @@ from ..events import (
     TraceDetailLevel,
     UnknownEvent,
     apply_content_capture,
-    check_service,
     event_to_dict,
-    resolve_service,
+    resolve_capture,
     stamp_service,
 )
 from ..exceptions import InvalidTypeError, InvalidValueError
+from ..settings import check_service, resolve_digest_key, resolve_service
 
 __all__ = [
-    "CAPTURE_ENV_VAR",
     "RECORD_PREFIX",
     "STDLIB_LOGGER_NAME",
     "StructlogSink",
@@ -57,14 +56,6 @@ def record_name(event: PipelineEvent) -> str:
     """``cupel.<type>``: the record's name (structlog ``event``, stdlib message)."""
     name = event.event_type if isinstance(event, UnknownEvent) else event.type
     return RECORD_PREFIX + name
-
-
-def current_span_ids() -> tuple[str, str] | None:
-    """The W3C trace and span ids (hex) of the current valid span, if any."""
-    context = otel_trace.get_current_span().get_span_context()
-    if not context.is_valid:
-        return None
-    return format(context.trace_id, "032x"), format(context.span_id, "016x")
 
 
 def log_record(event: PipelineEvent, capture: ContentCapture | str = ContentCapture.FULL,

@@ -134,7 +134,7 @@ holding a key lists a run not signed with it (no digest, a plain form) in
 from __future__ import annotations
 
 from ._backends import spans_from_mlflow_json, spans_from_mlflow_traces, spans_from_phoenix_json
-from ._collector import CAPTURE_CONTENT_ENV, SpanCollector
+from ._collector import SpanCollector
 from ._columns import SpanLayout
 from ._decode import (
     RebuiltRun,
@@ -162,7 +162,6 @@ from ._spans import SpanData, SpanEventData, spans_from_otlp_json, spans_from_ot
 __all__ = [
     "BACKENDS",
     "DEFAULT_PHOENIX_PROJECT",
-    "CAPTURE_CONTENT_ENV",
     "SCOPE_NAME",
     "BackendError",
     "FetchLimitError",

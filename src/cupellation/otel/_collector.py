@@ -14,7 +14,6 @@ from opentelemetry import metrics, trace
 from opentelemetry.trace import Span, Status, StatusCode
 
 from .._events.lines import LineEncoder, RunLineEncoder
-from .._events.settings import CAPTURE_ENV_VAR, resolve_capture, resolve_digest_key
 from ..events import (
     ContentCapture,
     CountShortfall,
@@ -32,12 +31,12 @@ from ..events import (
     TraceDetailLevel,
     UnknownEvent,
     apply_content_capture,
-    check_service,
     event_to_dict,
-    resolve_service,
+    resolve_capture,
     stamp_service,
 )
 from ..exceptions import InvalidValueError
+from ..settings import check_service, resolve_digest_key, resolve_service
 from ._columns import LAYOUT, ColumnSet, SpanLayout
 from ._digest import DIGEST, columns_digest
 from ._encode import (
@@ -84,13 +83,9 @@ from ._values import (
     stage_output_from,
 )
 
-__all__ = ["CAPTURE_CONTENT_ENV", "SpanCollector"]
+__all__ = ["SpanCollector"]
 
 _logger = logging.getLogger("cupellation")
-
-#: The environment variable that sets the content capture of SpanCollectors built
-#: without ``content_capture=``: ``full``, ``hash`` or ``none`` (the default).
-CAPTURE_CONTENT_ENV: Final = CAPTURE_ENV_VAR
 
 _SPAN_STAGES = frozenset(SPAN_STAGES)
 ITEM_TOKENS_COLUMN: Final = "cupel.exclusion.item_tokens"
@@ -129,7 +124,7 @@ class SpanCollector:
     ``service`` names the service each run's ``run_started`` records when the run's
     :class:`~cupellation.RunInfo` names none; without it, the tracer provider's
     resource ``service.name`` (what the backend shows), else ``OTEL_SERVICE_NAME``
-    (see :func:`~cupellation.events.resolve_service`).
+    (see :func:`~cupellation.settings.resolve_service`).
     """
 
     __slots__ = ("_capture", "_closed", "_encoder", "_key", "_layout", "_level", "_lines",

@@ -36,7 +36,6 @@ from .._events.digest import (
     digest_verdict,
 )
 from .._events.lines import LineEncoder, verify_events
-from .._events.settings import resolve_digest_key
 from .._report import ReportBuilder, SelectionReport
 from ..events import (
     ContentCapture,
@@ -48,6 +47,7 @@ from ..events import (
     RunFailed,
 )
 from ..exceptions import DecodeError
+from ..settings import resolve_digest_key
 from ._backends import backend_of, documents_in, merged_spans, spans_from_backend_document
 from ._columns import COLUMN_ATTRIBUTES, LAYOUT, PART_INDEX, PART_SUFFIX
 from ._digest import columns_digest

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import Any, Final, cast
 
 from ..exceptions import BackendError, MalformedAnswerError, RedirectRefusedError
+from ..settings import proxy_for
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
@@ -390,9 +391,7 @@ class Client:
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         # The proxy variables are read at each request, as they are now (urlopen's
         # process-wide opener would keep the first ones it saw).
-        proxy = urllib.request.getproxies().get(scheme)
-        if proxy and urllib.request.proxy_bypass(host):
-            proxy = None
+        proxy = proxy_for(scheme, host)
         if not proxy:
             if scheme == "https":
                 return _Secure(host, port, self.deadline, self._context), target, {}

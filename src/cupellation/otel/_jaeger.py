@@ -46,21 +46,7 @@ def _jaeger_tag(tag: Any, path: str) -> tuple[str, Any]:
     if not isinstance(key, str):
         raise DecodeError(path + ".key", shown(key), "must be a string")
     key = checked_text(key, path + ".key")
-    kind = tag.get("type", "string")
-    value = tag.get("value")
-    if kind in ("int64", "int32"):
-        value = bounded_int(value, path + ".value")
-    elif kind in ("float64", "float32"):
-        value = number(value, path + ".value")
-    elif kind == "bool":
-        if isinstance(value, str) and value in ("true", "false"):
-            value = value == "true"
-        if not isinstance(value, bool):
-            raise DecodeError(path + ".value", shown(value), "must be true or false")
-    elif not isinstance(value, str):
-        raise DecodeError(path + ".value", shown(value), f"must be a string for type {kind}")
-    else:
-        value = checked_text(value, path + ".value")
+    value = _jaeger_value(tag.get("type", "string"), tag.get("value"), path + ".value")
     if key in LIST_ATTRIBUTES:
         try:
             value = list_value(value)
@@ -72,6 +58,23 @@ def _jaeger_tag(tag: Any, path: str) -> tuple[str, Any]:
             raise DecodeError(path + ".value" + wide[0], wide[1],
                               f"must be {INT64_BOUNDS[2]}")
     return key, value
+
+
+def _jaeger_value(kind: Any, value: Any, path: str) -> Any:
+    """A tag's value read as its Jaeger ``type`` says (a string when it names none)."""
+    if kind in ("int64", "int32"):
+        return bounded_int(value, path)
+    if kind in ("float64", "float32"):
+        return number(value, path)
+    if kind == "bool":
+        if isinstance(value, str) and value in ("true", "false"):
+            value = value == "true"
+        if not isinstance(value, bool):
+            raise DecodeError(path, shown(value), "must be true or false")
+        return value
+    if not isinstance(value, str):
+        raise DecodeError(path, shown(value), f"must be a string for type {kind}")
+    return checked_text(value, path)
 
 
 def _jaeger_tags(tags: Any, path: str) -> dict[str, Any]:

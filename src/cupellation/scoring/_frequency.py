@@ -11,7 +11,7 @@ and therefore scores, are identical.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import reduce
 from operator import or_
 
@@ -110,21 +110,15 @@ def _union_sizes(groups: _Groups) -> list[int]:
 
     The count includes the set's own positions (a non-empty set meets itself).
     """
-    sets, counts, n = groups.sets, groups.counts, groups.n
+    sets = groups.sets
     tag_groups: dict[str, list[int]] = {}
     for group, tag_set in enumerate(sets):
         for tag in tag_set:
             tag_groups.setdefault(tag, []).append(group)
-    tag_totals = {tag: sum(counts[group] for group in members)
+    tag_totals = {tag: sum(groups.counts[group] for group in members)
                   for tag, members in tag_groups.items()}
-    allowed = max(1, _BITSET_BUDGET // ((n + 7) >> 3))
-    candidates = [tag for tag, members in tag_groups.items() if len(members) >= _MIN_POPULAR]
-    if len(candidates) > allowed:
-        candidates.sort(key=lambda tag: len(tag_groups[tag]), reverse=True)
-        del candidates[allowed:]
-    popular = frozenset(candidates)
-    bitsets = _bitsets(groups, popular, tag_groups, tag_totals)
-    get_bits = bitsets.__getitem__
+    popular = _popular(tag_groups, groups.n)
+    get_bits = _bitsets(groups, popular, tag_groups, tag_totals).__getitem__
 
     sizes: list[int] = []
     append = sizes.append
@@ -135,31 +129,48 @@ def _union_sizes(groups: _Groups) -> list[int]:
             append(tag_totals[only])
             continue
         common = tag_set & popular
-        if common:
-            total = reduce(or_, map(get_bits, common)).bit_count()
-            if len(common) == len(tag_set):
-                append(total)
-                continue
-        else:
-            total = 0
-        seen: set[int] = set()
-        for tag in tag_set - common:
-            members = tag_groups[tag]
-            if len(members) == 1:
-                # A tag found only in this set adds nothing but the set itself.
-                if not common and own not in seen:
-                    seen.add(own)
-                    total += counts[own]
-                continue
-            for group in members:
-                if group in seen:
-                    continue
-                seen.add(group)
-                # Sets carrying one of the popular tags are already in the mask.
-                if common.isdisjoint(sets[group]):
-                    total += counts[group]
-        append(total)
+        total = reduce(or_, map(get_bits, common)).bit_count() if common else 0
+        if common and len(common) == len(tag_set):
+            append(total)
+            continue
+        append(total + _rare_total(groups, own, tag_set - common, common, tag_groups))
     return sizes
+
+
+def _popular(tag_groups: Mapping[str, list[int]], n: int) -> frozenset[str]:
+    """The tags worth a bitset: in at least _MIN_POPULAR groups, the most widespread
+    first, as many as _BITSET_BUDGET bytes of n-position bitsets allow."""
+    allowed = max(1, _BITSET_BUDGET // ((n + 7) >> 3))
+    candidates = [tag for tag, members in tag_groups.items() if len(members) >= _MIN_POPULAR]
+    if len(candidates) > allowed:
+        candidates.sort(key=lambda tag: len(tag_groups[tag]), reverse=True)
+        del candidates[allowed:]
+    return frozenset(candidates)
+
+
+def _rare_total(groups: _Groups, own: int, rare: frozenset[str], common: frozenset[str],
+                tag_groups: Mapping[str, list[int]]) -> int:
+    """The positions that meet set ``own`` through its ``rare`` (not popular) tags and
+    are not already counted through its ``common`` (popular) ones."""
+    sets, counts = groups.sets, groups.counts
+    total = 0
+    seen: set[int] = set()
+    for tag in rare:
+        members = tag_groups[tag]
+        if len(members) == 1:
+            # A tag found only in this set adds nothing but the set itself.
+            if not common and own not in seen:
+                seen.add(own)
+                total += counts[own]
+            continue
+        for group in members:
+            if group in seen:
+                continue
+            seen.add(group)
+            # Sets carrying one of the popular tags are already in the mask.
+            if common.isdisjoint(sets[group]):
+                total += counts[group]
+    return total
 
 
 @SCORERS.register

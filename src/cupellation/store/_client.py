@@ -13,16 +13,16 @@ from types import TracebackType
 from typing import Any, Final
 from urllib.parse import parse_qs, urlsplit
 
-from .._events.settings import (
-    STORE_PASSWORD_ENV_VAR,
-    STORE_PASSWORD_FILE_ENV_VAR,
-    resolve_store_credentials,
-)
 from ..exceptions import (
     InvalidTypeError,
     InvalidValueError,
     StoreError,
     StoreInUseError,
+)
+from ..settings import (
+    STORE_PASSWORD_ENV_VAR,
+    STORE_PASSWORD_FILE_ENV_VAR,
+    resolve_store_credentials,
 )
 from ._schema import LOGS_TABLE, TRACES_TABLE, check_columns, logs_ddl, traces_ddl
 
