@@ -92,7 +92,8 @@ def test_a_dropped_exchange_is_dropped_whole_at_every_budget() -> None:
     for size, point in zip(sizes, points, strict=True):
         expected = _kept_at(size)
         if expected is None:
-            assert point.selection is None and point.failure is not None
+            assert point.selection is None
+            assert point.failure is not None
             continue
         assert point.selection is not None
         assert point.selection.kept == expected, size
@@ -119,7 +120,8 @@ def test_min_budget_for_each_message_is_the_smallest_budget_that_keeps_it() -> N
         answers.append(answer)
     assert answers[2] == answers[3] == answers[4]
     assert find_min_budget_for_message(TRANSCRIPT, TRANSCRIPT[3], ceiling, OPTIONS) == answers[3]
-    assert len(set(answers)) > 3 and answers[1] is not None  # told apart, all found
+    assert len(set(answers)) > 3
+    assert answers[1] is not None
 
 
 def test_trim_is_honoured_by_the_min_budget() -> None:
@@ -128,7 +130,9 @@ def test_trim_is_honoured_by_the_min_budget() -> None:
     trimmed = OPTIONS.replace(trim={"ToolOutput": 20})
     plain = find_min_budget_for_message(TRANSCRIPT, 3, 400, OPTIONS)
     cut = find_min_budget_for_message(TRANSCRIPT, 3, 400, trimmed)
-    assert plain is not None and cut is not None and cut < plain
+    assert plain is not None
+    assert cut is not None
+    assert cut < plain
     brute = next(size for size in range(401)
                  if (k := _kept_at(size, trimmed)) is not None and 3 in k)
     assert cut == brute
@@ -160,7 +164,8 @@ def test_marginal_messages_are_kept_at_the_budget_and_dropped_with_less() -> Non
     drops at the budget less the slack, the exchange whole."""
     slack = 200
     full, reduced = _kept_at(400), _kept_at(200)
-    assert full is not None and reduced is not None
+    assert full is not None
+    assert reduced is not None
     marginal = get_marginal_messages(TRANSCRIPT, slack, OPTIONS)
     named = [k for unit in marginal for k in unit.indices]
     assert named == [k for k in full if k not in reduced]
