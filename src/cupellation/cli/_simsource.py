@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -108,17 +109,19 @@ def _first_record(text: str) -> Any:
 
 
 def _sniff(data: bytes, name: str, text: str | None) -> SourceKind:
-    if data[:2] == b"\x1f\x8b" or (name != "-" and is_trace_file(name)):
+    # The bytes in hand decide: a FIFO or standard input cannot be opened again.
+    if data[:2] == b"\x1f\x8b" or (os.path.isfile(name) and is_trace_file(name)):
         return "runs"
     first = _first_record(text or "")
     if isinstance(first, Mapping):
         if "run_id" in first or "resourceSpans" in first:
             return "runs"
-        if any(key in first for key in ("messages", "input", "system")) or (
-                "role" in first and "tokens" not in first):
+        if any(key in first for key in ("messages", "input", "system")):
             return "chat"
-    if isinstance(first, list) and first and isinstance(first[0], Mapping) and (
-            "role" in first[0] or "type" in first[0]) and "tokens" not in first[0]:
+    row = first[0] if isinstance(first, list) and first else first
+    # A message has a role (LangChain's dicts and Responses items: a type); an item
+    # has tokens.
+    if isinstance(row, Mapping) and ("role" in row or "type" in row) and "tokens" not in row:
         return "chat"
     return "items"
 
@@ -191,8 +194,10 @@ def runs_of(args: argparse.Namespace, source: Source, command: str
     namespace.logs = [args.file]
     namespace.no_progress = True
     namespace.store = None
-    # Standard input was read whole to recognise it: the reader reads those bytes.
-    sources = [io.BytesIO(source.data)] if args.file == "-" else None
+    # Standard input, a FIFO or a device was read whole to recognise it: the reader
+    # reads those bytes. A regular file is read again, by name, so that its rotated
+    # backups and a trace file are read as the other commands read them.
+    sources = None if os.path.isfile(args.file) else [io.BytesIO(source.data)]
     options: dict[str, Any] = {"keep_candidates": True}
     if args.run is not None:
         options["run_id"] = args.run

@@ -22,7 +22,7 @@ from ..analytics import (
 )
 from ..chat import MESSAGE_COUNT_KEY, MessageSelection
 from ..chat._conversation import MESSAGE_START_KEY
-from ..exceptions import RunNotReplayableError
+from ..exceptions import PipelineError, RunNotReplayableError
 from ..policy import Policy, get_preset
 from ._analytics import labelled_policies
 from ._common import CliError, safe
@@ -42,7 +42,8 @@ _SHOWN = 20
 _EXIT = ("exit status: 0 success; 1 nothing found (no run in the file, or none "
          "matching --run and the filters); 2 bad usage or input (one line on standard "
          "error); 3 some runs could not be re-run (not logged at Full detail, content "
-         "dropped, events missing): the others are printed and the summary says which; "
+         "dropped, events missing) or their selection failed under a policy: the others "
+         "are printed, and so is why; "
          "130 interrupted; 141 standard output closed early.")
 
 
@@ -167,6 +168,9 @@ def _each_run(args: argparse.Namespace, source: Source, command: str,
             except RunNotReplayableError as exc:
                 skipped.append({"run_id": run.run_id, "cause": exc.cause,
                                 "explanation": exc.explanation})
+            except PipelineError as exc:  # a policy's selection fails on this run
+                skipped.append({"run_id": run.run_id, "cause": "failed",
+                                "explanation": str(exc)})
     data = {"input": "runs", "source": source.shown, "runs": done, "not_replayable": skipped}
     if not done and not skipped:
         return data, NOTHING_FOUND
