@@ -38,7 +38,7 @@ def test_the_full_campaign_is_never_silently_wrong() -> None:
     """120 mutations per format on the full artifacts, every format (the script's
     default is 3,000; its table is in the issue's closing note). 120, not 500: since
     the stage spans carry their summaries (issue 25), each span-format mutation walks
-    and decodes documents about twice as large, and 500 per format over sixteen formats
+    and decodes documents about twice as large, and 500 per format over fifteen formats
     took longer than the rest of the suite; ``python benchmarks/mutation_campaign.py``
     runs the long campaign."""
     result = mutation_campaign.campaign(120, seed=12)
