@@ -10,11 +10,13 @@ import pytest
 
 from cupellation import (
     ContextBudget,
+    DiagnosticTraceCollector,
     GreedySlice,
     Pipeline,
     PriorityScorer,
     QuotaSlice,
     SelectOptions,
+    TraceDetailLevel,
     select_messages_with_report,
 )
 from cupellation.analytics import (
@@ -200,3 +202,17 @@ def test_policy_sensitivity_on_messages_refuses_what_the_chapter_refuses() -> No
         message_policy_sensitivity(TRANSCRIPT, [("a", "chat"), ("b", "rag")],
                                    token_counter="estimate")
     assert none.value.field == "budget"
+
+
+def test_the_analytics_are_dry_runs_and_send_the_collector_nothing() -> None:
+    """A collector in the options receives no event from a sweep, a search, the
+    marginal units or a sensitivity comparison (select_messages itself does send)."""
+    collector = DiagnosticTraceCollector(TraceDetailLevel.FULL)
+    recording = OPTIONS.replace(collector=collector)
+    message_budget_sweep(TRANSCRIPT, [100, 400], recording)
+    find_min_budget_for_message(TRANSCRIPT, 3, 400, recording)
+    get_marginal_messages(TRANSCRIPT, 50, recording)
+    message_policy_sensitivity(TRANSCRIPT, [("a", "chat"), ("b", "rag")], recording)
+    assert collector.events == ()
+    select_messages_with_report(TRANSCRIPT, recording)
+    assert collector.events != ()

@@ -6,7 +6,8 @@ and the answers name messages (indices into the list given, and the objects).
 Each function reads the list as ``select_messages`` does (the chat layer's own
 reading, cached the same way) and runs the same pipeline (the policy's, placing in
 conversation order, without deduplication), so an answer is what ``select_messages``
-would do at that budget or under that policy. The spec's item functions keep their
+would do at that budget or under that policy. They are dry runs: the options'
+``collector`` is sent nothing. The spec's item functions keep their
 signatures (a pipeline and items); these take the messages first and a
 :class:`~cupellation.SelectOptions` (or its keywords), as ``select_messages`` does
 (docs/decisions.md, "Analytics on messages").
@@ -78,7 +79,9 @@ def _unit(conversation: Conversation, unit: Unit) -> MessageUnit:
 
 def _read(messages: Any, options: SelectOptions | None, keywords: SelectKeywords,
           system: Any, now: datetime | None) -> tuple[Conversation, SelectOptions]:
-    merged = merged_options(options, keywords)
+    # The analytics' runs are dry runs, as the chapters' are: an options value's
+    # collector (an audit log, spans) is not sent what was only simulated.
+    merged = merged_options(options, keywords).replace(collector=None)
     return read_messages(messages, merged, system=system, now=now), merged
 
 
