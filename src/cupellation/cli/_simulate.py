@@ -268,7 +268,7 @@ class _Simulate:
 
 def _print_sweep(data: dict[str, Any]) -> None:
     title = f"run {safe(data['run_id'])}" if "run_id" in data else safe(data["source"])
-    print(f"Budget sweep of {title} ({data.get('input', 'run')}, policy "
+    print(f"Budget sweep of {title} ({data.get('input', 'logged run')}, policy "
           f"{safe(data['policy'])}):")
     print(f"  {'max_tokens':>10}  {'target':>8}  {'kept':>5}  {'tokens':>8}  {'dropped':>7}")
     for point in data["points"]:
