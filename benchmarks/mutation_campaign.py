@@ -4,7 +4,8 @@
 
 Real artifacts of demo runs and a larger run — an events JSONL file per run (as the
 spine's event-file writer makes it), an audit log of every run (also read as
-``replay``'s input: each run re-run from its logged candidates, budget and policy),
+``replay``'s input: each run re-run from its logged candidates, budget and policy;
+and as ``simulate``'s: each run re-run at two budgets),
 and the runs' spans as OTLP/JSON, Jaeger's JSON, OTLP protobuf, and as the backends
 hand them back (Phoenix's /spans and /spans/otlpv1 pages, MLflow's batchGet with its
 JSON-valid strings read as JSON, Jaeger's v3 result, Tempo's v2 trace with base64
@@ -88,7 +89,7 @@ from cupellation import (
     UShapedPlacer,
     build_report,
 )
-from cupellation.analytics import replayable
+from cupellation.analytics import budget_sweep, replayable
 from cupellation.events import ContentCapture, RunLineEncoder, events_from_json_lines
 from cupellation.exceptions import CupelError, RunNotReplayableError
 from cupellation.logs import AuditLog, read_runs
@@ -110,15 +111,16 @@ __all__ = ["FORMATS", "Artifact", "Campaign", "campaign", "main"]
 #: The span formats hold the runs in the columns layout (the default); "OTLP/JSON,
 #: events layout" holds them as one span event per item. The backends' answers are
 #: built from the columns-layout spans.
-FORMATS = ("events JSONL", "audit log", "replay input", "store rows", "store spans",
+FORMATS = ("events JSONL", "audit log", "replay input", "simulate input", "store rows",
+           "store spans",
            "OTLP/JSON",
            "Jaeger JSON",
            "OTLP protobuf", "OTLP/JSON, events layout", "Phoenix spans", "Phoenix otlpv1",
            "MLflow batchGet", "Jaeger v3", "Tempo v2", "events JSONL, keyed",
            "audit log, keyed")
 #: Formats stored as lines of JSON (mutated line by line).
-_LINE_FORMATS = ("events JSONL", "audit log", "replay input", "events JSONL, keyed",
-                 "audit log, keyed", "store rows", "store spans")
+_LINE_FORMATS = ("events JSONL", "audit log", "replay input", "simulate input",
+                 "events JSONL, keyed", "audit log, keyed", "store rows", "store spans")
 #: The formats written with a digest key, and read with it (``Artifact.key``).
 _KEYED_FORMATS = ("events JSONL, keyed", "audit log, keyed")
 #: The writers' and readers' key of the keyed formats.
@@ -254,6 +256,7 @@ def artifacts(larger: int = 150) -> list[Artifact]:
             Artifact("audit.jsonl", "audit log", audit_data, reports),
             Artifact("audit-keyed.jsonl", "audit log, keyed", keyed_data, reports, KEY),
             Artifact("audit.jsonl", "replay input", audit_data, _replayed(audit_data)),
+            Artifact("audit.jsonl", "simulate input", audit_data, _simulated(audit_data)),
             Artifact("otel_logs.jsonl", "store rows", _store_rows(audit_data), reports),
             Artifact("otel_traces.jsonl", "store spans",
                      _store_spans(otlp_json_document(events_exporter.get_finished_spans())),
@@ -411,6 +414,32 @@ def _replayed(data: bytes) -> Reports:
     return out
 
 
+def _simulated(data: bytes) -> Reports:
+    """``simulate``'s and ``sensitivity``'s input (issue 24): each logged run re-run as
+    a budget sweep (``budget_sweep`` at its own ``max_tokens`` and twice it), one
+    report per run and budget; a run that cannot be re-run is a report saying why."""
+    out: Reports = {}
+    for run in read_runs(_Bytes(data), keep_candidates=True):
+        key = run.run_id if f"{run.run_id}@max" not in out else run.run_id + "\x00again"
+        try:
+            rerun = replayable(run)
+            size = rerun.budget.max_tokens
+            points = budget_sweep(rerun.logged_pipeline(), rerun.candidates,
+                                  [size, 2 * size], budget=rerun.budget)
+        except RunNotReplayableError as exc:
+            out[f"{key}@max"] = SelectionReport(
+                events=(), included=(), excluded=(), total_candidates=0,
+                total_tokens_considered=0, incomplete=(str(exc),))
+            continue
+        for name, point in zip(("max", "twice"), points, strict=True):
+            out[f"{key}@{name}"] = (
+                dataclasses.replace(point.report, events=()) if point.report is not None
+                else SelectionReport(events=(), included=(), excluded=(), total_candidates=0,
+                                     total_tokens_considered=0,
+                                     incomplete=(f"failed: {point.failure}",)))
+    return out
+
+
 def _store_rows(audit: bytes) -> bytes:
     """The audit log as the fleet store holds it: one ``LogAttributes`` map per event,
     every value a string as the Collector's exporter writes it (Go's ``AsString``),
@@ -512,6 +541,8 @@ def decode(artifact: Artifact, data: bytes) -> Reports:
     out: Reports = {}
     if artifact.format == "replay input":
         return _replayed(data)
+    if artifact.format == "simulate input":
+        return _simulated(data)
     if artifact.format == "store rows":
         return _stored(data)
     if artifact.format == "store spans":

@@ -738,6 +738,59 @@ def _replay(draw: Draw) -> list[str]:
             *_options(draw, table)]
 
 
+def _sim_source(draw: Draw) -> list[tuple[float, Callable[[Draw], list[str]]]]:
+    """The input options of simulate and sensitivity (issue 24): how FILE is read, the
+    chat options, the run options and filters, the budget flags and --format."""
+    return [
+        (0.15, lambda d: [d.pick(["--items", "--chat", "--runs"])]),
+        (0.2, lambda d: ["--chat-format", d.choose(
+            ["openai", "openai-responses", "anthropic", "langchain"], ["x"])]),
+        (0.5, lambda d: ["--estimate-tokens"]),
+        (0.2, lambda d: ["--trim", d.choose(["ToolOutput=20", "Message=5"],
+                                            ["ToolOutput", "x=-1", "Nope=3", "=", d.text()])]),
+        (0.15, lambda d: ["--run", d.pick(_run_ids(d.space)) if d.chance(0.6) else d.text()]),
+        (0.1, lambda d: ["--no-rotated"]),
+        (0.3, lambda d: ["--format", d.choose(["text", "json"], ["csv"])]),
+        *_run_filters(policy=("--strategy",)),
+    ]
+
+
+def _sim_file(draw: Draw) -> str:
+    return draw.input_path(["items", "items_jsonl", "chat", "chat_jsonl", "anthropic",
+                            "candidates", "audit", "log_gz", "log_cut", "trace", "log_keyed",
+                            "edge_time", "pinned_over", "bad_tokens"])
+
+
+def _simulate(draw: Draw) -> list[str]:
+    """``simulate FILE --budgets ... | --from --to --step`` over items, chats and runs."""
+    def budgets(d: Draw) -> list[str]:
+        return ["--budgets", d.choose(["10,100,1000", "500", "0,50"],
+                                      ["", "1,,2", "-1", "x", ",".join(["7"] * 300)])]
+
+    def ranged(d: Draw) -> list[str]:
+        return ["--from", d.choose(["0", "10"], ["-5", "x"]), "--to",
+                d.choose(["200", "1000"], ["1", "99999999"]), "--step",
+                d.choose(["100", "250"], ["0", "1"])]
+
+    table = [*_sim_source(draw), *_budget_options(draw),
+             (0.3, lambda d: ["--policy", d.choose(["chat", "rag", "ToolUse"], ["nope"])
+                              if d.chance(0.6) else d.space[d.pick(["policy_toml",
+                                                                     "policy_json"])]])]
+    form = [] if draw.bad(0.15) else budgets(draw) if draw.chance(0.6) else ranged(draw)
+    if draw.bad(0.1):
+        form += budgets(draw)  # both forms: a usage error
+    return ["simulate", _sim_file(draw), *form, *_options(draw, table)]
+
+
+def _sensitivity(draw: Draw) -> list[str]:
+    """``sensitivity FILE --policy A --policy B`` over items, chats and runs."""
+    count = draw.rng.choice([1, 2, 2, 3]) if draw.hostile else draw.rng.choice([2, 3])
+    policies = [part for _ in range(count) for part in _against(draw)[1:]]
+    argv = [part for spec in policies for part in ("--policy", spec)]
+    table = [*_sim_source(draw), *_budget_options(draw)]
+    return ["sensitivity", _sim_file(draw), *argv, *_options(draw, table)]
+
+
 def _run_ids(space: Workspace) -> list[str]:
     """The run ids of the workspace's audit log, in order."""
     ids: list[str] = []
@@ -860,6 +913,8 @@ GENERATORS: dict[str, Callable[[Draw], list[str]]] = {
     "report": _report,
     "diff": _diff,
     "select": _select,
+    "sensitivity": _sensitivity,
+    "simulate": _simulate,
     "stats": _stats,
     "store": _store,
     "why": _why,

@@ -15,9 +15,11 @@ from dataclasses import dataclass
 
 from .._model import ContextBudget, ContextItem
 from .._pipeline import Pipeline, PreparedCandidates
+from .._report import SelectionReport
 from ..exceptions import (
     BudgetOverflowError,
     ConfigurationError,
+    CupelError,
     InvalidTypeError,
     InvalidValueError,
     NonMonotonicSlicerError,
@@ -29,7 +31,9 @@ from ..slicing import CountConstrainedKnapsackSlice, CountQuotaSlice, QuotaSlice
 __all__ = [
     "FIND_MIN_BUDGET_GUARD_MESSAGE",
     "MARGINAL_GUARD_MESSAGE",
+    "BudgetPoint",
     "BudgetSearch",
+    "budget_sweep",
     "find_min_budget_for",
     "get_marginal_items",
     "scaled_budget",
@@ -254,3 +258,45 @@ def find_min_budget_for(pipeline: Pipeline, items: Sequence[ContextItem],
     """
     return search_min_budget(pipeline, items, target_item, search_ceiling,
                              budget=budget).budget
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BudgetPoint:
+    """One budget of :func:`budget_sweep`: the budget tried and the dry run's report
+    there (``report``), or why the run failed (``failure``: the pinned items alone
+    exceed it, the Throw overflow strategy, ...).
+
+    .. versionadded:: 0.4
+    """
+
+    budget: ContextBudget
+    report: SelectionReport | None
+    failure: str | None
+
+
+def budget_sweep(pipeline: Pipeline, items: Sequence[ContextItem], budgets: Sequence[int], *,
+                 budget: ContextBudget | None = None) -> list[BudgetPoint]:
+    """A dry run of ``pipeline`` over ``items`` at each of ``budgets`` (values of
+    ``max_tokens``, each :func:`scaled_budget` of ``budget``, default the pipeline's,
+    or ``max_tokens`` alone when neither gives one), in the order given: what is kept
+    at each budget, and why each item left out was (``cupellation simulate``).
+
+    .. versionadded:: 0.4
+    """
+    pipeline = _pipeline(pipeline)
+    candidates = _items(items)
+    if isinstance(budgets, str | bytes) or not isinstance(budgets, Sequence):
+        raise InvalidTypeError("budgets", budgets, "a sequence of int")
+    base = budget if budget is not None else pipeline.budget
+    if base is not None and not isinstance(base, ContextBudget):
+        raise InvalidTypeError("budget", base, "a ContextBudget")
+    points: list[BudgetPoint] = []
+    for size in budgets:
+        tried = scaled_budget(ContextBudget(size, size) if base is None else base, size)
+        try:
+            report = pipeline.dry_run(candidates, tried)
+        except CupelError as exc:
+            points.append(BudgetPoint(budget=tried, report=None, failure=str(exc)))
+            continue
+        points.append(BudgetPoint(budget=tried, report=report, failure=None))
+    return points

@@ -18,6 +18,7 @@ __all__ = [
     "ItemStatus",
     "PolicySensitivityDiffEntry",
     "PolicySensitivityReport",
+    "checked_variants",
     "dry_run_with_policy",
     "policy_sensitivity",
     "policy_sensitivity_from_pipelines",
@@ -74,7 +75,11 @@ def dry_run_with_policy(items: Sequence[ContextItem], budget: ContextBudget,
     return policy.build_pipeline(resolved).dry_run(items, resolved)
 
 
-def _variants(variants: object, kind: type) -> list[tuple[str, object]]:
+def checked_variants(variants: object, kind: type | tuple[type, ...],
+                     described: str | None = None) -> list[tuple[str, object]]:
+    """``variants`` as checked ``(label, variant)`` pairs: each variant a ``kind``
+    (``described`` names it in the error), labels unique, at least two (the chapter's
+    :data:`MIN_VARIANTS_MESSAGE`)."""
     if isinstance(variants, str | bytes) or not isinstance(variants, Sequence):
         raise InvalidTypeError("variants", variants, "a sequence of (label, variant) pairs")
     checked: list[tuple[str, object]] = []
@@ -88,7 +93,8 @@ def _variants(variants: object, kind: type) -> list[tuple[str, object]]:
         if label in labels:
             raise InvalidValueError(f"variants[{k}][0]", label, "repeats an earlier label")
         if not isinstance(variant, kind):
-            raise InvalidTypeError(f"variants[{k}][1]", variant, f"a {kind.__name__}")
+            raise InvalidTypeError(f"variants[{k}][1]", variant, described or (
+                f"a {kind.__name__}" if isinstance(kind, type) else "a variant"))
         labels.add(label)
         checked.append((label, variant))
     if len(checked) < 2:
@@ -127,7 +133,7 @@ def policy_sensitivity(items: Sequence[ContextItem], budget: ContextBudget,
     message for fewer than two variants, and ``InvalidValueError`` for a label
     given twice.
     """
-    pairs = _variants(variants, Policy)
+    pairs = checked_variants(variants, Policy)
     resolved = _budget(budget)
     candidates = list(items)
     reports = [(label, dry_run_with_policy(candidates, resolved, policy))  # type: ignore[arg-type]
@@ -140,7 +146,7 @@ def policy_sensitivity_from_pipelines(items: Sequence[ContextItem], budget: Cont
                                       ) -> PolicySensitivityReport:
     """:func:`policy_sensitivity` over pipelines (any strategies, custom ones too),
     each dry-run at the explicit ``budget``."""
-    pairs = _variants(variants, Pipeline)
+    pairs = checked_variants(variants, Pipeline)
     resolved = _budget(budget)
     candidates = list(items)
     reports = [(label, pipeline.dry_run(candidates, resolved))  # type: ignore[attr-defined]

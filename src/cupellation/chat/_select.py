@@ -67,6 +67,7 @@ __all__ = [
     "choice",
     "choose",
     "ordering_problems",
+    "read_messages",
     "select_messages",
     "select_messages_with_report",
     "selection",
@@ -259,16 +260,29 @@ class _Call(NamedTuple):
 def _run(messages: Any, call: _Call, how: Choice) -> tuple[Conversation, Chosen, Any]:
     """Read ``messages`` (remembered, grown or afresh) and select: the conversation,
     what was chosen, and the kept messages in the shape given."""
-    options, now = call.options, call.now
+    conversation, key = _read(messages, call.options, call.system, call.now)
+    chosen = choose(conversation, how)
+    return conversation, chosen, _shaped(messages, key, chosen.kept)
+
+
+def _read(messages: Any, options: SelectOptions, system: Any, now: datetime | None
+          ) -> tuple[Conversation, str | None]:
+    """The conversation of ``messages`` and the key of the mapping holding them."""
     if now is not None and (not isinstance(now, datetime) or now.utcoffset() is None):
         raise InvalidValueError("now", now, "must be a timezone-aware datetime or None")
-    given, system_value, has_system, key = _unpack(messages, call.system)
+    given, system_value, has_system, key = _unpack(messages, system)
     request = Request(given=given, system=system_value, has_system=has_system,
                       fmt=options.format, counter_spec=options.token_counter,
                       limits=check_limits(options.trim), now=now, name=key or "messages")
-    conversation = read_conversation(request)
-    chosen = choose(conversation, how)
-    return conversation, chosen, _shaped(messages, key, chosen.kept)
+    return read_conversation(request), key
+
+
+def read_messages(messages: Any, options: SelectOptions, *, system: Any = None,
+                  now: datetime | None = None) -> Conversation:
+    """The conversation ``select_messages(messages, options, system=system, now=now)``
+    selects from: the same reading, units and items (remembered as that call
+    remembers them), for the message analytics that run its pipeline themselves."""
+    return _read(messages, options, system, now)[0]
 
 
 def _named_overflow(conversation: Conversation, error: PinnedBudgetError) -> PinnedBudgetError:

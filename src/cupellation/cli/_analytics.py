@@ -43,7 +43,8 @@ from ._logread import (
 )
 from ._runfilters import add_run_filters, narrowed_by
 
-__all__ = ["DIFF", "NEXT_LIMIT", "REPLAY", "NextQuestions", "add_why_options", "next_lines"]
+__all__ = ["DIFF", "NEXT_LIMIT", "REPLAY", "NextQuestions", "add_why_options",
+           "labelled_policies", "next_lines"]
 
 
 def _nonnegative(text: str) -> int:
@@ -63,7 +64,7 @@ def _is_file(spec: str) -> bool:
         return False
 
 
-def _policies(specs: list[str] | None, option: str) -> list[tuple[str, Policy]]:
+def labelled_policies(specs: list[str] | None, option: str) -> list[tuple[str, Policy]]:
     """The policies ``--against``/``--policy`` name, each with its label (``preset
     chat``, ``policy file my.toml``); bad ones raise UsageError (one line)."""
     out: list[tuple[str, Policy]] = []
@@ -103,7 +104,7 @@ class NextQuestions:
     per ``--against`` policy, whether it would have."""
 
     def __init__(self, args: argparse.Namespace) -> None:
-        self.against = _policies(args.against, "--against")
+        self.against = labelled_policies(args.against, "--against")
         self.ceiling: int | None = args.budget_ceiling
         self._run_id: str | None = None
         self._run: ReplayableRun | RunNotReplayableError | None = None
@@ -248,7 +249,7 @@ class _Replay:
         except (re.error, OverflowError, RecursionError, ValueError) as exc:
             return _fail("replay", f"--match is not a valid regular expression: {exc}")
         try:
-            ((label, policy),) = _policies([args.policy], "--policy")
+            ((label, policy),) = labelled_policies([args.policy], "--policy")
         except UsageError as exc:
             return _fail("replay", str(exc))
         summary = ReplaySummary(policy, label, pattern)

@@ -25,6 +25,7 @@ from . import (
     _policycmds,
     _reportcmd,
     _select,
+    _simulate,
     _statscmd,
     _storecmd,
     _whycmd,
@@ -81,6 +82,9 @@ SUBCOMMANDS: dict[str, Subcommand] = {
     # issue 23: the fleet store (cli/_storecmd.py; --store on the reading commands)
     "store": _storecmd.STORE,
     "stats": _statscmd.STATS,
+    # issue 24: the auditor's tools on messages (cli/_simulate.py)
+    "simulate": _simulate.SIMULATE,
+    "sensitivity": _simulate.SENSITIVITY,
 }
 
 _DESCRIPTION = """\
