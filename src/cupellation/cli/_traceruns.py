@@ -23,10 +23,10 @@ def _first(events: tuple[Any, ...], kind: type) -> Any:
 
 
 def trace_runs(path: str, *, keep_events: bool = False,
-               keep_candidates: bool = False) -> list[LoggedRun]:
+               keep_candidates: bool = False) -> tuple[list[LoggedRun], int]:
     """The runs of the trace file ``path`` as logged runs (one line per file: a trace
-    file has no line numbers). Raises :class:`UsageError` naming the file when it
-    cannot be read."""
+    file has no line numbers), and how many spans they were rebuilt from. Raises
+    :class:`UsageError` naming the file when it cannot be read."""
     from ..otel import read_trace_file  # noqa: PLC0415 - only for trace files
 
     try:
@@ -49,7 +49,7 @@ def trace_runs(path: str, *, keep_events: bool = False,
             source=path, line=1, event_count=len(events),
             events=events if keep_events else (), verification=run.verification,
             digest=run.digest, candidates=candidates))
-    return out
+    return out, sum(run.span_count for run in rebuilt)
 
 
 def _wanted(run: LoggedRun, run_id: str | None, since: datetime | None,
@@ -69,11 +69,14 @@ class TraceAndLogReader:
     reader's, its ``runs`` counting the trace files' runs too."""
 
     def __init__(self, traces: list[LoggedRun], reader: LogReader, *,
-                 run_id: str | None) -> None:
+                 run_id: str | None, files: int, spans: int) -> None:
         since, until = reader.time_window
         self._traces = [run for run in traces if _wanted(run, run_id, since, until)]
         self._reader = reader
         self.stats: ReadStats = reader.stats
+        # What was read in the unit it was read in (a trace file has no lines).
+        self.stats.trace_files += files
+        self.stats.spans += spans
 
     def __iter__(self) -> Iterator[LoggedRun]:
         for run in self._traces:
