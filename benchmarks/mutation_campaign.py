@@ -518,7 +518,7 @@ def _shown(value: Any) -> Any:
     false, empty) left out, so a file and its re-encoding compare by what they say."""
     if isinstance(value, dict):
         return {k: _shown(v) for k, v in value.items()
-                if not (v is None or v is False or v == [] or v == {})}
+                if not (v is None or v is False or v in ([], {}))}
     if isinstance(value, list):
         return [_shown(v) for v in value]
     return value
