@@ -26,6 +26,7 @@ import subprocess
 import sys
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 # (The shared helpers sit beside this script; a test may load it from elsewhere.)
@@ -68,7 +69,7 @@ def _trace_urls(base: str, trace_id: str) -> tuple[str, str, str]:
         project for project in get_json(f"{base}/v1/projects").get("data", ())
         if project.get("name") == PROJECT], 30.0)
 
-    def spans() -> list[dict[str, str]] | None:
+    def spans() -> list[dict[str, Any]] | None:
         found = get_json(f"{base}/v1/projects/{PROJECT}/spans?limit=1000").get("data", ())
         mine = [span for span in found if span["context"]["trace_id"] == trace_id]
         names = {span.get("name") for span in mine}

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from cupellation import SelectionReport
+
 BENCHMARKS_DIR = Path(__file__).resolve().parents[2] / "benchmarks"
 if str(BENCHMARKS_DIR) not in sys.path:
     sys.path.insert(0, str(BENCHMARKS_DIR))
@@ -79,10 +81,10 @@ def test_a_report_file_reads_as_written_and_a_reader_that_alters_it_is_caught(
     assert mutation_campaign.classify(report_file, changed) == "as written"
     misspelt = report_file.data.replace(b'"tokens"', b'"tokenz"', 1)
     assert mutation_campaign.classify(report_file, misspelt) == "refused"
-    read = mutation_campaign.SelectionReport.from_json
+    read = SelectionReport.from_json
 
     def rounding(data: bytes) -> object:
         return read(data.replace(b'"score": 0.123', b'"score": 0.12'))
 
-    monkeypatch.setattr(mutation_campaign.SelectionReport, "from_json", rounding)
+    monkeypatch.setattr(SelectionReport, "from_json", rounding)
     assert mutation_campaign.classify(report_file, changed) == "SILENTLY WRONG"
