@@ -194,17 +194,9 @@ def _open_files(args: argparse.Namespace, sources: Sequence[str | IO[bytes]] | N
     except CupelError as exc:
         raise UsageError(str(exc)) from None
     if traces:
-        from ._traceruns import TraceAndLogReader, trace_runs  # noqa: PLC0415
+        from ._traceruns import with_trace_files  # noqa: PLC0415
 
-        held: list[Any] = []
-        spans = 0
-        for path in traces:
-            runs, count = trace_runs(path, keep_events=bool(options.get("keep_events")),
-                                     keep_candidates=bool(options.get("keep_candidates")))
-            held.extend(runs)
-            spans += count
-        reader = TraceAndLogReader(held, reader, run_id=options.get("run_id"),  # type: ignore[assignment]
-                                   files=len(traces), spans=spans)
+        reader = with_trace_files(reader, traces, options)  # type: ignore[assignment]
     try:
         yield reader
     finally:

@@ -15,7 +15,7 @@ from ..exceptions import CupelError
 from ..logs import LoggedRun, LogReader, ReadStats
 from ._logread import UsageError, safe
 
-__all__ = ["TraceAndLogReader", "trace_runs"]
+__all__ = ["TraceAndLogReader", "trace_runs", "with_trace_files"]
 
 
 def _first(events: tuple[Any, ...], kind: type) -> Any:
@@ -83,3 +83,18 @@ class TraceAndLogReader:
             self.stats.runs += 1
             yield run
         yield from self._reader
+
+
+def with_trace_files(reader: LogReader, paths: list[str], options: dict[str, Any]
+                     ) -> TraceAndLogReader:
+    """``reader`` with the runs of the trace files ``paths`` first, read with the
+    reader's ``options`` (``keep_events``, ``keep_candidates``, ``run_id``)."""
+    held: list[LoggedRun] = []
+    spans = 0
+    for path in paths:
+        runs, count = trace_runs(path, keep_events=bool(options.get("keep_events")),
+                                 keep_candidates=bool(options.get("keep_candidates")))
+        held.extend(runs)
+        spans += count
+    return TraceAndLogReader(held, reader, run_id=options.get("run_id"), files=len(paths),
+                             spans=spans)
