@@ -62,6 +62,8 @@ def _start_mlflow(work: Path, port: int) -> subprocess.Popen[bytes]:
                          "bash scripts/install-mlflow.sh")
     env = {name: value for name, value in os.environ.items()
            if not name.startswith(("OTEL_", "MLFLOW_"))}
+    # (MLflow 3's job consumers, six processes the traces API does not use: off.)
+    env["MLFLOW_SERVER_ENABLE_JOB_EXECUTION"] = "false"
     log = (work / "mlflow.log").open("wb")
     return subprocess.Popen(
         [str(executable), "server", "--host", "127.0.0.1", "--port", str(port), "--workers",
