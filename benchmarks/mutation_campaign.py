@@ -9,15 +9,16 @@ and as ``simulate``'s: each run re-run at two budgets),
 and the runs' spans as OTLP/JSON, Jaeger's JSON, OTLP protobuf, and as the backends
 hand them back (Phoenix's /spans and /spans/otlpv1 pages, MLflow's batchGet with its
 JSON-valid strings read as JSON, Jaeger's v3 result, Tempo's v2 trace with base64
-ids) — are mutated one change at a time:
+ids), and each run's SelectionReport file (the demo's ``report.json``, what ``report
+FILE`` and ``diff A B`` read) — are mutated one change at a time:
 
 - **value**: a leaf value swapped for another plausible one (a number nudged or
   taken from elsewhere, a string from another record, a case changed, a bool
   flipped), with scores, contents, kinds, tokens, positions and reason names
   picked more often;
 - **key**: a key misspelt, or renamed to another key of the document;
-- **line / event**: a line (or a span event, or a span) deleted, repeated, or
-  swapped with another;
+- **line / event**: a line (or a span event, or a span, or a report file's entry)
+  deleted, repeated, or swapped with another;
 - **byte**: a bit flipped, a byte replaced, deleted or inserted;
 - **text**: hostile text in a string (a lone surrogate, U+2028, NUL, a BOM), put in
   whole, or as a same-length JSON escape (``\\ud800``) inside a string of embedded
@@ -29,13 +30,18 @@ ids) — are mutated one change at a time:
 
 Each mutated artifact is decoded (``build_report`` over
 ``events_from_json_lines`` for an events file, ``read_runs`` for the audit log,
-``read_trace`` for spans) and the result classified:
+``read_trace`` for spans, ``SelectionReport.from_json`` for a report file) and the
+result classified:
 
 - **exact**: every run's report is the original one (a change no decoder can see,
   such as whitespace, is exact);
 - **refused**: the decoder raised a ``DecodeError`` (the CLI's exit 2);
 - **flagged**: every report that differs from the original (or is new) says what
   is wrong in ``incomplete``;
+- **as written** (report files only): the report differs from the original and is
+  exactly what the changed file says (a report file carries no digest: a plausible
+  score put in its place reads as that score, as the file says; what the reader must
+  not do is read anything else, drop or coerce a field);
 - **SILENTLY WRONG**: a report differs from the original, or a run vanished, and
   nothing says so;
 - **CRASHED**: the decoder raised something other than cupellation's own errors
@@ -117,7 +123,7 @@ FORMATS = ("events JSONL", "audit log", "replay input", "simulate input", "store
            "Jaeger JSON",
            "OTLP protobuf", "OTLP/JSON, events layout", "Phoenix spans", "Phoenix otlpv1",
            "MLflow batchGet", "Jaeger v3", "Tempo v2", "events JSONL, keyed",
-           "audit log, keyed")
+           "audit log, keyed", "report file")
 #: Formats stored as lines of JSON (mutated line by line).
 _LINE_FORMATS = ("events JSONL", "audit log", "replay input", "simulate input",
                  "events JSONL, keyed", "audit log, keyed", "store rows", "store spans")
@@ -125,7 +131,7 @@ _LINE_FORMATS = ("events JSONL", "audit log", "replay input", "simulate input",
 _KEYED_FORMATS = ("events JSONL, keyed", "audit log, keyed")
 #: The writers' and readers' key of the keyed formats.
 KEY = b"campaign-digest-key"
-OUTCOMES = ("exact", "refused", "flagged", "SILENTLY WRONG", "CRASHED")
+OUTCOMES = ("exact", "refused", "flagged", "as written", "SILENTLY WRONG", "CRASHED")
 #: Keys a value mutation picks more often: what a report is made of.
 _FAVOURED = ("score", "content", "kind", "tokens", "position", "reason", "candidate_index",
              "stage", "seq", "name", "item_tokens", "available_tokens", "duration")
@@ -261,6 +267,9 @@ def artifacts(larger: int = 150) -> list[Artifact]:
             Artifact("otel_traces.jsonl", "store spans",
                      _store_spans(otlp_json_document(events_exporter.get_finished_spans())),
                      event_reports),
+            *(Artifact(f"report-{k}.json", "report file",
+                       report.to_json(indent=2).encode("utf-8"), {run_id: report})
+              for k, (run_id, report) in enumerate(reports.items())),
             Artifact("trace.json", "OTLP/JSON", otlp, reports),
             Artifact("jaeger.json", "Jaeger JSON", jaeger, reports),
             Artifact("trace.pb", "OTLP protobuf", proto, reports),
@@ -547,6 +556,9 @@ def decode(artifact: Artifact, data: bytes) -> Reports:
         return _stored(data)
     if artifact.format == "store spans":
         return _stored_spans(data)
+    if artifact.format == "report file":  # (it holds no run id: named by its file)
+        (run_id,) = artifact.original
+        return {run_id: SelectionReport.from_json(data)}
     if artifact.format.startswith("events JSONL"):
         events = list(events_from_json_lines(data))
         for run_id in {event.run_id for event in events}:
@@ -591,7 +603,31 @@ def classify(artifact: Artifact, data: bytes) -> str:
         return "SILENTLY WRONG"  # a run is gone and no rebuilt report says anything
     flagged = all(len(rebuilt[run_id].incomplete) > len(
         original[run_id].incomplete if run_id in original else ()) for run_id in differing)
+    if not flagged and artifact.format == "report file" and _as_written(rebuilt, data):
+        return "as written"
     return "flagged" if flagged else "SILENTLY WRONG"
+
+
+def _shown(value: Any) -> Any:
+    """A report document with the fields a writer leaves out at their defaults (null,
+    false, empty) left out, so a file and its re-encoding compare by what they say."""
+    if isinstance(value, dict):
+        return {k: _shown(v) for k, v in value.items()
+                if not (v is None or v is False or v in ([], {}))}
+    if isinstance(value, list):
+        return [_shown(v) for v in value]
+    return value
+
+
+def _as_written(rebuilt: Reports, data: bytes) -> bool:
+    """True when the one report read from a report file says exactly what the file
+    says (no field dropped, coerced or invented by the reader)."""
+    (report,) = rebuilt.values()
+    try:
+        written = json.loads(data)
+    except ValueError:
+        return False
+    return bool(_shown(json.loads(report.to_json())) == _shown(written))
 
 
 # -- mutations -------------------------------------------------------------------------------
@@ -860,6 +896,8 @@ def _holders(document: Any, fmt: str) -> list[list[dict[str, Any]]]:
         return [document["data"]]
     if fmt == "MLflow batchGet":
         return [t["spans"] for t in document["traces"]]
+    if fmt == "report file":  # its entries, each removed whole ("delete-span")
+        return [document[key] for key in ("included", "excluded", "events")]
     otlp = (document["result"] if fmt == "Jaeger v3" else document["trace"]
             if fmt == "Tempo v2" else document)
     return [scope["spans"] for r in otlp["resourceSpans"] for scope in r["scopeSpans"]]

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from cupellation import SelectionReport
+
 BENCHMARKS_DIR = Path(__file__).resolve().parents[2] / "benchmarks"
 if str(BENCHMARKS_DIR) not in sys.path:
     sys.path.insert(0, str(BENCHMARKS_DIR))
@@ -18,9 +20,10 @@ import mutation_campaign  # noqa: E402
 
 
 def test_a_sample_of_mutations_is_never_silently_wrong() -> None:
-    """120 mutations per format (a smaller larger run), the backends' answers included
-    (Phoenix's two endpoints, MLflow's batchGet, Jaeger v3, Tempo v2): each is exact,
-    refused or flagged; every format sees flagged outcomes, so the campaign bites; the
+    """120 mutations per format (a smaller larger run), the backends' answers and the
+    SelectionReport files included (Phoenix's two endpoints, MLflow's batchGet, Jaeger
+    v3, Tempo v2, report.json): each is exact, refused or flagged (or, for a report
+    file, read as written); every format sees flagged outcomes, so the campaign bites; the
     keyed formats see the attacker's moves (issue 22) flagged."""
     result = mutation_campaign.campaign(120, seed=20_251_124, larger=60)
     assert result.silent == []
@@ -31,6 +34,9 @@ def test_a_sample_of_mutations_is_never_silently_wrong() -> None:
     for fmt in ("events JSONL, keyed", "audit log, keyed"):
         # An attacker without the key (a stripped, plain or schema-2 digest): flagged.
         assert result.by_kind[(fmt, "tamper")]["flagged"] > 0, fmt
+    # A SelectionReport file (report FILE, diff A B) holds no digest: a changed value
+    # reads as the file says it, never as anything else.
+    assert result.counts["report file"]["as written"] > 0
 
 
 @pytest.mark.exhaustive
@@ -58,3 +64,27 @@ def test_the_classifier_sees_a_silently_wrong_report() -> None:
     (events, *_) = [a for a in mutation_campaign.artifacts(larger=10)
                     if a.format == "events JSONL"]
     assert mutation_campaign.classify(events, b"{not json\n") == "refused"
+
+
+def test_a_report_file_reads_as_written_and_a_reader_that_alters_it_is_caught(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A report file whose score was changed reads "as written" (it holds no digest);
+    a reader that returned anything but what the file says (here: one that rounds a
+    score) would be SILENTLY WRONG, and a misspelt key is refused."""
+    (report_file, *_) = [a for a in mutation_campaign.artifacts(larger=10)
+                         if a.format == "report file"]
+    assert mutation_campaign.classify(report_file, report_file.data) == "exact"
+    (original,) = report_file.original.values()
+    score = repr(original.included[-1].score).encode()
+    changed = report_file.data.replace(b'"score": ' + score, b'"score": 0.123', 1)
+    assert changed != report_file.data
+    assert mutation_campaign.classify(report_file, changed) == "as written"
+    misspelt = report_file.data.replace(b'"tokens"', b'"tokenz"', 1)
+    assert mutation_campaign.classify(report_file, misspelt) == "refused"
+    read = SelectionReport.from_json
+
+    def rounding(data: bytes) -> object:
+        return read(data.replace(b'"score": 0.123', b'"score": 0.12'))
+
+    monkeypatch.setattr(SelectionReport, "from_json", rounding)
+    assert mutation_campaign.classify(report_file, changed) == "SILENTLY WRONG"

@@ -40,10 +40,30 @@ def test_a_trace_file_reads_as_its_audit_log(demos: tuple[Path, Path],
     assert from_trace.code == from_log.code == 0, from_trace.err
 
     def shown(text: str) -> list[str]:
-        return [line for line in text.splitlines() if not line.startswith("Lines: ")]
+        return [line for line in text.splitlines()
+                if not line.startswith(("Lines: ", "Trace files: "))]
 
     assert shown(from_trace.out) == shown(from_log.out)
     assert from_trace.out.strip()
+
+
+def test_audit_counts_a_trace_file_in_spans_not_lines(demos: tuple[Path, Path]) -> None:
+    """audit of a trace file counts what it read in the unit it read: "Trace files: 1
+    read, 6 spans" (the demo's root and five stage spans), not "Lines: 0 read"; its JSON
+    says the same under "traces"; given a log too, both counts are printed."""
+    demo = demos[0]
+    text = cli("audit", demo / "trace.jsonl")
+    assert text.code == 0, text.err
+    assert "Trace files: 1 read, 6 spans" in text.out
+    assert "Lines: " not in text.out
+    data = json.loads(cli("audit", demo / "trace.jsonl", "--format", "json").out)
+    assert data["traces"] == {"files": 1, "spans": 6}
+    assert data["lines"]["read"] == 0
+    both = cli("audit", demo / "trace.jsonl", demo / "audit.jsonl")
+    assert "Trace files: 1 read, 6 spans" in both.out
+    assert "Runs: 2 " in both.out
+    lines = int(both.out.split("Lines: ")[1].split(" ")[0])
+    assert lines == len((demo / "audit.jsonl").read_text(encoding="utf-8").splitlines())
 
 
 def test_diff_takes_runs_from_trace_files(demos: tuple[Path, Path]) -> None:

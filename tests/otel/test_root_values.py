@@ -44,23 +44,30 @@ def _root(collector_args: dict[str, Any], items: list[ContextItem],
     return dict(root.attributes or {}), traced
 
 
+def _document(value: str) -> Any:
+    """The JSON document after a root value's line in words and blank line."""
+    words, _, document = value.partition("\n\n")
+    assert words
+    assert not words.startswith("{")
+    return json.loads(document)
+
+
 @pytest.mark.parametrize("size", [30, 5_000])
 def test_input_and_output_values_are_json_under_2048_bytes(size: int) -> None:
     """Under the default capture (none): input.value has the budget and candidates,
     output.value the counts and every reason's count in full and the first items by
-    score with kind, tokens, score and reason but no content; both application/json
-    and within 2,048 bytes, also for 5,000 candidates."""
+    score with kind, tokens, score and reason but no content; both text/plain (a line
+    in words, a blank line, the JSON) and within 2,048 bytes, also for 5,000 candidates."""
     items = make_items(size, 4, pinned_index=1)
     attributes, traced = _root({}, items)
-    assert attributes["input.mime_type"] == attributes["output.mime_type"] == (
-        "application/json")
+    assert attributes["input.mime_type"] == attributes["output.mime_type"] == "text/plain"
     for key in ("input.value", "output.value"):
         assert len(attributes[key].encode("utf-8")) <= 2048
-    given = json.loads(attributes["input.value"])
+    given = _document(attributes["input.value"])
     assert given["candidates"] == {"count": size,
                                    "tokens": sum(item.tokens for item in items)}
     assert given["budget"]["target_tokens"] == _budget(items, 0.4).target_tokens
-    out = json.loads(attributes["output.value"])
+    out = _document(attributes["output.value"])
     report = traced.report
     assert out["outcome"] == "completed"
     assert out["kept"]["count"] == len(report.included)
@@ -91,7 +98,7 @@ def test_full_capture_shows_content_and_the_cap_is_configurable() -> None:
     output.value within 600 bytes; a cap under 256 is refused naming the value."""
     items = make_items(200, 9)
     attributes, _ = _root({"content_capture": "full", "value_cap": 600}, items)
-    out = json.loads(attributes["output.value"])
+    out = _document(attributes["output.value"])
     assert len(attributes["output.value"].encode("utf-8")) <= 600
     assert all(shown["content"] == items[shown["index"]].content[:160] + (
         "…" if len(items[shown["index"]].content) > 160 else "")
@@ -107,7 +114,7 @@ def test_a_trimmed_item_shows_what_it_counted_before_in_output_value() -> None:
     items = [*make_items(5, 5), ContextItem(content="head [...] tail", tokens=40,
                                              original_tokens=1450, priority=9)]
     attributes, _ = _root({}, items)
-    out = json.loads(attributes["output.value"])
+    out = _document(attributes["output.value"])
     shown = {entry["index"]: entry
              for entry in out["kept_items"]["items"] + out["dropped_items"]["items"]}
     assert shown[5]["tokens"] == 40

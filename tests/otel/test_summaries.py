@@ -18,6 +18,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from cupellation import ContextItem, Pipeline, SelectionReport
 from cupellation.otel import SpanCollector, runs_from_spans
+from cupellation.otel._values import value_document
 from cupellation.policy import Policy
 
 from ._support import make_sdk
@@ -51,13 +52,24 @@ def _spans(pipeline: Pipeline, items: list[ContextItem], tier: str = "Full",
 
 
 def _values(span: ReadableSpan) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A span's input and output documents, the root's line in words as ``summary``
+    (the root's values are text/plain: the line, a blank line, the JSON; a stage
+    span's are JSON)."""
     attributes = dict(span.attributes or {})
-    assert attributes["input.mime_type"] == attributes["output.mime_type"] == (
-        "application/json")
+    mime = "text/plain" if span.parent is None else "application/json"
+    assert attributes["input.mime_type"] == attributes["output.mime_type"] == mime
+    documents = []
     for key in ("input.value", "output.value"):
-        assert len(str(attributes[key]).encode("utf-8")) <= 2048
-    return json.loads(str(attributes["input.value"])), json.loads(
-        str(attributes["output.value"]))
+        value = str(attributes[key])
+        assert len(value.encode("utf-8")) <= 2048
+        if span.parent is None:
+            words, _, rest = value.partition("\n\n")
+            assert value_document(value) == (words, json.loads(rest))
+            documents.append({"summary": words, **json.loads(rest)})
+        else:
+            assert value_document(value) == (None, json.loads(value))
+            documents.append(json.loads(value))
+    return documents[0], documents[1]
 
 
 def _check_lists(document: dict[str, Any], trace_id: str) -> None:
@@ -77,8 +89,9 @@ def _by_name(spans: list[ReadableSpan]) -> dict[str, ReadableSpan]:
 
 
 def test_the_demo_reads_in_words_and_every_dropped_reason_is_on_a_pane() -> None:
-    """The demo (22 candidates): the root's output starts with "kept 16 of 22, dropped
-    6: 4 budget, 1 negative tokens, 1 duplicate", lists the dropped items before the kept
+    """The demo (22 candidates): the root's output.value (text/plain) starts with "kept
+    16 of 22, dropped 6: 4 budget, 1 negative tokens, 1 duplicate" then a blank line and
+    the JSON (so a trace list shows words, not a JSON key), lists the dropped items before the kept
     ones, each stage span says what it was given and what it dropped and why, and every
     dropped item of the report is shown with its reason on the root or its stage."""
     pipeline, items = _demo()
@@ -87,6 +100,10 @@ def test_the_demo_reads_in_words_and_every_dropped_reason_is_on_a_pane() -> None
     root = named["cupel.pipeline"]
     trace_id = format(root.context.trace_id, "032x")
     given, out = _values(root)
+    # What a trace list shows first (Phoenix's and MLflow's show the root's values).
+    assert str((root.attributes or {})["output.value"]).startswith(
+        "kept 16 of 22, dropped 6: 4 budget, 1 negative tokens, 1 duplicate\n\n{\n")
+    assert str((root.attributes or {})["input.value"]).startswith("22 candidates, ")
     assert given["summary"].startswith("22 candidates, ")
     assert out["summary"] == ("kept 16 of 22, dropped 6: 4 budget, 1 negative tokens, "
                               "1 duplicate")

@@ -271,6 +271,7 @@ class _Replay:
             return _fail("replay", broken)
         data = summary.to_dict()
         data["lines"] = {"read": stats.lines, "damaged": stats.damaged_lines}
+        data["traces"] = {"files": stats.trace_files, "spans": stats.spans}
         if args.format == "json":
             sys.stdout.write(json.dumps(data, indent=2) + "\n")
         else:

@@ -114,6 +114,7 @@ class _Summary:
                       "damaged": stats.damaged_lines,
                       "future_schema": stats.future_schema_lines,
                       "late_records": stats.late_records},
+            "traces": {"files": stats.trace_files, "spans": stats.spans},
             "damaged_lines": [{"source": d.source, "line": d.line, "problem": d.problem}
                               for d in stats.damaged],
             "source_errors": list(stats.source_errors),
@@ -213,8 +214,12 @@ def _print_audit(data: dict[str, Any], stats: ReadStats) -> None:
         for entry in data["incomplete_runs"][:10]:
             console.print(f"  {safe(entry['run_id'])} ({safe(entry['source'])}:{entry['line']}): "
                           f"{safe('; '.join(entry['problems']), 200)}")
-    console.print(f"Lines: {stats.lines} read, {stats.records} records, "
-                  f"{stats.other_lines} from other programs, {stats.damaged_lines} damaged")
+    if stats.trace_files:
+        console.print(f"Trace files: {stats.trace_files} read, {stats.spans} spans")
+    if stats.lines or not stats.trace_files:  # (a trace file has no lines to count)
+        console.print(f"Lines: {stats.lines} read, {stats.records} records, "
+                      f"{stats.other_lines} from other programs, "
+                      f"{stats.damaged_lines} damaged")
     for line in stats_lines(stats):
         console.print(line)
 

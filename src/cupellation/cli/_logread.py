@@ -31,6 +31,7 @@ __all__ = [
     "open_reader",
     "read_failure",
     "safe",
+    "read_words",
     "stats_lines",
     "unreadable_sources",
 ]
@@ -193,17 +194,25 @@ def _open_files(args: argparse.Namespace, sources: Sequence[str | IO[bytes]] | N
     except CupelError as exc:
         raise UsageError(str(exc)) from None
     if traces:
-        from ._traceruns import TraceAndLogReader, trace_runs  # noqa: PLC0415
+        from ._traceruns import with_trace_files  # noqa: PLC0415
 
-        held = [run for path in traces for run in trace_runs(
-            path, keep_events=bool(options.get("keep_events")),
-            keep_candidates=bool(options.get("keep_candidates")))]
-        reader = TraceAndLogReader(held, reader, run_id=options.get("run_id"))  # type: ignore[assignment]
+        reader = with_trace_files(reader, traces, options)  # type: ignore[assignment]
     try:
         yield reader
     finally:
         if progress is not None:
             progress.stop()
+
+
+def read_words(stats: ReadStats) -> str:
+    """What a read went through, in the units it read: lines of logs, spans of trace
+    files, or both (``"6 span(s) in 1 trace file(s)"``, ``"419 line(s)"``)."""
+    parts = []
+    if stats.trace_files:
+        parts.append(f"{stats.spans:,} span(s) in {stats.trace_files:,} trace file(s)")
+    if stats.lines or not stats.trace_files:
+        parts.append(f"{stats.lines:,} line(s)")
+    return " and ".join(parts)
 
 
 def stats_lines(stats: ReadStats, *, limit: int = 10) -> list[str]:

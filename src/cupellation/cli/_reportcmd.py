@@ -33,6 +33,7 @@ from ._logread import (
     check_sources,
     open_reader,
     read_failure,
+    read_words,
     safe,
     stats_lines,
     unreadable_sources,
@@ -101,7 +102,7 @@ class _Report:
                 return fail("report", broken)
         if found is None:
             what = "no run" if args.run is None else f"run {safe(args.run)} not"
-            where = (f"in {stats.lines} line(s)" if stats is not None else
+            where = (f"in {read_words(stats)}" if stats is not None else
                      remote if remote is not None else "in the trace file(s)")
             print(f"cupellation report: {what} found {where}", file=sys.stderr)
             if stats is not None:

@@ -168,7 +168,9 @@ class _Why:
         if args.format == "json":
             sys.stdout.write(json.dumps({"matches": answers,
                                          "lines": {"read": stats.lines,
-                                                   "damaged": stats.damaged_lines}},
+                                                   "damaged": stats.damaged_lines},
+                                         "traces": {"files": stats.trace_files,
+                                                    "spans": stats.spans}},
                                         indent=2) + "\n")
         else:
             _print_why(answers, stats)

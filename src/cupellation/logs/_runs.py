@@ -38,7 +38,9 @@ class ReadStats:
     examined: filtered out by ``run_id``), so ``lines`` is their sum.
     ``late_records`` counts records (already in ``records``) of a run that had
     already ended. ``source_errors`` lists sources that could not be opened or
-    broke off (a truncated or corrupt gzip stream).
+    broke off (a truncated or corrupt gzip stream). ``trace_files`` and ``spans`` count
+    the trace files (OTLP/JSON, Jaeger) a command read beside its logs and the spans
+    its runs were rebuilt from: a trace file has no lines to count.
     """
 
     sources: list[str] = field(default_factory=list)
@@ -56,6 +58,8 @@ class ReadStats:
     source_errors: list[str] = field(default_factory=list)
     bytes_read: int = 0
     total_bytes: int | None = None
+    trace_files: int = 0
+    spans: int = 0
 
     @property
     def accounted(self) -> int:

@@ -64,7 +64,8 @@ into ``cupel.columns.<k>`` string attributes of at most 2,048 bytes, with
 spans ``<span name>.part`` (``cupel.columns.part``). This survives the SDK's default
 limits and Tempo's 2,048-byte truncation at any size. ``events``: the chapter's one
 span event per item, below. The root also carries ``input.value`` /
-``output.value`` (``application/json``, at most ``value_cap`` bytes) and the
+``output.value`` (``text/plain``: a line in words, a blank line, the JSON document;
+at most ``value_cap`` bytes) and the
 application's ``session.id``, ``user.id``, ``gen_ai.conversation.id``.
 
 **Span events.** ``cupel.exclusion`` (StageAndExclusions and Full) on the stage

@@ -76,6 +76,7 @@ from ._values import (
     JSON_MIME,
     OUTPUT_MIME,
     OUTPUT_VALUE,
+    TEXT_MIME,
     identity_attributes,
     input_value,
     output_value,
@@ -315,7 +316,7 @@ class SpanCollector:
         attributes = run_attributes(event_to_dict(captured))
         attributes[LAYOUT] = self._layout.value
         attributes[INPUT_VALUE] = input_value(event)
-        attributes[INPUT_MIME] = JSON_MIME
+        attributes[INPUT_MIME] = TEXT_MIME
         attributes.update(identity_attributes(event))
         attributes.update(BACKEND_ATTRIBUTES)
         root = tracer.start_span(ROOT_SPAN, attributes=attributes)
@@ -578,7 +579,7 @@ class SpanCollector:
             excluded_count=end.get("cupel.run.excluded_count"),
             kept=run.kept, dropped=run.dropped, capture=self._capture, cap=self._value_cap,
             trace_id=run.trace_id, tokens=run.dropped_tokens)
-        new[OUTPUT_MIME] = JSON_MIME
+        new[OUTPUT_MIME] = TEXT_MIME
         run.kept = run.dropped = []
         run.dropped_tokens = {}
         if self._layout is SpanLayout.COLUMNS:

@@ -114,7 +114,8 @@ class RebuiltRun:
     run's digest (the root's ``cupel.run.digest``) against the rebuilt events found
     (see :class:`~cupellation.events.Verification`); ``digest`` the one recorded.
     A run not clean given the reader's key (not signed with it, or signed while the
-    reader has none) says so first in ``incomplete``.
+    reader has none) says so first in ``incomplete``. ``span_count`` is how many spans
+    the run was rebuilt from (its root, stage and part spans).
     """
 
     run_id: str
@@ -124,6 +125,7 @@ class RebuiltRun:
     problems: tuple[str, ...] = ()
     verification: Verification = Verification.UNVERIFIED
     digest: str | None = None
+    span_count: int = 0
 
     @property
     def is_complete(self) -> bool:
@@ -243,6 +245,7 @@ def _rebuild(run_id: str, spans: list[SpanData], digest_key: bytes | None) -> Re
     trace_id = next((r.trace_id for r in roots if r.trace_id), None) or next(
         (s.trace_id for s in spans if s.trace_id), None)
     return RebuiltRun(run_id=run_id, report=report, events=tuple(run.events),
+                      span_count=len(spans),
                       trace_id=trace_id, problems=problems, verification=check.status,
                       digest=recorded)
 

@@ -1,18 +1,22 @@
 """The spans' ``input.value`` / ``output.value``: what LLM trace tools (Phoenix,
 Langfuse, MLflow) show in their input and output panes, read by exact key.
 
-Each is compact JSON (``input.mime_type`` / ``output.mime_type`` =
-``application/json``) of at most ``cap`` UTF-8 bytes (2,048 by default, Tempo's
-``max_attribute_bytes``: these keys cannot be split), and starts with a ``summary``
-in words, the first characters a trace list shows (``"kept 16 of 22, dropped 6: 4
-budget, 1 negative tokens, 1 duplicate"``). The root's input holds the budget and the
-candidates' count and tokens; its output the outcome, the kept and dropped counts and
-tokens and every exclusion reason's count in full, then the dropped items (the largest
-first) and the kept ones (by score). A stage span's input holds the items it was given;
-its output the counts in and out and the duration, and from StageAndExclusions up the
-stage's decisions by reason and its dropped items, the largest first. Every list says
-how many it shows ``of`` how many, and ``more`` names the command that reads the whole
-trace back. Numbers are rounded to 3 decimals; the columns keep every digit. Items show
+Each holds at most ``cap`` UTF-8 bytes (2,048 by default, Tempo's
+``max_attribute_bytes``: these keys cannot be split). The root span's two values are
+``text/plain``: a line in words, a blank line, then the JSON document indented, because
+trace lists (Phoenix's, MLflow's) show the first characters of the root's value: so
+they read ``kept 16 of 22, dropped 6: 4 budget, 1 negative tokens, 1 duplicate``, not
+``{"summary":"kept…``, and the pane below shows the document one field a line.
+:func:`value_document` splits such a value back into its line and its document. A
+stage span's values are compact JSON (``application/json``) that start with a
+``summary`` in words. The root's input holds the budget and the candidates' count and
+tokens; its output the outcome, the kept and dropped counts and tokens and every
+exclusion reason's count in full, then the dropped items (the largest first) and the
+kept ones (by score). A stage span's input holds the items it was given; its output
+the counts in and out and the duration, and from StageAndExclusions up the stage's
+decisions by reason and its dropped items, the largest first. Every list says how many
+it shows ``of`` how many, and ``more`` names the command that reads the whole trace
+back. Numbers are rounded to 3 decimals; the columns keep every digit. Items show
 candidate index, kind, tokens, score, reason and its numbers; content per the capture
 policy: none under ``none``, the digest under ``hash``, at most 160 characters under
 ``full``.
@@ -28,7 +32,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 import msgspec
@@ -45,6 +49,7 @@ __all__ = [
     "INPUT_VALUE",
     "OUTPUT_MIME",
     "OUTPUT_VALUE",
+    "TEXT_MIME",
     "identity_attributes",
     "input_value",
     "more_hint",
@@ -55,6 +60,7 @@ __all__ = [
     "stage_input_value",
     "stage_output_from",
     "stage_output_value",
+    "value_document",
 ]
 
 INPUT_VALUE: Final = "input.value"
@@ -62,6 +68,8 @@ INPUT_MIME: Final = "input.mime_type"
 OUTPUT_VALUE: Final = "output.value"
 OUTPUT_MIME: Final = "output.mime_type"
 JSON_MIME: Final = "application/json"
+#: The root's values: a line in words, a blank line, the JSON document indented.
+TEXT_MIME: Final = "text/plain"
 #: The default cap on each value, in UTF-8 bytes.
 DEFAULT_VALUE_CAP: Final = 2048
 #: Content shown per item under ``full`` capture, in characters.
@@ -89,18 +97,43 @@ def identity_attributes(started: RunStarted) -> dict[str, str]:
     return out
 
 
+def _worded(words: str, document: Mapping[str, Any]) -> str:
+    """A root value: the line in words, a blank line, the document indented."""
+    return words + "\n\n" + msgspec.json.format(_encode(document), indent=1).decode("utf-8")
+
+
+def _worded_size(words: str) -> Callable[[Mapping[str, Any]], int]:
+    """The UTF-8 size of :func:`_worded` with ``words``, for :func:`shown_items`."""
+    head = len(words.encode("utf-8")) + 2
+    return lambda document: head + len(msgspec.json.format(_encode(document), indent=1))
+
+
+def value_document(value: str) -> tuple[str | None, Any]:
+    """A root value's line in words and its JSON document (a stage span's value, which
+    is JSON alone, gives no line): the inverse of how the values are written."""
+    if value.startswith("{"):
+        return None, msgspec.json.decode(value)
+    words, _, document = value.partition("\n\n")
+    return words, msgspec.json.decode(document)
+
+
+def _compact_size(document: Mapping[str, Any]) -> int:
+    return len(_encode(document))
+
+
 def input_value(started: RunStarted) -> str:
-    """The run's input: a line in words, then its budget and candidates."""
+    """The run's input (``text/plain``): a line in words, then its budget and
+    candidates as indented JSON."""
     budget = started.budget
-    return _encode({
-        "summary": (f"{started.candidate_count:,} candidates, "
-                    f"{started.candidate_tokens:,} tokens; target {budget.target_tokens:,} "
-                    f"of max {budget.max_tokens:,}"),
+    return _worded(
+        (f"{started.candidate_count:,} candidates, "
+         f"{started.candidate_tokens:,} tokens; target {budget.target_tokens:,} "
+         f"of max {budget.max_tokens:,}"), {
         "budget": {"max_tokens": budget.max_tokens, "target_tokens": budget.target_tokens,
                    "output_reserve": budget.output_reserve},
         "candidates": {"count": started.candidate_count, "tokens": started.candidate_tokens},
         "tier": started.detail_level,
-    }).decode("utf-8")
+    })
 
 
 def _shown_number(value: Any) -> Any:
@@ -192,16 +225,18 @@ def more_hint(trace_id: str | None) -> str:
 def shown_items(document: dict[str, Any], lists: Sequence[tuple[str, Sequence[ItemEventBatch],
                                                                 int | None, bool]],
                 capture: ContentCapture, cap: int,
-                tokens: Mapping[int, Sequence[int]] | None = None) -> None:
+                tokens: Mapping[int, Sequence[int]] | None = None,
+                measure: Callable[[Mapping[str, Any]], int] = _compact_size) -> None:
     """Fill each list of ``document`` (``{"shown": n, "of": total, "items": [...]}``)
-    with its first items while the JSON stays within ``cap`` bytes. ``lists`` holds
-    (key, batches, total, by_tokens), the most wanted first: the first list may take
-    two thirds of the room, the others share the rest, then what is left goes to each
-    in turn (so the first list never crowds the others out)."""
+    with its first items while ``measure(document)`` (the compact JSON's size unless
+    told) stays within ``cap`` bytes. ``lists`` holds (key, batches, total, by_tokens),
+    the most wanted first: the first list may take two thirds of the room, the others
+    share the rest, then what is left goes to each in turn (so the first list never
+    crowds the others out)."""
     for key, batches, total, _ in lists:
         held = sum(len(batch) for batch in batches)
         document[key] = {"shown": 0, "of": held if total is None else total, "items": []}
-    size = len(_encode(document))
+    size = measure(document)
     room = max(cap - size, 0)
     queues = [(document[key], batches, _top(batches, by_tokens, tokens))
               for key, batches, _, by_tokens in lists]
@@ -214,15 +249,16 @@ def shown_items(document: dict[str, Any], lists: Sequence[tuple[str, Sequence[It
             while block["shown"] < len(top):
                 _, _, b, k = top[block["shown"]]
                 batch = batches[b]
-                entry = _item(batch.candidate_indices[k], batch.items[k], batch.scores[k],
-                              batch.reasons[k], capture)
-                # The entry, its comma, and a digit the shown count may gain.
-                extra = len(_encode(entry)) + (1 if block["shown"] else 0) + 1
-                if size + extra > min(limit, cap):
-                    break
-                block["items"].append(entry)
+                block["items"].append(_item(batch.candidate_indices[k], batch.items[k],
+                                            batch.scores[k], batch.reasons[k], capture))
                 block["shown"] += 1
-                size += extra
+                # (Measured whole: a few kB encoded a few dozen times at most.)
+                grown = measure(document)
+                if grown > min(limit, cap):
+                    block["items"].pop()
+                    block["shown"] -= 1
+                    break
+                size = grown
 
 
 def output_value(*, outcome: str, included_count: int | None, included_tokens: int | None,
@@ -230,26 +266,27 @@ def output_value(*, outcome: str, included_count: int | None, included_tokens: i
                  dropped: Sequence[ItemEventBatch], capture: ContentCapture,
                  cap: int, trace_id: str | None = None,
                  tokens: Mapping[int, Sequence[int]] | None = None) -> str:
-    """The run's output: the outcome in words, counts and reasons in full, then the
-    dropped items (the largest first) and the kept ones (by score) while the JSON stays
-    within ``cap`` bytes, each list saying how many it shows of how many, and the
-    command that shows the rest."""
+    """The run's output (``text/plain``): the outcome in words on the first line, then
+    as indented JSON the counts and reasons in full, the dropped items (the largest
+    first) and the kept ones (by score) while the whole stays within ``cap`` bytes,
+    each list saying how many it shows of how many, and the command that shows the
+    rest."""
     reasons = reason_counts(dropped)
     words = outcome_words(included_count, excluded_count, reasons)
+    if outcome != "completed":
+        words = f"{outcome}: {words}"
     document: dict[str, Any] = {
-        "summary": words if outcome == "completed" else f"{outcome}: {words}",
         "outcome": outcome,
         "kept": {"count": included_count, "tokens": included_tokens},
         "dropped": {"count": excluded_count, "reasons": reasons}}
     lists = [("dropped_items", dropped, excluded_count, True),
              ("kept_items", kept, included_count, False)]
     document["more"] = more_hint(trace_id)
-    shown_items(document, lists, capture, cap, tokens)
+    shown_items(document, lists, capture, cap, tokens, _worded_size(words))
     document["more"] = document.pop("more")  # last: after the lists it completes
-    text = _encode(document).decode("utf-8")
-    return text if len(text.encode("utf-8")) <= cap else _encode(
-        {"summary": document["summary"][:cap // 2], "outcome": outcome,
-         "note": "counts exceed the output.value cap"}).decode("utf-8")
+    text = _worded(words, document)
+    return text if len(text.encode("utf-8")) <= cap else _worded(
+        words[:cap // 2], {"outcome": outcome, "note": "counts exceed the output.value cap"})
 
 
 def stage_input_value(stage: str, items_in: int) -> str:
