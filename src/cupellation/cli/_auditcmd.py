@@ -214,14 +214,20 @@ def _print_audit(data: dict[str, Any], stats: ReadStats) -> None:
         for entry in data["incomplete_runs"][:10]:
             console.print(f"  {safe(entry['run_id'])} ({safe(entry['source'])}:{entry['line']}): "
                           f"{safe('; '.join(entry['problems']), 200)}")
-    if stats.trace_files:
-        console.print(f"Trace files: {stats.trace_files} read, {stats.spans} spans")
-    if stats.lines or not stats.trace_files:  # (a trace file has no lines to count)
-        console.print(f"Lines: {stats.lines} read, {stats.records} records, "
-                      f"{stats.other_lines} from other programs, "
-                      f"{stats.damaged_lines} damaged")
-    for line in stats_lines(stats):
+    for line in _read_lines(stats):
         console.print(line)
+
+
+def _read_lines(stats: ReadStats) -> list[str]:
+    """What was read, in the unit it was read in (a trace file has no lines to count)."""
+    lines = []
+    if stats.trace_files:
+        lines.append(f"Trace files: {stats.trace_files} read, {stats.spans} spans")
+    if stats.lines or not stats.trace_files:
+        lines.append(f"Lines: {stats.lines} read, {stats.records} records, "
+                     f"{stats.other_lines} from other programs, "
+                     f"{stats.damaged_lines} damaged")
+    return [*lines, *stats_lines(stats)]
 
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime
+from typing import Any
 
 from ..exceptions import CupelError
 from ..logs import LoggedRun, LogReader, ReadStats
