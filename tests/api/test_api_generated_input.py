@@ -44,8 +44,11 @@ from cupellation.otel import (
 
 from ._artifacts import demo_artifacts
 
-#: (examples in the default run, examples in the exhaustive run) per property.
-DEFAULT, EXHAUSTIVE = 100, 2500
+#: (examples in the default run, examples in the exhaustive run) per property. The
+#: exhaustive count was 2,500 until 0.4: the ten properties then took 6.5 of the suite's
+#: 31 minutes on 2 cores. 600 (6,000 inputs over the readers) keeps every mutation kind
+#: drawn many times; scripts/ and CUPELLATION_* do not change it, edit it here to go deeper.
+DEFAULT, EXHAUSTIVE = 100, 600
 EXAMPLES = [pytest.param(DEFAULT, id="default"),
             pytest.param(EXHAUSTIVE, id="exhaustive", marks=pytest.mark.exhaustive)]
 
