@@ -20,16 +20,18 @@ import mutation_campaign  # noqa: E402
 
 
 def test_a_sample_of_mutations_is_never_silently_wrong() -> None:
-    """120 mutations per format (a smaller larger run), the backends' answers and the
+    """40 mutations per format (a smaller larger run), the backends' answers and the
     SelectionReport files included (Phoenix's two endpoints, MLflow's batchGet, Jaeger
     v3, Tempo v2, report.json): each is exact, refused or flagged (or, for a report
     file, read as written); every format sees flagged outcomes, so the campaign bites; the
     keyed formats see the attacker's moves (issue 22) flagged."""
-    result = mutation_campaign.campaign(120, seed=20_251_124, larger=60)
+    # 40, not 120: the exhaustive test below runs 120 per format on the full artifacts,
+    # and with nineteen formats the sample alone took minutes on 2 cores.
+    result = mutation_campaign.campaign(40, seed=20_251_124, larger=60)
     assert result.silent == []
     assert set(result.counts) == set(mutation_campaign.FORMATS)
     for fmt, counter in result.counts.items():
-        assert sum(counter.values()) == 120, fmt
+        assert sum(counter.values()) == 40, fmt
         assert counter["flagged"] > 0, fmt
     for fmt in ("events JSONL, keyed", "audit log, keyed"):
         # An attacker without the key (a stripped, plain or schema-2 digest): flagged.
