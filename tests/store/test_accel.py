@@ -13,7 +13,9 @@ from typing import Any
 
 import pytest
 
+from cupellation.events import content_digest
 from cupellation.store import PROJECTIONS, RunQuery, Store, fleet_stats, open_store
+from cupellation.store._accel import INDEXED_READ, TRIMMED_DIGESTS
 from cupellation.store._schema import logs_ddl
 
 from ._runs import write_random_log
@@ -112,3 +114,34 @@ def test_the_content_prefilter_keeps_every_run_with_the_item(store: Store,
         expected = {run for text, runs in holders.items() if content in text for run in runs}
         matched = {run for run, _ in store.run_ids(RunQuery(match=re.escape(content)))}
         assert expected <= matched
+
+
+def test_a_trimmed_items_original_is_found_through_the_digest_index(store: Store) -> None:
+    """``run_ids(content=TEXT)`` keeps a run whose item was trimmed from TEXT (its
+    metadata holds TEXT's digest, its content does not), and no other run; and each
+    condition of the content prefilter is one a data-skipping index answers
+    (``EXPLAIN indexes = 1`` names it), so a lookup skips the granules without the item
+    instead of reading every row's attributes."""
+    original = "the contract of customer 42, in full"
+    digest = content_digest(original)
+    metadata = json.dumps({"trimmed": [{"original_digest": digest, "tokens": 3}]})
+    records: list[dict[str, Any]] = [
+        {"run_id": "trimmed-run", "seq": 0, "type": "item_excluded",
+         "item.content": "the contract", "item.metadata": metadata},
+        {"run_id": "other-run", "seq": 0, "type": "item_excluded",
+         "item.content": "something else", "item.metadata": "{}"},
+        {"run_id": "exact-run", "seq": 0, "type": "item_included",
+         "item.content": original, "item.metadata": "{}"},
+    ]
+    store.write_records(records, service="s")
+    found = {run for run, _ in store.run_ids(RunQuery(content=original))}
+    assert found == {"trimmed-run", "exact-run"}
+    logs = store.logs_table
+    for condition, index in ((f"LogAttributes['item.content'] IN ('{original}')",
+                              "idx_cupel_item_content"),
+                             (f"has({TRIMMED_DIGESTS}, '{digest}')",
+                              "idx_cupel_trimmed_digests")):
+        plan = "\n".join(str(row[0]) for row in store.session.rows(
+            f"EXPLAIN indexes = 1 SELECT count() FROM {logs} WHERE {condition}"
+            + INDEXED_READ))
+        assert f"Name: {index}" in plan, plan

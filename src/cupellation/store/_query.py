@@ -18,7 +18,7 @@ from typing import Any, Final
 
 from ..events import content_digest
 from ..exceptions import InvalidValueError
-from ._accel import INDEXED_READ
+from ._accel import INDEXED_READ, TRIMMED_DIGESTS
 
 __all__ = ["RunQuery", "required_literal", "run_selection"]
 
@@ -153,11 +153,15 @@ def run_selection(query: RunQuery, logs: str) -> tuple[str, dict[str, Any]]:
                       "AND positionCaseInsensitiveUTF8(v, {strategy:String}) > 0, "
                       "mapKeys(LogAttributes), mapValues(LogAttributes))) > 0")
         params["strategy"] = query.strategy
-    # The runs holding a matching item, found by the content indexes (a bloom filter
-    # on item.content, n-grams on item.metadata) before the runs are grouped: the
+    # The runs holding a matching item, found by the content indexes (bloom filters
+    # on item.content and on the digests in item.metadata) before the runs are grouped: the
     # HAVING below then reads only those runs' rows (through the run id's index).
-    where.extend(f"{_attr('run_id')} IN (SELECT {_attr('run_id')} FROM {logs} WHERE {rows})"
-                 for rows in _item_rows(query, params))
+    # Each index answers its own SELECT of a UNION: one WHERE joining the two
+    # conditions with OR would skip nothing (each index sees the other's condition as
+    # unknown, and "x OR unknown" keeps every granule).
+    where.extend(f"{_attr('run_id')} IN (" + " UNION ALL ".join(
+        f"SELECT {_attr('run_id')} FROM {logs} WHERE {rows}" for rows in alternatives) + ")"
+        for alternatives in _item_rows(query, params))
     sql = (f"SELECT {_attr('run_id')} AS run, min(Timestamp) AS at FROM {logs} "
            f"WHERE {' AND '.join(where)} GROUP BY run"
            + (f" HAVING {' AND '.join(having)}" if having else "")
@@ -170,18 +174,19 @@ def like_escaped(text: str) -> str:
     return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
-def _item_rows(query: RunQuery, params: dict[str, Any]) -> list[str]:
-    """Row conditions each run kept by the content filters has a row for (one per
-    filter): written so the data-skipping indexes apply (``IN`` and ``LIKE``). The
-    exact checks stay in HAVING."""
-    found: list[str] = []
+def _item_rows(query: RunQuery, params: dict[str, Any]) -> list[tuple[str, ...]]:
+    """Row conditions each run kept by the content filters has a row for (one entry
+    per filter, each a tuple of alternatives, any of which may hold): every
+    alternative is one condition a data-skipping index serves (``IN`` on the content's
+    bloom filter, ``has`` on the metadata's digests': a digest found in the metadata
+    is one of them). The exact checks stay in HAVING."""
+    found: list[tuple[str, ...]] = []
     if query.content is not None:
-        params["content_like"] = like_escaped(content_digest(query.content))
-        found.append(f"({_attr('item.content')} IN ({{content:String}}, {{digest:String}}) "
-                     f"OR {_attr('item.metadata')} LIKE {{content_like:String}})")
+        found.append((f"{_attr('item.content')} IN ({{content:String}}, {{digest:String}})",
+                      f"has({TRIMMED_DIGESTS}, {{digest:String}})"))
     if query.match is not None and "literal" in params:
         params["literal_like"] = like_escaped(str(params["literal"]))
-        found.append(f"{_attr('item.content')} LIKE {{literal_like:String}}")
+        found.append((f"{_attr('item.content')} LIKE {{literal_like:String}}",))
     return found
 
 
