@@ -16,6 +16,7 @@ import pytest
 from cupellation.events import content_digest
 from cupellation.store import PROJECTIONS, RunQuery, Store, fleet_stats, open_store
 from cupellation.store._accel import INDEXED_READ, TRIMMED_DIGESTS
+from cupellation.store._query import run_selection
 from cupellation.store._schema import logs_ddl
 
 from ._runs import write_random_log
@@ -145,3 +146,31 @@ def test_a_trimmed_items_original_is_found_through_the_digest_index(store: Store
             f"EXPLAIN indexes = 1 SELECT count() FROM {logs} WHERE {condition}"
             + INDEXED_READ))
         assert f"Name: {index}" in plan, plan
+
+
+def test_a_content_lookup_orders_its_runs_from_the_runs_projection(store: Store,
+                                                                  tmp_path: Path) -> None:
+    """``run_ids`` of a content lookup with no other row filter reads no row of the
+    table for its runs' first ``Timestamp`` (``EXPLAIN projections = 1`` names the runs
+    projection only), and its answer is the table's own: every holder of the content,
+    newest first, also under ``until``."""
+    path = _loaded(store, tmp_path)
+    holders: dict[str, set[str]] = {}
+    for line in path.read_text(encoding="utf-8").split("\n"):
+        record = json.loads(line) if line else {}
+        if "item.content" in record:
+            holders.setdefault(record["item.content"], set()).add(record["run_id"])
+    content = max(sorted(holders), key=lambda text: len(holders[text]))
+    sql, params = run_selection(RunQuery(content=content), store.logs_table)
+    plan = "\n".join(str(row[0]) for row in store.session.rows(
+        f"EXPLAIN projections = 1 {sql}", params))
+    assert set(re.findall(r"ReadFromMergeTree \(([^)]*)\)", plan)) == {"cupel_runs"}, plan
+    firsts = dict(store.session.rows(
+        f"SELECT LogAttributes['run_id'], min(Timestamp) FROM {store.logs_table} "
+        "GROUP BY 1"))
+    expected = sorted(holders[content], key=lambda run: (-firsts[run].timestamp(), run))
+    found = store.run_ids(RunQuery(content=content))
+    assert [run for run, _ in found] == expected
+    until = found[len(found) // 2][1]
+    assert [run for run, _ in store.run_ids(RunQuery(content=content, until=until))] == [
+        run for run in expected if firsts[run] <= until]

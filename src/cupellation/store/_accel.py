@@ -14,8 +14,9 @@ SQL in ``_stats.py`` is built from the same text as the projections here).
   (``Body``), reason and item kind (exclusions by reason and kind over time);
 - :data:`SOURCES_PROJECTION`: rows counted by service, event type, reason and item
   source (the most excluded sources);
-- :data:`RUNS_PROJECTION`: one row per run with its structural checks and the figures
-  of its start and end events (runs, failures, utilisation, incomplete runs);
+- :data:`RUNS_PROJECTION`: one row per run with its structural checks, the figures
+  of its start and end events (runs, failures, utilisation, incomplete runs) and its
+  first ``Timestamp`` (``run_ids`` of a content lookup orders the runs it finds by it);
 - :data:`CONTENT_INDEXES`: bloom filters on an item's content and on the content
   digests its metadata holds, so ``why``'s content lookups skip the granules without
   it.
@@ -87,6 +88,7 @@ RUN_AGGREGATES: Final = (
     ("excluded_rows", "countIf(Body = 'item_excluded')"),
     ("included_rows", "countIf(Body = 'item_included')"),
     ("overflows", "countIf(Body = 'overflow')"),
+    ("first_at", "min(Timestamp)"),
 )
 
 
