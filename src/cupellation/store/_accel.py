@@ -12,8 +12,8 @@ SQL in ``_stats.py`` is built from the same text as the projections here).
 
 - :data:`EXCLUSIONS_PROJECTION`: rows counted by hour, service, event type
   (``Body``), reason and item kind (exclusions by reason and kind over time);
-- :data:`SOURCES_PROJECTION`: rows counted by service, event type, reason and item
-  source (the most excluded sources);
+- :data:`SOURCES_PROJECTION`: rows counted by hour, service, event type, reason and
+  item source (the most excluded sources);
 - :data:`RUNS_PROJECTION`: one row per run with its structural checks, the figures
   of its start and end events (runs, failures, utilisation, incomplete runs) and its
   first ``Timestamp`` (``run_ids`` of a content lookup orders the runs it finds by it);
@@ -21,9 +21,10 @@ SQL in ``_stats.py`` is built from the same text as the projections here).
   digests its metadata holds, so ``why``'s content lookups skip the granules without
   it.
 
-A time window (``--since``/``--until``) is finer than the projections' hour (or, for
-the runs, absent): such queries read the table itself, as they do on a table without
-the projections. cupellation creates ``otel_logs`` with all of them; for an existing
+All three are keyed by the hour, so a time window (``--since``/``--until``) is
+answered from them for the hours it holds whole, and from the table's rows only for
+its two partial hours at the edges (see ``_stats.py``). cupellation creates
+``otel_logs`` with all of them; for an existing
 table (a fleet's Collector made it) :func:`add_accelerators` adds them with
 ``ALTER TABLE … ADD PROJECTION/INDEX IF NOT EXISTS`` — only when asked, never
 silently — and, with ``materialize=True``, builds them for the parts already written
@@ -103,13 +104,15 @@ EXCLUSIONS_PROJECTION: Final = _projection(
     "cupel_exclusions",
     (HOUR, "ServiceName", "Body", _a("reason.name"), _a("item.kind"), *OURS_KEYS),
     ("count()",))
-#: Rows by service, type, reason and source.
+#: Rows by hour, service, type, reason and source.
 SOURCES_PROJECTION: Final = _projection(
     "cupel_sources",
-    ("ServiceName", "Body", _a("item.source"), _a("reason.name"), *OURS_KEYS), ("count()",))
-#: One row per run (and per "has a seq": the filter).
+    (HOUR, "ServiceName", "Body", _a("item.source"), _a("reason.name"), *OURS_KEYS),
+    ("count()",))
+#: One row per run (and per "has a seq": the filter) and hour (a run's rows share
+#: one hour unless their times scatter; queries without a window group the hours away).
 RUNS_PROJECTION: Final = _projection(
-    "cupel_runs", (_a("run_id"), OURS_KEYS[1]),
+    "cupel_runs", (_a("run_id"), OURS_KEYS[1], HOUR),
     tuple(expression for _, expression in RUN_AGGREGATES))
 #: The content digests an item's metadata holds (a trimmed item's ``original_digest``):
 #: every ``sha256:`` followed by 64 hex digits. A digest found anywhere in the metadata
