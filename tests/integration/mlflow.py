@@ -93,6 +93,10 @@ def run_mlflow(work_dir: Path) -> Iterator[MLflow]:
                "--workers", "1", "--backend-store-uri", f"sqlite:///{work_dir / 'mlflow.db'}",
                "--default-artifact-root", str(work_dir / "artifacts")]
     log_path = work_dir / "mlflow.log"
-    process = start(command, clean_env(("OTEL_", "MLFLOW_")), work_dir, log_path)
+    # MLflow 3 starts huey job consumers (six processes) beside the server unless told
+    # not to; the traces API does not use them, and they cost a share of a core for as
+    # long as the server runs.
+    env = clean_env(("OTEL_", "MLFLOW_"), {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"})
+    process = start(command, env, work_dir, log_path)
     with serving(MLflow(process, port, log_path), STARTUP_TIMEOUT) as server:
         yield server
