@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -165,9 +166,9 @@ def test_a_content_lookup_orders_its_runs_from_the_runs_projection(store: Store,
     plan = "\n".join(str(row[0]) for row in store.session.rows(
         f"EXPLAIN projections = 1 {sql}", params))
     assert set(re.findall(r"ReadFromMergeTree \(([^)]*)\)", plan)) == {"cupel_runs"}, plan
-    firsts = dict(store.session.rows(
+    firsts: dict[str, datetime] = {str(run): at for run, at in store.session.rows(
         f"SELECT LogAttributes['run_id'], min(Timestamp) FROM {store.logs_table} "
-        "GROUP BY 1"))
+        "GROUP BY 1")}
     expected = sorted(holders[content], key=lambda run: (-firsts[run].timestamp(), run))
     found = store.run_ids(RunQuery(content=content))
     assert [run for run, _ in found] == expected
