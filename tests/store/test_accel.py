@@ -8,12 +8,16 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from cupellation.events import content_digest
 from cupellation.store import PROJECTIONS, RunQuery, Store, fleet_stats, open_store
+from cupellation.store._accel import INDEXED_READ, TRIMMED_DIGESTS
+from cupellation.store._query import run_selection
 from cupellation.store._schema import logs_ddl
 
 from ._runs import write_random_log
@@ -112,3 +116,62 @@ def test_the_content_prefilter_keeps_every_run_with_the_item(store: Store,
         expected = {run for text, runs in holders.items() if content in text for run in runs}
         matched = {run for run, _ in store.run_ids(RunQuery(match=re.escape(content)))}
         assert expected <= matched
+
+
+def test_a_trimmed_items_original_is_found_through_the_digest_index(store: Store) -> None:
+    """``run_ids(content=TEXT)`` keeps a run whose item was trimmed from TEXT (its
+    metadata holds TEXT's digest, its content does not), and no other run; and each
+    condition of the content prefilter is one a data-skipping index answers
+    (``EXPLAIN indexes = 1`` names it), so a lookup skips the granules without the item
+    instead of reading every row's attributes."""
+    original = "the contract of customer 42, in full"
+    digest = content_digest(original)
+    metadata = json.dumps({"trimmed": [{"original_digest": digest, "tokens": 3}]})
+    records: list[dict[str, Any]] = [
+        {"run_id": "trimmed-run", "seq": 0, "type": "item_excluded",
+         "item.content": "the contract", "item.metadata": metadata},
+        {"run_id": "other-run", "seq": 0, "type": "item_excluded",
+         "item.content": "something else", "item.metadata": "{}"},
+        {"run_id": "exact-run", "seq": 0, "type": "item_included",
+         "item.content": original, "item.metadata": "{}"},
+    ]
+    store.write_records(records, service="s")
+    found = {run for run, _ in store.run_ids(RunQuery(content=original))}
+    assert found == {"trimmed-run", "exact-run"}
+    logs = store.logs_table
+    for condition, index in ((f"LogAttributes['item.content'] IN ('{original}')",
+                              "idx_cupel_item_content"),
+                             (f"has({TRIMMED_DIGESTS}, '{digest}')",
+                              "idx_cupel_trimmed_digests")):
+        plan = "\n".join(str(row[0]) for row in store.session.rows(
+            f"EXPLAIN indexes = 1 SELECT count() FROM {logs} WHERE {condition}"
+            + INDEXED_READ))
+        assert f"Name: {index}" in plan, plan
+
+
+def test_a_content_lookup_orders_its_runs_from_the_runs_projection(store: Store,
+                                                                  tmp_path: Path) -> None:
+    """``run_ids`` of a content lookup with no other row filter reads no row of the
+    table for its runs' first ``Timestamp`` (``EXPLAIN projections = 1`` names the runs
+    projection only), and its answer is the table's own: every holder of the content,
+    newest first, also under ``until``."""
+    path = _loaded(store, tmp_path)
+    holders: dict[str, set[str]] = {}
+    for line in path.read_text(encoding="utf-8").split("\n"):
+        record = json.loads(line) if line else {}
+        if "item.content" in record:
+            holders.setdefault(record["item.content"], set()).add(record["run_id"])
+    content = max(sorted(holders), key=lambda text: len(holders[text]))
+    sql, params = run_selection(RunQuery(content=content), store.logs_table)
+    plan = "\n".join(str(row[0]) for row in store.session.rows(
+        f"EXPLAIN projections = 1 {sql}", params))
+    assert set(re.findall(r"ReadFromMergeTree \(([^)]*)\)", plan)) == {"cupel_runs"}, plan
+    firsts: dict[str, datetime] = {str(run): at for run, at in store.session.rows(
+        f"SELECT LogAttributes['run_id'], min(Timestamp) FROM {store.logs_table} "
+        "GROUP BY 1")}
+    expected = sorted(holders[content], key=lambda run: (-firsts[run].timestamp(), run))
+    found = store.run_ids(RunQuery(content=content))
+    assert [run for run, _ in found] == expected
+    until = found[len(found) // 2][1]
+    assert [run for run, _ in store.run_ids(RunQuery(content=content, until=until))] == [
+        run for run in expected if firsts[run] <= until]

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections import Counter, defaultdict
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cupellation.cli import main
-from cupellation.store import Store, exact_low_quantile, fleet_stats, open_store
+from cupellation.store import (
+    PROJECTIONS,
+    Store,
+    _stats,
+    exact_low_quantile,
+    fleet_stats,
+    open_store,
+)
 
 from ._runs import write_random_log
 
@@ -255,3 +264,54 @@ def test_exit_codes_for_nothing_and_bad_input(store: Store,
         assert code == 2, argv
         assert len(err.strip().splitlines()) == 1, err
         assert "Traceback" not in err
+
+
+def test_a_window_reads_whole_hours_from_the_projections_and_equals_the_rows(
+        store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``since``/``until`` inside hours, every figure equals the one computed from
+    the table's rows of the window alone (the plain filter, no projection), runs whose
+    rows scatter over several hours (one with a sequence number repeated in another
+    hour) included; and every query reads one of the projections, for the hours the
+    window holds whole."""
+    _fleet(store, tmp_path)
+    logs = store.logs_table
+    scattered = "mapUpdate(LogAttributes, map('run_id', concat(LogAttributes['run_id'], '-s')))"
+    store.session.command(
+        f"INSERT INTO {logs} (Timestamp, ServiceName, Body, LogAttributes) SELECT "
+        "Timestamp + toIntervalMinute(toUInt64OrZero(LogAttributes['seq']) * 7), "
+        f"ServiceName, Body, {scattered} FROM {logs}")
+    store.session.command(
+        f"INSERT INTO {logs} (Timestamp, ServiceName, Body, LogAttributes) SELECT "
+        "Timestamp + toIntervalHour(2), ServiceName, Body, LogAttributes FROM "
+        f"{logs} WHERE endsWith(LogAttributes['run_id'], '-s') AND LogAttributes['seq'] = '3'")
+    since = _DAY0 + timedelta(days=1, hours=5, minutes=17, microseconds=3)
+    until = _DAY0 + timedelta(days=2, hours=3, seconds=59)
+    queries: list[tuple[str, Any]] = []
+    original = store.session.rows
+
+    def recording(sql: str, parameters: Any = None) -> Any:
+        queries.append((sql, parameters))
+        return original(sql, parameters)
+
+    monkeypatch.setattr(store.session, "rows", recording)
+    windowed = fleet_stats(store, since=since, until=until, bucket="hour", top=5)
+    monkeypatch.setattr(store.session, "rows", original)
+    for sql, parameters in queries:
+        plan = "\n".join(str(row[0]) for row in original(
+            f"EXPLAIN projections = 1 {sql}", parameters))
+        assert {name for name, _ in PROJECTIONS} & set(
+            re.findall(r"ReadFromMergeTree \(([^)]*)\)", plan)), plan
+
+    plain = _stats._where
+
+    def rows_only(since: Any, until: Any, services: Any) -> Any:
+        where = plain(None, None, services)
+        return replace(where, whole=where.whole + " AND Timestamp >= {since:DateTime64(9, "
+                       "'UTC')} AND Timestamp <= {until:DateTime64(9, 'UTC')}",
+                       params={**where.params, "since": since, "until": until})
+
+    monkeypatch.setattr(_stats, "_where", rows_only)
+    expected = fleet_stats(store, since=since, until=until, bucket="hour", top=5)
+    assert windowed.runs > 0
+    assert dict(windowed.incomplete_causes).get("sequence gap or repeat", 0) > 0
+    assert windowed.to_dict() == expected.to_dict()

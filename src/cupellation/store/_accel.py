@@ -12,16 +12,19 @@ SQL in ``_stats.py`` is built from the same text as the projections here).
 
 - :data:`EXCLUSIONS_PROJECTION`: rows counted by hour, service, event type
   (``Body``), reason and item kind (exclusions by reason and kind over time);
-- :data:`SOURCES_PROJECTION`: rows counted by service, event type, reason and item
-  source (the most excluded sources);
-- :data:`RUNS_PROJECTION`: one row per run with its structural checks and the figures
-  of its start and end events (runs, failures, utilisation, incomplete runs);
-- :data:`CONTENT_INDEXES`: bloom filters on an item's content and an n-gram filter on
-  its metadata, so ``why``'s content lookups skip the granules without it.
+- :data:`SOURCES_PROJECTION`: rows counted by hour, service, event type, reason and
+  item source (the most excluded sources);
+- :data:`RUNS_PROJECTION`: one row per run with its structural checks, the figures
+  of its start and end events (runs, failures, utilisation, incomplete runs) and its
+  first ``Timestamp`` (``run_ids`` of a content lookup orders the runs it finds by it);
+- :data:`CONTENT_INDEXES`: bloom filters on an item's content and on the content
+  digests its metadata holds, so ``why``'s content lookups skip the granules without
+  it.
 
-A time window (``--since``/``--until``) is finer than the projections' hour (or, for
-the runs, absent): such queries read the table itself, as they do on a table without
-the projections. cupellation creates ``otel_logs`` with all of them; for an existing
+All three are keyed by the hour, so a time window (``--since``/``--until``) is
+answered from them for the hours it holds whole, and from the table's rows only for
+its two partial hours at the edges (see ``_stats.py``). cupellation creates
+``otel_logs`` with all of them; for an existing
 table (a fleet's Collector made it) :func:`add_accelerators` adds them with
 ``ALTER TABLE … ADD PROJECTION/INDEX IF NOT EXISTS`` — only when asked, never
 silently — and, with ``materialize=True``, builds them for the parts already written
@@ -48,6 +51,7 @@ __all__ = [
     "RUN_ID_INDEX",
     "SOURCES_PROJECTION",
     "TRACE_RUN_ID_INDEX",
+    "TRIMMED_DIGESTS",
     "accelerator_ddl",
     "add_accelerators",
 ]
@@ -89,6 +93,7 @@ RUN_AGGREGATES: Final = (
     ("excluded_rows", "countIf(Body = 'item_excluded')"),
     ("included_rows", "countIf(Body = 'item_included')"),
     ("overflows", "countIf(Body = 'overflow')"),
+    ("first_at", "min(Timestamp)"),
 )
 
 
@@ -103,18 +108,28 @@ EXCLUSIONS_PROJECTION: Final = _projection(
     "cupel_exclusions",
     (HOUR, "ServiceName", "Body", _a("reason.name"), _a("item.kind"), *OURS_KEYS),
     ("count()",))
-#: Rows by service, type, reason and source.
+#: Rows by hour, service, type, reason and source.
 SOURCES_PROJECTION: Final = _projection(
     "cupel_sources",
-    ("ServiceName", "Body", _a("item.source"), _a("reason.name"), *OURS_KEYS), ("count()",))
-#: One row per run (and per "has a seq": the filter).
+    (HOUR, "ServiceName", "Body", _a("item.source"), _a("reason.name"), *OURS_KEYS),
+    ("count()",))
+#: One row per run (and per "has a seq": the filter) and hour (a run's rows share
+#: one hour unless their times scatter; queries without a window group the hours away).
 RUNS_PROJECTION: Final = _projection(
-    "cupel_runs", (_a("run_id"), OURS_KEYS[1]),
+    "cupel_runs", (_a("run_id"), OURS_KEYS[1], HOUR),
     tuple(expression for _, expression in RUN_AGGREGATES))
-#: (name, expression, type, granularity) of the indexes for content lookups.
+#: The content digests an item's metadata holds (a trimmed item's ``original_digest``):
+#: every ``sha256:`` followed by 64 hex digits. A digest found anywhere in the metadata
+#: is one of them (``sha256:`` holds no hex digit, so no match can hide another).
+TRIMMED_DIGESTS: Final = f"extractAll({_a('item.metadata')}, 'sha256:[0-9a-f]{{64}}')"
+#: (name, expression, type, granularity) of the indexes for content lookups: a bloom
+#: filter on an item's content, and one on the digests its metadata holds. (An
+#: n-gram or token filter on a ``LogAttributes['…']`` value is never consulted by
+#: ClickHouse 26.9 — ``EXPLAIN indexes = 1`` lists it for no condition — so a
+#: ``LIKE`` on the metadata read every row; a bloom filter on an expression is.)
 CONTENT_INDEXES: Final = (
     ("idx_cupel_item_content", _a("item.content"), "bloom_filter(0.01)", 1),
-    ("idx_cupel_item_metadata", _a("item.metadata"), "ngrambf_v1(4, 4096, 3, 0)", 1),
+    ("idx_cupel_trimmed_digests", TRIMMED_DIGESTS, "bloom_filter(0.01)", 1),
 )
 #: Appended to the queries that filter on ``LogAttributes['…']``: ClickHouse would
 #: otherwise read the key as a Map subcolumn, an expression no index is built on, and

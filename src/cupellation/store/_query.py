@@ -18,7 +18,7 @@ from typing import Any, Final
 
 from ..events import content_digest
 from ..exceptions import InvalidValueError
-from ._accel import INDEXED_READ
+from ._accel import INDEXED_READ, TRIMMED_DIGESTS
 
 __all__ = ["RunQuery", "required_literal", "run_selection"]
 
@@ -132,7 +132,6 @@ def run_selection(query: RunQuery, logs: str) -> tuple[str, dict[str, Any]]:
         where.append("Timestamp >= {since:DateTime64(9, 'UTC')}")
         params["since"] = query.since
     if query.until is not None:
-        having.append("min(Timestamp) <= {until:DateTime64(9, 'UTC')}")
         params["until"] = query.until
     if query.services:
         where.append("ServiceName IN {services:Array(String)}")
@@ -140,24 +139,21 @@ def run_selection(query: RunQuery, logs: str) -> tuple[str, dict[str, Any]]:
     if query.run_id is not None:
         where.append(f"{_attr('run_id')} = {{run_id:String}}")
         params["run_id"] = query.run_id
-    started = f"{_attr('type')} = 'run_started'"
-    for name, key in (("session_id", "session_id"), ("user_id", "user_id"),
-                      ("conversation_id", "conversation_id")):
-        value = getattr(query, name)
-        if value is not None:
-            having.append(f"countIf({started} AND {_attr(key)} = {{{name}:String}}) > 0")
-            params[name] = value
-    _item_filters(query, having, params)
-    if query.strategy is not None:
-        having.append(f"countIf({started} AND arrayExists((k, v) -> startsWith(k, 'pipeline.') "
-                      "AND positionCaseInsensitiveUTF8(v, {strategy:String}) > 0, "
-                      "mapKeys(LogAttributes), mapValues(LogAttributes))) > 0")
-        params["strategy"] = query.strategy
-    # The runs holding a matching item, found by the content indexes (a bloom filter
-    # on item.content, n-grams on item.metadata) before the runs are grouped: the
-    # HAVING below then reads only those runs' rows (through the run id's index).
-    where.extend(f"{_attr('run_id')} IN (SELECT {_attr('run_id')} FROM {logs} WHERE {rows})"
-                 for rows in _item_rows(query, params))
+    _run_filters(query, having, params)
+    # The runs holding a matching item, found by the content indexes (bloom filters
+    # on item.content and on the digests in item.metadata) before the runs are
+    # grouped: each is exact, so no HAVING re-checks it (a HAVING would read the
+    # rows of every run found instead of the runs projection). Each index answers
+    # its own SELECT of a UNION: one WHERE joining the two conditions with OR would
+    # skip nothing (each index sees the other's condition as unknown, and "x OR
+    # unknown" keeps every granule).
+    where.extend(f"{_attr('run_id')} IN (" + " UNION ALL ".join(
+        f"SELECT {_attr('run_id')} FROM {logs} WHERE {rows}" for rows in alternatives) + ")"
+        for alternatives in _item_rows(query, params))
+    if query.until is not None:
+        having.append("min(Timestamp) <= {until:DateTime64(9, 'UTC')}")
+    # With no other row filter, the runs projection (one row per run id, with its
+    # first Timestamp) answers this without reading a row's attributes.
     sql = (f"SELECT {_attr('run_id')} AS run, min(Timestamp) AS at FROM {logs} "
            f"WHERE {' AND '.join(where)} GROUP BY run"
            + (f" HAVING {' AND '.join(having)}" if having else "")
@@ -165,27 +161,15 @@ def run_selection(query: RunQuery, logs: str) -> tuple[str, dict[str, Any]]:
     return sql, params
 
 
-def like_escaped(text: str) -> str:
-    """``text`` as a LIKE pattern that matches it anywhere."""
-    return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-
-
-def _item_rows(query: RunQuery, params: dict[str, Any]) -> list[str]:
-    """Row conditions each run kept by the content filters has a row for (one per
-    filter): written so the data-skipping indexes apply (``IN`` and ``LIKE``). The
-    exact checks stay in HAVING."""
-    found: list[str] = []
-    if query.content is not None:
-        params["content_like"] = like_escaped(content_digest(query.content))
-        found.append(f"({_attr('item.content')} IN ({{content:String}}, {{digest:String}}) "
-                     f"OR {_attr('item.metadata')} LIKE {{content_like:String}})")
-    if query.match is not None and "literal" in params:
-        params["literal_like"] = like_escaped(str(params["literal"]))
-        found.append(f"{_attr('item.content')} LIKE {{literal_like:String}}")
-    return found
-
-
-def _item_filters(query: RunQuery, having: list[str], params: dict[str, Any]) -> None:
+def _run_filters(query: RunQuery, having: list[str], params: dict[str, Any]) -> None:
+    """The filters checked on a run's rows as a whole (HAVING)."""
+    started = f"{_attr('type')} = 'run_started'"
+    for name, key in (("session_id", "session_id"), ("user_id", "user_id"),
+                      ("conversation_id", "conversation_id")):
+        value = getattr(query, name)
+        if value is not None:
+            having.append(f"countIf({started} AND {_attr(key)} = {{{name}:String}}) > 0")
+            params[name] = value
     if query.reason is not None:
         having.append(f"countIf({_attr('type')} = 'item_excluded' AND "
                       f"{_attr('reason.name')} = {{reason:String}}) > 0")
@@ -193,18 +177,37 @@ def _item_filters(query: RunQuery, having: list[str], params: dict[str, Any]) ->
     if query.kind is not None:
         having.append(f"countIf({_attr('item.kind')} = {{kind:String}}) > 0")
         params["kind"] = query.kind
+    if query.strategy is not None:
+        having.append(f"countIf({started} AND arrayExists((k, v) -> startsWith(k, 'pipeline.') "
+                      "AND positionCaseInsensitiveUTF8(v, {strategy:String}) > 0, "
+                      "mapKeys(LogAttributes), mapValues(LogAttributes))) > 0")
+        params["strategy"] = query.strategy
+
+
+def like_escaped(text: str) -> str:
+    """``text`` as a LIKE pattern that matches it anywhere."""
+    return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+def _item_rows(query: RunQuery, params: dict[str, Any]) -> list[tuple[str, ...]]:
+    """Row conditions each run kept by the content filters has a row for (one entry
+    per filter, each a tuple of alternatives, any of which may hold): every
+    alternative is one condition a data-skipping index serves, and together they are
+    exact — ``IN`` on the content's bloom filter; ``has`` on the digests the
+    metadata holds (a digest found anywhere in the metadata is one of them); ``LIKE``
+    with the escaped literal, which matches where ``position`` finds it."""
+    found: list[tuple[str, ...]] = []
     if query.content is not None:
-        digest = content_digest(query.content)
-        having.append(f"countIf({_attr('item.content')} IN ({{content:String}}, "
-                      f"{{digest:String}}) OR position({_attr('item.metadata')}, "
-                      "{digest:String}) > 0) > 0")
-        params["content"], params["digest"] = query.content, digest
+        params["content"] = query.content
+        params["digest"] = content_digest(query.content)
+        found.append((f"{_attr('item.content')} IN ({{content:String}}, {{digest:String}})",
+                      f"has({TRIMMED_DIGESTS}, {{digest:String}})"))
     if query.match is not None:
         literal = required_literal(query.match)
         if literal is not None:
-            having.append(f"countIf(position({_attr('item.content')}, {{literal:String}}) "
-                          "> 0) > 0")
-            params["literal"] = literal
+            params["literal_like"] = like_escaped(literal)
+            found.append((f"{_attr('item.content')} LIKE {{literal_like:String}}",))
+    return found
 
 
 def check_page(limit: int | None, offset: int) -> None:

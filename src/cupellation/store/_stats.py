@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from ..exceptions import InvalidValueError
@@ -153,33 +153,77 @@ def exact_low_quantile(values: Sequence[float], level: float) -> float:
     return ordered[min(int(level * len(ordered)), len(ordered) - 1)]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Rows:
+    """Which rows a statistic counts, as SQL conditions whose union is exactly the
+    rows of the window: ``whole`` the hours the window holds whole (which the
+    projections, keyed by the hour, answer), ``edges`` the rest of the window (its
+    partial first and last hours, read from the table; None without a window)."""
+
+    whole: str
+    edges: str | None
+    params: dict[str, Any]
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        """The conditions, each one SELECT's WHERE (their rows never overlap)."""
+        return (self.whole,) if self.edges is None else (self.whole, self.edges)
+
+
 def _where(since: datetime | None, until: datetime | None, services: Sequence[str]
-           ) -> tuple[str, dict[str, Any]]:
+           ) -> _Rows:
     """The row filter: cupellation's rows (a run id and a sequence number) in the time
     window (a row's ``Timestamp`` is its run's start) of the given services. Written
-    as the projections' keys (``_accel.py``) so that, without a time window, ClickHouse
-    answers from them."""
-    where = list(OURS_KEYS)
+    as the projections' keys (``_accel.py``) so that ClickHouse answers from them: an
+    hour whose rows all fall in the window is selected by the hour alone. Its last
+    row is at most 1 ns before the next hour, and ``until`` (a Python datetime) is a
+    whole number of microseconds, so ``hour <= until - 1 h`` is exactly "the hour
+    ends by ``until``"."""
+    keys = list(OURS_KEYS)
     params: dict[str, Any] = {}
+    if services:
+        keys.append("ServiceName IN {services:Array(String)}")
+        params["services"] = list(services)
+    if since is None and until is None:
+        return _Rows(whole=" AND ".join(keys), edges=None, params=params)
+    hours: list[str] = []
+    window: list[str] = []
     if since is not None:
-        where.append("Timestamp >= {since:DateTime64(9, 'UTC')}")
+        hours.append(f"{HOUR} >= {{since:DateTime64(9, 'UTC')}}")
+        window.append("Timestamp >= {since:DateTime64(9, 'UTC')}")
         params["since"] = since
     if until is not None:
-        where.append("Timestamp <= {until:DateTime64(9, 'UTC')}")
-        params["until"] = until
-    if services:
-        where.append("ServiceName IN {services:Array(String)}")
-        params["services"] = list(services)
-    return " AND ".join(where), params
+        hours.append(f"{HOUR} <= {{last_hour:DateTime64(9, 'UTC')}}")
+        window.append("Timestamp <= {until:DateTime64(9, 'UTC')}")
+        params["until"], params["last_hour"] = until, until - timedelta(hours=1)
+    whole = " AND ".join((*keys, *hours))
+    edges = " AND ".join((*keys, *window, f"NOT ({' AND '.join(hours)})"))
+    return _Rows(whole=whole, edges=edges, params=params)
 
 
-def _run_table(logs: str, where: str) -> str:
+def _run_table(logs: str, rows: _Rows) -> str:
     """One row per run: its service, structure checks and the figures of its start and
     end events (the runs projection's aggregates; the event type is ``Body``, which
-    every writer sets to it)."""
+    every writer sets to it). In a window, each run's rows are first grouped by hour
+    (whole hours from the projection, the edges from the table): a run whose rows
+    in the window share one hour (every run ``store load`` wrote) is that group;
+    the few others are grouped again from the table's rows, as aggregates such as
+    ``uniqExact`` cannot be added up across groups."""
     columns = ", ".join(f"{expression} AS {alias}" for alias, expression in RUN_AGGREGATES)
-    return (f"SELECT {_attr('run_id')} AS run_id, {columns} FROM {logs} WHERE {where} "
-            f"GROUP BY {_attr('run_id')}, {OURS_KEYS[1]}")
+    run, seq = _attr("run_id"), OURS_KEYS[1]
+    if rows.edges is None:
+        return (f"SELECT {run} AS run_id, {columns} FROM {logs} WHERE {rows.whole} "
+                f"GROUP BY {run}, {seq}")
+    groups = " UNION ALL ".join(
+        f"SELECT {run} AS run_id, {seq} AS has_seq, {columns} FROM {logs} WHERE {part} "
+        f"GROUP BY {run}, {seq}, {HOUR}" for part in rows.parts)
+    single = ", ".join(f"any({alias}) AS {alias}" for alias, _ in RUN_AGGREGATES)
+    window = " OR ".join(f"({part})" for part in rows.parts)
+    return (f"SELECT run_id, {single} FROM ({groups}) GROUP BY run_id, has_seq "
+            "HAVING count() = 1 UNION ALL "
+            f"SELECT {run} AS run_id, {columns} FROM {logs} WHERE ({window}) AND ({run}, {seq}) "
+            f"IN (SELECT run_id, has_seq FROM ({groups}) GROUP BY run_id, has_seq "
+            f"HAVING count() > 1) GROUP BY {run}, {seq}")
 
 
 _CAUSES: Final = (
@@ -206,8 +250,9 @@ def fleet_stats(store: Store, *, since: datetime | None = None,
     if isinstance(top, bool) or not isinstance(top, int) or top < 0:
         raise InvalidValueError("top", top, "must be an integer >= 0")
     logs = store.logs_table
-    where, params = _where(since, until, services)
-    runs_sql = _run_table(logs, where)
+    rows = _where(since, until, services)
+    params = rows.params
+    runs_sql = _run_table(logs, rows)
     session = store.session
     cause_sql = ", ".join(f"countIf({test})" for _, test in _CAUSES)
     any_cause = " OR ".join(f"({test})" for _, test in _CAUSES)
@@ -221,27 +266,36 @@ def fleet_stats(store: Store, *, since: datetime | None = None,
         bucket=bucket, runs=runs, completed_runs=completed, failed_runs=failed,
         incomplete_runs=incomplete, incomplete_causes=causes,
         overflow_events=overflows,
-        exclusions=_exclusions(store, where, params, bucket),
+        exclusions=_exclusions(store, rows, bucket),
         utilization=_utilization(store, runs_sql, params),
         failures=tuple(FailureCount(service=str(service), error_type=str(error), runs=int(n))
                        for service, error, n in session.rows(
                            f"SELECT service, error_type, count() AS n FROM ({runs_sql}) "
                            "WHERE failed > 0 GROUP BY service, error_type "
                            "ORDER BY n DESC, service, error_type", params)),
-        top_sources=_sources(store, where, params, top))
+        top_sources=_sources(store, rows, top))
 
 
-def _exclusions(store: Store, where: str, params: Mapping[str, Any], bucket: Bucket
-                ) -> tuple[ExclusionCount, ...]:
-    rows = store.session.rows(
-        f"SELECT {_BUCKET_SQL[bucket]} AS bucket, ServiceName AS service, "
-        f"{_attr('reason.name')} AS reason, {_attr('item.kind')} AS kind, count() AS n "
-        f"FROM {store.logs_table} WHERE {where} AND Body = 'item_excluded' "
-        "GROUP BY bucket, service, reason, kind ORDER BY bucket, service, n DESC, reason, kind",
-        params)
+def _counted(store: Store, rows: _Rows, keys: tuple[tuple[str, str], ...]) -> str:
+    """``item_excluded`` rows counted (``n``) by ``keys`` ((alias, expression) pairs),
+    over every part of ``rows`` (a count adds up across them)."""
+    select = ", ".join(f"{expression} AS {alias}" for alias, expression in keys)
+    group = ", ".join(alias for alias, _ in keys)
+    parts = " UNION ALL ".join(
+        f"SELECT {select}, count() AS n FROM {store.logs_table} "
+        f"WHERE {part} AND Body = 'item_excluded' GROUP BY {group}" for part in rows.parts)
+    return f"SELECT {group}, sum(n) AS n FROM ({parts}) GROUP BY {group}"
+
+
+def _exclusions(store: Store, rows: _Rows, bucket: Bucket) -> tuple[ExclusionCount, ...]:
+    counted = _counted(store, rows, (
+        ("bucket", _BUCKET_SQL[bucket]), ("service", "ServiceName"),
+        ("reason", _attr("reason.name")), ("kind", _attr("item.kind"))))
+    found = store.session.rows(
+        f"{counted} ORDER BY bucket, service, n DESC, reason, kind", rows.params)
     return tuple(ExclusionCount(bucket=None if bucket == "none" else _utc(at),
                                 service=str(service), reason=str(reason), kind=str(kind),
-                                count=int(n)) for at, service, reason, kind, n in rows)
+                                count=int(n)) for at, service, reason, kind, n in found)
 
 
 def _utilization(store: Store, runs_sql: str, params: Mapping[str, Any]
@@ -257,21 +311,19 @@ def _utilization(store: Store, runs_sql: str, params: Mapping[str, Any]
                                   maximum=float(high)) for service, n, q, low, high in rows)
 
 
-def _sources(store: Store, where: str, params: Mapping[str, Any], top: int
-             ) -> tuple[SourceCount, ...]:
+def _sources(store: Store, rows: _Rows, top: int) -> tuple[SourceCount, ...]:
     if top == 0:
         return ()
+    counted = _counted(store, rows, (("source", _attr("item.source")),
+                                     ("reason", _attr("reason.name"))))
     # The top reason is the most frequent, ties to the greatest name: argMax over
     # (count, reason) makes it exact and deterministic (topK is approximate).
-    rows = store.session.rows(
-        "SELECT source, sum(n) AS total, argMax(reason, (n, reason)) FROM ("
-        f"SELECT {_attr('item.source')} AS source, {_attr('reason.name')} AS reason, "
-        f"count() AS n FROM {store.logs_table} "
-        f"WHERE {where} AND Body = 'item_excluded' GROUP BY source, reason) "
+    found = store.session.rows(
+        f"SELECT source, sum(n) AS total, argMax(reason, (n, reason)) FROM ({counted}) "
         "GROUP BY source ORDER BY total DESC, source LIMIT {top:UInt32}",
-        {**params, "top": top})
+        {**rows.params, "top": top})
     return tuple(SourceCount(source=str(source), count=int(n), top_reason=str(reason))
-                 for source, n, reason in rows)
+                 for source, n, reason in found)
 
 
 def _utc(moment: Any) -> datetime:
