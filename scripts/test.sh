@@ -75,4 +75,7 @@ echo "== mypy --strict"
 echo "== mkdocs build --strict (the documentation site, into out/site)"
 .venv/bin/mkdocs build --strict --quiet --site-dir out/site
 echo "== pytest (every test: the default run and the ones marked exhaustive)"
-.venv/bin/pytest -m "exhaustive or not exhaustive" "$@"
+# -n auto: one worker per core (pytest-xdist); --dist loadfile keeps each test file on
+# one worker, so a module's fixture (a Phoenix or MLflow server, a chDB store, a CLI
+# workspace) starts once.
+.venv/bin/pytest -m "exhaustive or not exhaustive" -n auto --dist loadfile "$@"

@@ -107,7 +107,8 @@ def test_the_test_command_installs_each_component_and_runs_every_test() -> None:
     assert "\ndebian_packages chromium chromium chromium-driver\n" in script
     assert "\ninstaller_script phoenix scripts/install-phoenix.sh\n" in script
     assert 'dpkg -s "$@"' in script
-    assert '.venv/bin/pytest -m "exhaustive or not exhaustive" "$@"' in script
+    assert ('.venv/bin/pytest -m "exhaustive or not exhaustive" -n auto --dist loadfile "$@"'
+            in script)
     pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     assert """addopts = '-ra --strict-markers -m "not exhaustive"'""" in pyproject
     two_commands = README[README.index("## The two commands"):README.index("## Quickstart")]
