@@ -149,3 +149,15 @@ def _no_span_left_current(request: pytest.FixtureRequest) -> Iterator[None]:
     if span.get_span_context().is_valid:
         context.attach(context.Context())
         pytest.fail(f"{request.node.nodeid} left a span current: {span!r}", pytrace=False)
+
+
+@pytest.fixture(autouse=True)
+def _environment_reading_restored() -> Iterator[None]:
+    """cupellation.settings' switch is process-wide: a test (or a documentation code
+    block run by test_code_blocks) that turns environment reading off must not leave it
+    off for the tests after it in the same worker."""
+    from cupellation import settings  # noqa: PLC0415 - imported where it is restored
+
+    used = settings.environment_used()
+    yield
+    settings.use_environment(used)
