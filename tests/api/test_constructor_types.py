@@ -199,6 +199,16 @@ VALID: dict[str, Callable[[], dict[str, Any]]] = {
     "ReplayedRun": lambda: {"run_id": "r", "source": "s", "spans": ()},
     # cupellation.settings (issue 27)
     "Variable": lambda: {"name": "X", "owner": "cupellation", "meaning": "m", "read_by": "r"},
+    # the reasons' own words (issue 27) and the analytics on messages (issue 24)
+    "Rivals": lambda: {"kind": "none"},
+    "BudgetPoint": lambda: {"budget": BUDGET, "report": None, "failure": "f"},
+    "MessageBudgetPoint": lambda: {"budget": BUDGET, "selection": None, "failure": "f"},
+    "MessageUnit": lambda: {"indices": (0,), "messages": ("a",), "tokens": 1,
+                            "kind": "Message", "pinned": False},
+    "MessageSwing": lambda: {"unit": cupellation.analytics.MessageUnit(
+        indices=(0,), messages=("a",), tokens=1, kind="Message", pinned=False),
+        "statuses": ()},
+    "MessageSensitivityReport": lambda: {"variants": (), "diffs": ()},
 }
 #: What releases the files, threads and locks a constructor took.
 RELEASE = {"AuditLog": "close", "EventLogExporter": "shutdown",
@@ -207,11 +217,12 @@ RELEASE = {"AuditLog": "close", "EventLogExporter": "shutdown",
 
 #: Public classes not built here: protocols and abstract bases (no constructor of
 #: their own), a test helper built by ``capture_spans``, the open store handle built
-#: by ``open_store`` (tests/store opens real ones) and ``SelectKeywords``, the
-#: TypedDict that types SelectOptions' fields as keywords.
+#: by ``open_store`` (tests/store opens real ones) and the runs it reads
+#: (``StoreRuns``, built by ``Store.read_runs`` over an open store), and
+#: ``SelectKeywords``, the TypedDict that types SelectOptions' fields as keywords.
 NOT_BUILT = {"TraceCollector", "Subcommand", "Placer", "Slicer", "DetailedSlicer", "Scorer",
              "ScorerBase", "DecayCurve", "CapturedSpans", "OtlpProviders", "ReplaySource",
-             "Store", "SelectKeywords"}
+             "Store", "StoreRuns", "SelectKeywords"}
 
 _OPAQUE = object()
 WRONG: list[Any] = [None, 5, -1, "x", "", 1.5, float("nan"), True, b"x", _OPAQUE, [_OPAQUE],

@@ -77,6 +77,7 @@ from cupellation.policy import (
     WindowCurve,
 )
 from cupellation.scoring import FixedClock
+from cupellation.reasons import Rivals
 from cupellation.settings import Variable
 
 AT = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
@@ -241,6 +242,33 @@ VALUE_TYPES: dict[type, list[Callable[[], Any]]] = {
                                                require=0, cap=2, utilization=0.5),
         lambda: analytics.KindQuotaUtilization(kind=ContextKind("Tool"), unit="items", used=2,
                                                require=0, cap=2, utilization=1.0)],
+    analytics.BudgetPoint: [
+        lambda: analytics.BudgetPoint(budget=ContextBudget(100, 60), report=None, failure="f"),
+        lambda: analytics.BudgetPoint(budget=ContextBudget(100, 50), report=None, failure="f")],
+    analytics.MessageBudgetPoint: [
+        lambda: analytics.MessageBudgetPoint(budget=ContextBudget(100, 60), selection=None,
+                                             failure="f"),
+        lambda: analytics.MessageBudgetPoint(budget=ContextBudget(100, 60), selection=None,
+                                             failure="g")],
+    analytics.MessageUnit: [
+        lambda: analytics.MessageUnit(indices=(0,), messages=("a",), tokens=1,
+                                      kind="Message", pinned=False),
+        lambda: analytics.MessageUnit(indices=(1,), messages=("a",), tokens=1,
+                                      kind="Message", pinned=True)],
+    analytics.MessageSwing: [
+        lambda: analytics.MessageSwing(unit=analytics.MessageUnit(
+            indices=(0,), messages=("a",), tokens=1, kind="Message", pinned=False),
+            statuses=()),
+        lambda: analytics.MessageSwing(unit=analytics.MessageUnit(
+            indices=(2,), messages=("b",), tokens=1, kind="Message", pinned=False),
+            statuses=())],
+    analytics.MessageSensitivityReport: [
+        lambda: analytics.MessageSensitivityReport(variants=(), diffs=()),
+        lambda: analytics.MessageSensitivityReport(variants=(), diffs=(
+            analytics.MessageSwing(unit=analytics.MessageUnit(
+                indices=(0,), messages=("a",), tokens=1, kind="Message", pinned=False),
+                statuses=()),))],
+    Rivals: [lambda: Rivals(kind="none"), lambda: Rivals(kind="pinned", reference=1)],
     analytics.PolicySensitivityDiffEntry: [
         lambda: analytics.PolicySensitivityDiffEntry(content="a", statuses=()),
         lambda: analytics.PolicySensitivityDiffEntry(content="b", statuses=())],
@@ -378,6 +406,7 @@ NOT_VALUE_TYPES: dict[str, str] = {
     "RunLineEncoder": "an encoder with a digest in progress",
     "AuditLog": "an open file sink",
     "LogReader": "an iterator over files",
+    "StoreRuns": "an iterator over a store's runs",
     "StructlogSink": "a sink",
     "SpanCollector": "a sink",
     "Placer": "a protocol",
