@@ -76,8 +76,8 @@ from cupellation.policy import (
     StepCurve,
     WindowCurve,
 )
-from cupellation.scoring import FixedClock
 from cupellation.reasons import Rivals
+from cupellation.scoring import FixedClock
 from cupellation.settings import Variable
 
 AT = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
