@@ -195,10 +195,20 @@ def _where(since: datetime | None, until: datetime | None, services: Sequence[st
     if until is not None:
         hours.append(f"{HOUR} <= {{last_hour:DateTime64(9, 'UTC')}}")
         window.append("Timestamp <= {until:DateTime64(9, 'UTC')}")
-        params["until"], params["last_hour"] = until, until - timedelta(hours=1)
+        params["until"], params["last_hour"] = until, _hour_before(until)
     whole = " AND ".join((*keys, *hours))
     edges = " AND ".join((*keys, *window, f"NOT ({' AND '.join(hours)})"))
     return _Rows(whole=whole, edges=edges, params=params)
+
+
+def _hour_before(until: datetime) -> datetime:
+    """``until`` less one hour; within the first hour of year 1 (``--until 0001-01-01``)
+    ``until`` itself: ClickHouse's DateTime64 starts in 1900, so no stored row is that
+    early and the bound selects nothing either way."""
+    try:
+        return until - timedelta(hours=1)
+    except OverflowError:
+        return until
 
 
 def _run_table(logs: str, rows: _Rows) -> str:
