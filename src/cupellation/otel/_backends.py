@@ -475,6 +475,8 @@ def _mlflow_document(document: Mapping[str, Any], path: str) -> list[SpanData]:
         where = f"{path}.traces[{k}]"
         trace = json_object(raw, where)
         at = where + ".spans"
+        if "spans" not in trace:  # MLflow always writes it: a trace without it lost its run
+            raise DecodeError(at, "missing", "each trace of batchGet holds its spans")
         spans.extend(_otlp_span_list(json_array(trace.get("spans"), at), at, _mlflow_span))
     return spans
 
