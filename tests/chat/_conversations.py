@@ -7,7 +7,7 @@ import base64
 import json
 import struct
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from anthropic.types import TextBlock, ThinkingBlock, ToolUseBlock
@@ -236,4 +236,18 @@ def conversations(draw: st.DrawFn) -> list[Step]:
             else:
                 steps.append(Step("assistant", draw(_text()),
                                   thinking=draw(st.none() | _text(4))))
+    _thinking_opens_each_turn(steps)
     return steps
+
+
+def _thinking_opens_each_turn(steps: list[Step]) -> None:
+    """A conversation with thinking on thinks in every answer: when any step thinks,
+    every answer step does (a turn opened without thinking whose tool loop ends the
+    list is a transcript Anthropic refuses, and a turn may open after any user
+    message, the tool results with text included: a model with thinking on writes
+    none of them)."""
+    if not any(step.thinking for step in steps):
+        return
+    for k, step in enumerate(steps):
+        if step.kind != "user" and step.thinking is None:
+            steps[k] = replace(step, thinking="thinking first")
