@@ -41,6 +41,7 @@ from cupellation import (
     SelectionReport,
     TraceDetailLevel,
 )
+from cupellation.analytics import MessageUnit
 from cupellation.exceptions import CupelError, InvalidTypeError
 from cupellation.policy import CountQuotaEntry, Policy, WindowCurve
 from cupellation.reasons import InclusionReason
@@ -205,7 +206,7 @@ VALID: dict[str, Callable[[], dict[str, Any]]] = {
     "MessageBudgetPoint": lambda: {"budget": BUDGET, "selection": None, "failure": "f"},
     "MessageUnit": lambda: {"indices": (0,), "messages": ("a",), "tokens": 1,
                             "kind": "Message", "pinned": False},
-    "MessageSwing": lambda: {"unit": cupellation.analytics.MessageUnit(
+    "MessageSwing": lambda: {"unit": MessageUnit(
         indices=(0,), messages=("a",), tokens=1, kind="Message", pinned=False),
         "statuses": ()},
     "MessageSensitivityReport": lambda: {"variants": (), "diffs": ()},
