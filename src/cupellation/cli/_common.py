@@ -37,6 +37,7 @@ __all__ = [
     "html_for_terminal",
     "json_for_terminal",
     "read_input",
+    "read_input_bytes",
     "safe",
     "value_text",
     "write_outputs",
@@ -135,13 +136,19 @@ def describe(exc: BaseException, *, source: str | None = None, line: int | None 
 def read_input(name: str, *, what: str = "file") -> tuple[str, str]:
     """The text of file ``name`` (``-``: standard input), decoded as strict UTF-8
     (a leading byte-order mark is dropped), and the name to use in messages."""
+    data, shown = read_input_bytes(name, what=what)
+    return decode_utf8(data, shown), shown
+
+
+def read_input_bytes(name: str, *, what: str = "file") -> tuple[bytes, str]:
+    """The bytes of file ``name`` (``-``: standard input) and the name to use in
+    messages; a file that cannot be read is a :class:`CliError` naming it."""
     shown = "<stdin>" if name == "-" else name
     try:
         if name == "-":
-            data = sys.stdin.buffer.read()
-        else:
-            with open(name, "rb") as handle:
-                data = handle.read()
+            return sys.stdin.buffer.read(), shown
+        with open(name, "rb") as handle:
+            return handle.read(), shown
     except FileNotFoundError:
         raise CliError(f"{safe(shown)}: no such {what}") from None
     except IsADirectoryError:
@@ -149,8 +156,8 @@ def read_input(name: str, *, what: str = "file") -> tuple[str, str]:
     except PermissionError:
         raise CliError(f"{safe(shown)}: permission denied") from None
     except OSError as exc:
-        raise CliError(f"{safe(shown)}: cannot read: {exc.strerror or exc}") from None
-    return decode_utf8(data, shown), shown
+        raise CliError(f"{safe(shown)}: cannot read: {safe(exc.strerror or str(exc))}") \
+            from None
 
 
 def decode_utf8(data: bytes, source: str) -> str:

@@ -9,7 +9,6 @@ import argparse
 import io
 import json
 import os
-import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ from ..chat import SelectOptions
 from ..chat._messages import FORMATS
 from ..exceptions import CupelError
 from ..logs import LoggedRun
-from ._common import CliError, decode_utf8, describe, safe
+from ._common import CliError, decode_utf8, describe, read_input_bytes, safe
 from ._inputs import parse_candidates
 from ._logread import (
     READ_ERRORS,
@@ -79,22 +78,6 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
     add_run_filters(runs, policy=False)  # type: ignore[arg-type]  # a group adds alike
 
 
-def _read_bytes(name: str) -> tuple[bytes, str]:
-    shown = "<stdin>" if name == "-" else name
-    try:
-        if name == "-":
-            return sys.stdin.buffer.read(), shown
-        with open(name, "rb") as handle:
-            return handle.read(), shown
-    except FileNotFoundError:
-        raise CliError(f"{safe(shown)}: no such file") from None
-    except IsADirectoryError:
-        raise CliError(f"{safe(shown)}: is a folder, not a file") from None
-    except OSError as exc:
-        raise CliError(f"{safe(shown)}: cannot read: {safe(exc.strerror or str(exc))}") \
-            from None
-
-
 def _first_record(text: str) -> Any:
     """The first JSON value of ``text`` (a whole document, or its first line), or None."""
     stripped = text.lstrip(_WHITESPACE)
@@ -150,7 +133,7 @@ def _chat_document(text: str, shown: str) -> Any:
 def read_source(args: argparse.Namespace) -> Source:
     """The input ``args.file`` holds, read as ``--items``/``--chat``/``--runs`` say or
     as recognised. Raises :class:`CliError` (one line, exit 2)."""
-    data, shown = _read_bytes(args.file)
+    data, shown = read_input_bytes(args.file)
     gzipped = data[:2] == b"\x1f\x8b"
     text = None if gzipped else decode_utf8(data, shown)
     kind: SourceKind = args.force or _sniff(data, args.file, text)
