@@ -4,6 +4,7 @@ rebuild the in-process reports; anything else is a DecodeError naming the proble
 
 from __future__ import annotations
 
+import gzip
 import json
 import sys
 from pathlib import Path
@@ -84,6 +85,28 @@ def test_tempo_shapes_with_base64_ids(tmp_path: Path, shape: str) -> None:
     path.write_text(json.dumps(document, indent=1), encoding="utf-8")
     assert _reports(path) == reports
     assert [r.report for r in runs_from_spans(spans_from_otlp_json(document))] == reports
+
+
+def test_gzip_trace_files_are_read_as_their_content(tmp_path: Path) -> None:
+    """A gzip-compressed OTLP/JSON lines file and a gzip-compressed protobuf file
+    rebuild the same reports as the plain files; a truncated gzip file is a
+    ``DecodeError`` naming the file, never a raw ``EOFError``."""
+    sdk, reports = _two_runs()
+    spans = sdk.spans
+    path = tmp_path / "traces.jsonl.gz"
+    path.write_bytes(gzip.compress(
+        (json.dumps(otlp_document(spans[:4])) + "\n" + json.dumps(otlp_document(spans[4:]))
+         + "\n").encode()))
+    assert _reports(path) == reports
+    proto = tmp_path / "traces.pb.gz"
+    proto.write_bytes(gzip.compress(otlp_proto_bytes(spans)))
+    assert _reports(proto) == reports
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(path.read_bytes()[:40])
+    with pytest.raises(DecodeError) as caught:
+        read_trace_file(cut)
+    assert str(cut) in str(caught.value)
+    assert "gzip" in str(caught.value)
 
 
 def test_otlp_protobuf_single_and_length_prefixed(tmp_path: Path) -> None:

@@ -297,6 +297,8 @@ def test_a_window_reads_whole_hours_from_the_projections_and_equals_the_rows(
     windowed = fleet_stats(store, since=since, until=until, bucket="hour", top=5)
     monkeypatch.setattr(store.session, "rows", original)
     for sql, parameters in queries:
+        if "otel_traces" in sql:  # the count of runs only traced: no projection there
+            continue
         plan = "\n".join(str(row[0]) for row in original(
             f"EXPLAIN projections = 1 {sql}", parameters))
         assert {name for name, _ in PROJECTIONS} & set(

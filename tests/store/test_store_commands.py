@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ import pytest
 from cupellation.cli import main
 from cupellation.events import event_to_dict
 from cupellation.logs import read_runs
-from cupellation.store import Store
+from cupellation.store import RunQuery, Store
 
 from ._runs import write_people_log, write_random_log
 
@@ -283,3 +284,29 @@ def test_run_filters_answer_as_the_files_do(fleet: Fleet,
                       "--format", "json", "--allow-incomplete")
     assert from_store == _run(capsys, "report", *fleet.files, "--run", newest.run_id,
                               "--format", "json", "--allow-incomplete")
+
+
+def test_times_outside_the_stores_span_answer_as_the_files_do(
+        fleet: Fleet, store: Store, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--since``/``--until`` beyond ClickHouse's DateTime64 span (1900-2262), which
+    the server refuses to bind, answer as the file reader does: a bound on the open
+    side is no bound, one on the other side keeps nothing. ``stats`` (no file
+    counterpart) counts every run or none."""
+    for option, value in (("--since", "0001-01-01"), ("--until", "9999-12-31"),
+                          ("--since", "9999-12-31"), ("--until", "0001-01-02"),
+                          ("--since", "1899-12-31T23:59:59")):
+        _same(capsys, fleet, fleet.files, "audit", "--format", "json", option, value)
+    everything = _run(capsys, "stats", "--store", fleet.url, "--format", "json")
+    assert everything[0] == 0
+    total = json.loads(everything[1])["runs"]
+    assert total > 0
+    for option, value, expected in (("--since", "0001-01-01", total),
+                                    ("--until", "9999-12-31", total),
+                                    ("--since", "9999-12-31", 0),
+                                    ("--until", "0001-01-02", 0)):
+        code, out = _run(capsys, "stats", "--store", fleet.url, "--format", "json",
+                         option, value)
+        assert json.loads(out)["runs"] == expected, (option, value)
+        assert code in (0, 1)
+    assert store.trace_run_ids(RunQuery(since=datetime(1, 1, 1, tzinfo=UTC),
+                                        until=datetime(9999, 12, 31, tzinfo=UTC))) == []

@@ -8,15 +8,24 @@ from __future__ import annotations
 import gzip
 import json
 import math
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from cupellation.cli import main
+from cupellation.events import RunStarted
 from cupellation.logs import read_runs
 from cupellation.otel import read_trace_file, spans_from_otlp_json
-from cupellation.store import RunQuery, Store, attribute_text, keeps_run, open_store
+from cupellation.store import (
+    RunQuery,
+    Store,
+    attribute_text,
+    fleet_stats,
+    keeps_run,
+    open_store,
+)
 
 from ._traces import write_traced_runs
 
@@ -130,6 +139,16 @@ def test_a_run_in_both_tables_is_read_from_its_logs_and_filters_hold_on_trace_ru
         assert wanted & traced.keys(), query  # the trace runs are put to the test
     assert {run.run_id for run in store.read_runs(RunQuery(services=("traces-only",)))} == (
         traced.keys())
+    stats = fleet_stats(store)
+    assert stats.runs == len(logged)
+    assert stats.trace_only_runs == len(traced)  # said, not silently left out
+    assert fleet_stats(store, services=("both",)).trace_only_runs == 0
+    starts = sorted(next(event.started_at for event in run.events
+                         if isinstance(event, RunStarted)) for run in traced.values())
+    middle = starts[2] + (starts[3] - starts[2]) / 2
+    assert starts[3] - starts[2] > timedelta(milliseconds=1), starts
+    assert fleet_stats(store, since=middle).trace_only_runs == len(traced) - 3
+    assert fleet_stats(store, until=middle).trace_only_runs == 3
 
 
 @pytest.mark.slow

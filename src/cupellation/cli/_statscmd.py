@@ -142,7 +142,9 @@ def headline(stats: FleetStats) -> str:
             f"failed; {stats.incomplete_runs} structurally incomplete"
             + (f" ({causes})" if causes else "")
             + "; digests not checked (statistics are computed in SQL: use 'audit --store' "
-              "to verify runs)")
+              "to verify runs)"
+            + (f"; {stats.trace_only_runs} run(s) only in otel_traces not counted (read them "
+               "with 'audit --store')" if stats.trace_only_runs else ""))
 
 
 def stats_cells(stats: FleetStats, bucket_format: str

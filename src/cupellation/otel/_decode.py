@@ -16,8 +16,10 @@ trace documents and files.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
+import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from operator import attrgetter
@@ -501,7 +503,8 @@ def read_trace(data: str | bytes, *, digest_key: bytes | str | None = None
 def read_trace_file(path: str | PathLike[str], *, digest_key: bytes | str | None = None
                     ) -> list[RebuiltRun]:
     """Rebuild the runs in a trace file: OTLP/JSON lines, one OTLP/JSON or Tempo
-    object, Jaeger's downloaded JSON, or OTLP protobuf (recognised from the content).
+    object, Jaeger's downloaded JSON, or OTLP protobuf (recognised from the content),
+    plain or gzip-compressed (as ``store load`` and the log reader take them).
 
     Returns one :class:`RebuiltRun` (``run_id``, ``report``, ``events``) per run, in
     the order they started. Raises :class:`~cupellation.exceptions.DecodeError`
@@ -509,6 +512,12 @@ def read_trace_file(path: str | PathLike[str], *, digest_key: bytes | str | None
     cupellation run (and :class:`OSError` for a file that cannot be read).
     """
     data = Path(path).read_bytes()
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise DecodeError(str(path), f"{len(data)} bytes",
+                              f"is not a readable gzip file ({exc})") from None
     try:
         return read_trace(data, digest_key=digest_key)
     except DecodeError as exc:

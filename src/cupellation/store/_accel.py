@@ -19,7 +19,11 @@ SQL in ``_stats.py`` is built from the same text as the projections here).
   first ``Timestamp`` (``run_ids`` of a content lookup orders the runs it finds by it);
 - :data:`CONTENT_INDEXES`: bloom filters on an item's content and on the content
   digests its metadata holds, so ``why``'s content lookups skip the granules without
-  it.
+  it;
+- :data:`TEXT_INDEX`: a text (inverted) index on an item's content, so ``why --match``
+  finds the rows holding the words of its pattern's literal without reading every
+  row's content. It needs ClickHouse 26.2 or newer (:data:`TEXT_INDEX_SINCE`): on an
+  older server it is left out, and ``--match`` reads every row's content instead.
 
 All three are keyed by the hour, so a time window (``--since``/``--until``) is
 answered from them for the hours it holds whole, and from the table's rows only for
@@ -50,10 +54,13 @@ __all__ = [
     "RUN_AGGREGATES",
     "RUN_ID_INDEX",
     "SOURCES_PROJECTION",
+    "TEXT_INDEX",
+    "TEXT_INDEX_SINCE",
     "TRACE_RUN_ID_INDEX",
     "TRIMMED_DIGESTS",
     "accelerator_ddl",
     "add_accelerators",
+    "has_text_index",
 ]
 
 #: The run id's index (its name and expression), in cupellation's tables since the start.
@@ -131,6 +138,16 @@ CONTENT_INDEXES: Final = (
     ("idx_cupel_item_content", _a("item.content"), "bloom_filter(0.01)", 1),
     ("idx_cupel_trimmed_digests", TRIMMED_DIGESTS, "bloom_filter(0.01)", 1),
 )
+#: (name, expression, type, granularity) of the text index on an item's content.
+#: ``splitByNonAlpha`` makes a token of every run of ASCII letters and digits and of
+#: bytes past ASCII (``_query.literal_tokens`` mirrors it); ``hasAllTokens`` is the
+#: condition it answers (``LIKE`` on the same column is not served by it on 26.9).
+#: Its granularity is moot: ClickHouse 26.9 keeps one text index block per part
+#: (``system.data_skipping_indices`` shows 100,000,000), with postings per row.
+TEXT_INDEX: Final = ("idx_cupel_item_text", _a("item.content"),
+                     "text(tokenizer = splitByNonAlpha)", 1)
+#: The first ClickHouse release with text indexes generally available (chDB 4.4 is 26.9).
+TEXT_INDEX_SINCE: Final = (26, 2)
 #: Appended to the queries that filter on ``LogAttributes['…']``: ClickHouse would
 #: otherwise read the key as a Map subcolumn, an expression no index is built on, and
 #: skip none of the indexes above (checked with ``EXPLAIN indexes = 1``).
@@ -139,11 +156,21 @@ INDEXED_READ: Final = " SETTINGS optimize_functions_to_subcolumns = 0"
 PROJECTIONS: Final = (EXCLUSIONS_PROJECTION, SOURCES_PROJECTION, RUNS_PROJECTION)
 
 
-def accelerator_ddl() -> str:
+def _indexes(text_index: bool) -> tuple[tuple[str, str, str, int], ...]:
+    return (*CONTENT_INDEXES, TEXT_INDEX) if text_index else CONTENT_INDEXES
+
+
+def has_text_index(version: tuple[int, ...]) -> bool:
+    """Whether a server of ``version`` (``(26, 9, ...)``) supports :data:`TEXT_INDEX`."""
+    return version[:2] >= TEXT_INDEX_SINCE
+
+
+def accelerator_ddl(*, text_index: bool = True) -> str:
     """The ``INDEX``/``PROJECTION`` clauses of ``otel_logs``' ``CREATE TABLE`` (each
-    line ending with a comma but the last)."""
+    line ending with a comma but the last); ``text_index``: include
+    :data:`TEXT_INDEX` (the server supports it)."""
     lines = [f"    INDEX {name} {expression} TYPE {kind} GRANULARITY {granularity}"
-             for name, expression, kind, granularity in CONTENT_INDEXES]
+             for name, expression, kind, granularity in _indexes(text_index)]
     lines += [f"    PROJECTION {name} ({select})" for name, select in PROJECTIONS]
     return ",\n".join(lines)
 
@@ -153,7 +180,9 @@ def add_accelerators(session: StoreSession, table: str, *, materialize: bool = F
     """Add the projections and indexes to an existing ``otel_logs`` (``table``: its
     quoted name) and the run id's index to ``otel_traces`` (``traces``, when given)
     when absent; with ``materialize``, build them for the parts already written (a
-    mutation: the call waits for it). Returns the statements run."""
+    mutation: the call waits for it). :data:`TEXT_INDEX` is added when the server
+    supports it. Returns the statements run."""
+    indexes = _indexes(has_text_index(session.server_version))
     trace_index = ([] if traces is None else [
         f"ALTER TABLE {traces} ADD INDEX IF NOT EXISTS {TRACE_RUN_ID_INDEX[0]} "
         f"{TRACE_RUN_ID_INDEX[1]} TYPE bloom_filter(0.001) GRANULARITY 1"])
@@ -161,11 +190,11 @@ def add_accelerators(session: StoreSession, table: str, *, materialize: bool = F
                   f"{RUN_ID_INDEX[1]} TYPE bloom_filter(0.001) GRANULARITY 1"]
     statements += [f"ALTER TABLE {table} ADD INDEX IF NOT EXISTS {name} {expression} "
                    f"TYPE {kind} GRANULARITY {granularity}"
-                   for name, expression, kind, granularity in CONTENT_INDEXES]
+                   for name, expression, kind, granularity in indexes]
     statements += [f"ALTER TABLE {table} ADD PROJECTION IF NOT EXISTS {name} ({select})"
                    for name, select in PROJECTIONS]
     if materialize:
-        names = [RUN_ID_INDEX[0], *(index[0] for index in CONTENT_INDEXES)]
+        names = [RUN_ID_INDEX[0], *(index[0] for index in indexes)]
         statements += [f"ALTER TABLE {table} MATERIALIZE INDEX {name} SETTINGS mutations_sync = 1"
                        for name in names]
         statements += [f"ALTER TABLE {table} MATERIALIZE PROJECTION {name} "

@@ -149,6 +149,7 @@ class StoreSession:
         self.location = location
         self.database = location.database
         self._closed = False
+        self._version: tuple[int, ...] | None = None
         if location.embedded:
             _claim_engine(location.path or "")
         try:
@@ -169,6 +170,14 @@ class StoreSession:
     def closed(self) -> bool:
         """True once :meth:`close` was called."""
         return self._closed
+
+    @property
+    def server_version(self) -> tuple[int, ...]:
+        """The ClickHouse release the store runs, such as ``(26, 9, 2, 1)`` (asked once)."""
+        if self._version is None:
+            text = str(self.rows("SELECT version()")[0][0])
+            self._version = tuple(int(part) for part in text.split(".") if part.isdigit())
+        return self._version
 
     def table(self, name: str) -> str:
         """``database.name``, quoted."""
@@ -218,7 +227,7 @@ class StoreSession:
             if columns:
                 check_columns(table, [(str(n), str(t)) for n, t in columns])
             else:
-                self.command(ddl(self.table(table)))
+                self.command(ddl(self.table(table), version=self.server_version))
 
     def close(self) -> None:
         """Close the connection (and, for chDB, free the engine for another path)."""

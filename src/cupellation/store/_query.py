@@ -13,14 +13,15 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Final
 
 from ..events import content_digest
 from ..exceptions import InvalidValueError
 from ._accel import INDEXED_READ, TRIMMED_DIGESTS
 
-__all__ = ["RunQuery", "required_literal", "run_selection"]
+__all__ = ["EARLIEST_STORED", "LATEST_STORED", "RunQuery", "literal_tokens", "required_literal",
+           "run_selection", "stored_window"]
 
 _SPECIAL: Final = frozenset("\\.^$*+?{}[]()|")
 _QUANTIFIERS: Final = frozenset("*?{")
@@ -51,6 +52,37 @@ class RunQuery:
     content: str | None = None
     match: str | None = None
     strategy: str | None = None
+
+
+#: The span of ClickHouse's ``DateTime64(9)``, the Collector's ``Timestamp``: from
+#: 1900-01-01 to 2262-04-11 23:47:16.854775807 UTC (the last whole microsecond here).
+EARLIEST_STORED: Final = datetime(1900, 1, 1, tzinfo=UTC)
+LATEST_STORED: Final = datetime(2262, 4, 11, 23, 47, 16, 854775, tzinfo=UTC)
+
+
+def _aware(when: datetime) -> datetime:
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+def stored_window(since: datetime | None, until: datetime | None
+                  ) -> tuple[datetime | None, datetime | None, bool]:
+    """``(since, until, empty)``: the bounds as the store can take them. ClickHouse
+    refuses to bind a time outside ``DateTime64(9)``'s span (``--until 9999-01-01``
+    would be an overflow error), and no stored row lies outside it, so a bound
+    beyond the span on its open side is no bound (``since`` before 1900, ``until``
+    after 2262) and one beyond it on the other side selects nothing (``empty``): the
+    same answer as the file reader's, never an error."""
+    empty = False
+    if since is not None and _aware(since) <= EARLIEST_STORED:
+        since = None
+    if until is not None and _aware(until) > LATEST_STORED:
+        until = None
+    if since is not None and _aware(since) > LATEST_STORED:
+        since, empty = None, True
+    if until is not None and _aware(until) < EARLIEST_STORED:
+        until, empty = None, True
+    return (None if since is None else _aware(since),
+            None if until is None else _aware(until), empty)
 
 
 def required_literal(pattern: str) -> str | None:
@@ -91,6 +123,31 @@ def required_literal(pattern: str) -> str | None:
     return best or None
 
 
+def _token_char(char: str) -> bool:
+    # ClickHouse's splitByNonAlpha: ASCII letters and digits, and every byte past ASCII
+    # (so every character past ASCII, whose UTF-8 bytes all are), make tokens.
+    return char.isalnum() if char.isascii() else True
+
+
+def literal_tokens(literal: str) -> list[str]:
+    """The whole tokens (as ClickHouse's ``splitByNonAlpha`` cuts text) that every text
+    containing ``literal`` holds: the runs of token characters bounded on both sides
+    by a separator inside ``literal``. The first and the last run are left out unless
+    a separator bounds them in ``literal`` too: in a longer text they may be the ends of
+    longer tokens (``"act 42"`` is in ``"contract 42"``, whose token is ``contract``)."""
+    tokens: list[str] = []
+    start: int | None = None
+    for index, char in enumerate(literal):
+        if _token_char(char):
+            if start is None:
+                start = index
+        elif start is not None:
+            if start > 0:
+                tokens.append(literal[start:index])
+            start = None
+    return list(dict.fromkeys(tokens))
+
+
 def _class_end(pattern: str, start: int) -> int:
     """The index after the character class that starts at ``start``."""
     index = start + 1
@@ -122,17 +179,22 @@ def _attr(key: str) -> str:
     return f"LogAttributes['{key}']"
 
 
-def run_selection(query: RunQuery, logs: str) -> tuple[str, dict[str, Any]]:
+def run_selection(query: RunQuery, logs: str, *, text_index: bool = False
+                  ) -> tuple[str, dict[str, Any]]:
     """The SQL (and its parameters) of the runs ``query`` may keep: ``(run_id, first
-    Timestamp)``, newest first."""
+    Timestamp)``, newest first; ``text_index``: the table has the text index on the
+    content (``_accel.TEXT_INDEX``), which a ``match`` then goes through."""
     where = [f"{_attr('run_id')} != ''"]
     having: list[str] = []
     params: dict[str, Any] = {}
-    if query.since is not None:
+    since, until, empty = stored_window(query.since, query.until)
+    if empty:
+        where.append("0")
+    if since is not None:
         where.append("Timestamp >= {since:DateTime64(9, 'UTC')}")
-        params["since"] = query.since
-    if query.until is not None:
-        params["until"] = query.until
+        params["since"] = since
+    if until is not None:
+        params["until"] = until
     if query.services:
         where.append("ServiceName IN {services:Array(String)}")
         params["services"] = list(query.services)
@@ -149,8 +211,8 @@ def run_selection(query: RunQuery, logs: str) -> tuple[str, dict[str, Any]]:
     # unknown" keeps every granule).
     where.extend(f"{_attr('run_id')} IN (" + " UNION ALL ".join(
         f"SELECT {_attr('run_id')} FROM {logs} WHERE {rows}" for rows in alternatives) + ")"
-        for alternatives in _item_rows(query, params))
-    if query.until is not None:
+        for alternatives in _item_rows(query, params, text_index=text_index))
+    if until is not None:
         having.append("min(Timestamp) <= {until:DateTime64(9, 'UTC')}")
     # With no other row filter, the runs projection (one row per run id, with its
     # first Timestamp) answers this without reading a row's attributes.
@@ -189,13 +251,17 @@ def like_escaped(text: str) -> str:
     return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
-def _item_rows(query: RunQuery, params: dict[str, Any]) -> list[tuple[str, ...]]:
+def _item_rows(query: RunQuery, params: dict[str, Any], *, text_index: bool
+               ) -> list[tuple[str, ...]]:
     """Row conditions each run kept by the content filters has a row for (one entry
     per filter, each a tuple of alternatives, any of which may hold): every
     alternative is one condition a data-skipping index serves, and together they are
     exact — ``IN`` on the content's bloom filter; ``has`` on the digests the
     metadata holds (a digest found anywhere in the metadata is one of them); ``LIKE``
-    with the escaped literal, which matches where ``position`` finds it."""
+    with the escaped literal, which matches where ``position`` finds it, after
+    ``hasAllTokens`` of its whole tokens when the text index is there (every row the
+    ``LIKE`` keeps holds them, and the index finds those rows without reading the
+    others)."""
     found: list[tuple[str, ...]] = []
     if query.content is not None:
         params["content"] = query.content
@@ -206,7 +272,13 @@ def _item_rows(query: RunQuery, params: dict[str, Any]) -> list[tuple[str, ...]]
         literal = required_literal(query.match)
         if literal is not None:
             params["literal_like"] = like_escaped(literal)
-            found.append((f"{_attr('item.content')} LIKE {{literal_like:String}}",))
+            like = f"{_attr('item.content')} LIKE {{literal_like:String}}"
+            tokens = literal_tokens(literal) if text_index else []
+            if tokens:
+                params["literal_tokens"] = tokens
+                like = (f"hasAllTokens({_attr('item.content')}, "
+                        f"{{literal_tokens:Array(String)}}) AND {like}")
+            found.append((like,))
     return found
 
 

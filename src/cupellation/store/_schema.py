@@ -23,7 +23,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from ..exceptions import StoreSchemaError
-from ._accel import RUN_ID_INDEX, TRACE_RUN_ID_INDEX, accelerator_ddl
+from ._accel import (
+    RUN_ID_INDEX,
+    TEXT_INDEX_SINCE,
+    TRACE_RUN_ID_INDEX,
+    accelerator_ddl,
+    has_text_index,
+)
 
 __all__ = [
     "EXPORTER_TEMPLATES",
@@ -149,19 +155,22 @@ def _items(column: str) -> str:
             "'Array(Tuple(String, String))'))")
 
 
-def logs_ddl(qualified: str) -> str:
+def logs_ddl(qualified: str, *, version: tuple[int, ...] = TEXT_INDEX_SINCE) -> str:
     """The ``CREATE TABLE IF NOT EXISTS`` of ``otel_logs`` (``qualified``: the quoted
-    ``database.table``)."""
+    ``database.table``) for a server of ``version`` (the text index needs 26.2)."""
     materialized = "\n".join(
         f"    `__otel_materialized_{name}` LowCardinality(String) MATERIALIZED "
         f"ResourceAttributes['{name}'] CODEC(ZSTD(1))," for name in _MATERIALIZED)
     return _LOGS_DDL.format(table=qualified, run_index=RUN_ID_INDEX[0],
                             run_expression=RUN_ID_INDEX[1], materialized=materialized,
-                            accelerators=accelerator_ddl())
+                            accelerators=accelerator_ddl(
+                                text_index=has_text_index(version)))
 
 
-def traces_ddl(qualified: str) -> str:
-    """The ``CREATE TABLE IF NOT EXISTS`` of ``otel_traces``."""
+def traces_ddl(qualified: str, *, version: tuple[int, ...] = TEXT_INDEX_SINCE) -> str:
+    """The ``CREATE TABLE IF NOT EXISTS`` of ``otel_traces`` (the same for every
+    ``version``: the argument keeps the two builders alike)."""
+    del version
     return _TRACES_DDL.format(table=qualified, resource_items=_items("ResourceAttributes"),
                               span_items=_items("SpanAttributes"),
                               run_index=TRACE_RUN_ID_INDEX[0],

@@ -20,7 +20,10 @@ from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from ..exceptions import InvalidValueError
-from ._accel import HOUR, OURS_KEYS, RUN_AGGREGATES
+from ..otel._names import RUN_ID
+from ._accel import HOUR, INDEXED_READ, OURS_KEYS, RUN_AGGREGATES
+from ._query import stored_window
+from ._schema import TRACES_TABLE
 
 if TYPE_CHECKING:
     from ._store import Store
@@ -107,7 +110,10 @@ class FleetStats:
     event``, ``sequence gap or repeat``, ``item rows disagree with the end event``; a
     run may have several).
     ``overflow_events`` counts Truncate-strategy overflows (the run went on).
-    ``digests_checked`` is always False: statistics read no digest."""
+    ``digests_checked`` is always False: statistics read no digest.
+    ``trace_only_runs`` counts the runs in the window that ``otel_traces`` holds and
+    ``otel_logs`` does not (a fleet exporting spans only): the statistics, computed
+    over the logs' rows, do not count them; ``audit --store`` reads them."""
 
     bucket: Bucket
     runs: int
@@ -121,6 +127,7 @@ class FleetStats:
     failures: tuple[FailureCount, ...]
     top_sources: tuple[SourceCount, ...]
     digests_checked: bool = False
+    trace_only_runs: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready mapping (times as ISO 8601 text)."""
@@ -129,6 +136,7 @@ class FleetStats:
             "failed_runs": self.failed_runs, "incomplete_runs": self.incomplete_runs,
             "incomplete_causes": dict(self.incomplete_causes),
             "overflow_events": self.overflow_events, "digests_checked": self.digests_checked,
+            "trace_only_runs": self.trace_only_runs,
             "exclusions": [{"bucket": None if e.bucket is None else e.bucket.isoformat(),
                             "service": e.service, "reason": e.reason, "kind": e.kind,
                             "count": e.count} for e in self.exclusions],
@@ -184,6 +192,9 @@ def _where(since: datetime | None, until: datetime | None, services: Sequence[st
     if services:
         keys.append("ServiceName IN {services:Array(String)}")
         params["services"] = list(services)
+    since, until, empty = stored_window(since, until)
+    if empty:
+        keys.append("0")
     if since is None and until is None:
         return _Rows(whole=" AND ".join(keys), edges=None, params=params)
     hours: list[str] = []
@@ -283,7 +294,37 @@ def fleet_stats(store: Store, *, since: datetime | None = None,
                            f"SELECT service, error_type, count() AS n FROM ({runs_sql}) "
                            "WHERE failed > 0 GROUP BY service, error_type "
                            "ORDER BY n DESC, service, error_type", params)),
-        top_sources=_sources(store, rows, top))
+        top_sources=_sources(store, rows, top),
+        trace_only_runs=_trace_only_runs(store, since, until, services))
+
+
+def _trace_only_runs(store: Store, since: datetime | None, until: datetime | None,
+                     services: Sequence[str]) -> int:
+    """The runs whose first span (in ``otel_traces``) starts in the window, of the
+    services, that have no row in ``otel_logs``."""
+    since, until, empty = stored_window(since, until)
+    if empty:
+        return 0
+    run = f"SpanAttributes['{RUN_ID}']"
+    where, having = [f"{run} != ''"], ["1"]
+    params: dict[str, Any] = {}
+    if services:
+        where.append("ServiceName IN {services:Array(String)}")
+        params["services"] = list(services)
+    if since is not None:
+        having.append("at >= {since:DateTime64(9, 'UTC')}")
+        params["since"] = since
+    if until is not None:
+        having.append("at <= {until:DateTime64(9, 'UTC')}")
+        params["until"] = until
+    runs = (f"SELECT {run} AS run, min(Timestamp) AS at FROM "
+            f"{store.session.table(TRACES_TABLE)} WHERE {' AND '.join(where)} "
+            f"GROUP BY run HAVING {' AND '.join(having)}")
+    found = store.session.rows(
+        f"SELECT count() FROM ({runs}) WHERE run NOT IN (SELECT LogAttributes['run_id'] "
+        f"FROM {store.logs_table} WHERE LogAttributes['run_id'] IN (SELECT run FROM "
+        f"({runs})))" + INDEXED_READ, params)
+    return int(found[0][0])
 
 
 def _counted(store: Store, rows: _Rows, keys: tuple[tuple[str, str], ...]) -> str:

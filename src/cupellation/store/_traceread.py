@@ -59,7 +59,7 @@ from ..otel._names import (
     stage_flat,
 )
 from ._accel import INDEXED_READ
-from ._query import RunQuery
+from ._query import EARLIEST_STORED, LATEST_STORED, RunQuery, stored_window
 from ._values import Kind, kind_of, typed_text
 
 __all__ = ["SPAN_COLUMNS", "TIME_SLACK", "in_window", "keeps_run", "logged_run",
@@ -139,6 +139,18 @@ def _attr(key: str) -> str:
     return f"SpanAttributes['{key}']"
 
 
+def _widened_window(query: RunQuery) -> tuple[datetime | None, datetime | None, bool]:
+    """The query's window as :func:`~._query.stored_window` gives it, less a bound
+    whose widening by :data:`TIME_SLACK` would leave DateTime64's span: that is no
+    bound (this selection is a superset, each run is checked after)."""
+    since, until, empty = stored_window(query.since, query.until)
+    if since is not None and since <= EARLIEST_STORED + TIME_SLACK:
+        since = None
+    if until is not None and until > LATEST_STORED - TIME_SLACK:
+        until = None
+    return since, until, empty
+
+
 def trace_selection(query: RunQuery, traces: str) -> tuple[str, dict[str, Any]]:
     """The SQL (and parameters) of the runs in ``traces`` that ``query`` may keep:
     ``(run_id, first span start)``, newest first. A superset: item filters (reason,
@@ -147,13 +159,16 @@ def trace_selection(query: RunQuery, traces: str) -> tuple[str, dict[str, Any]]:
     where = [f"{_attr(RUN_ID)} != ''"]
     having: list[str] = []
     params: dict[str, Any] = {"slack": int(TIME_SLACK.total_seconds())}
-    if query.since is not None:
+    since, until, empty = _widened_window(query)
+    if empty:
+        where.append("0")
+    if since is not None:
         where.append("Timestamp >= {since:DateTime64(9, 'UTC')} - toIntervalSecond({slack:Int64})")
-        params["since"] = query.since
-    if query.until is not None:
+        params["since"] = since
+    if until is not None:
         having.append("min(Timestamp) <= {until:DateTime64(9, 'UTC')} + "
                       "toIntervalSecond({slack:Int64})")
-        params["until"] = query.until
+        params["until"] = until
     if query.services:
         where.append("ServiceName IN {services:Array(String)}")
         params["services"] = list(query.services)
