@@ -21,9 +21,10 @@ SQL in ``_stats.py`` is built from the same text as the projections here).
   digests its metadata holds, so ``why``'s content lookups skip the granules without
   it;
 - :data:`TEXT_INDEX`: a text (inverted) index on an item's content, so ``why --match``
-  finds the rows holding the words of its pattern's literal without reading every
-  row's content. It needs ClickHouse 26.2 or newer (:data:`TEXT_INDEX_SINCE`): on an
-  older server it is left out, and ``--match`` reads every row's content instead.
+  (a ``LIKE`` on the content) finds the rows holding the words of its pattern's
+  literal without reading every row's content. It needs ClickHouse 26.2 or newer
+  (:data:`TEXT_INDEX_SINCE`): on an older server it is left out, and ``--match`` reads
+  every row's content instead.
 
 All three are keyed by the hour, so a time window (``--since``/``--until``) is
 answered from them for the hours it holds whole, and from the table's rows only for
@@ -140,8 +141,10 @@ CONTENT_INDEXES: Final = (
 )
 #: (name, expression, type, granularity) of the text index on an item's content.
 #: ``splitByNonAlpha`` makes a token of every run of ASCII letters and digits and of
-#: bytes past ASCII (``_query.literal_tokens`` mirrors it); ``hasAllTokens`` is the
-#: condition it answers (``LIKE`` on the same column is not served by it on 26.9).
+#: bytes past ASCII. ClickHouse answers ``LIKE '%…%'`` on the content through it by
+#: itself: the pattern's whole words (bounded by other characters inside it) must all
+#: be in a row, so only the rows holding them are read (``EXPLAIN indexes = 1`` names
+#: it); a pattern without a whole word (``'%contr%'``) still reads every row.
 #: Its granularity is moot: ClickHouse 26.9 keeps one text index block per part
 #: (``system.data_skipping_indices`` shows 100,000,000), with postings per row.
 TEXT_INDEX: Final = ("idx_cupel_item_text", _a("item.content"),

@@ -20,8 +20,8 @@ from ..events import content_digest
 from ..exceptions import InvalidValueError
 from ._accel import INDEXED_READ, TRIMMED_DIGESTS
 
-__all__ = ["EARLIEST_STORED", "LATEST_STORED", "RunQuery", "literal_tokens", "required_literal",
-           "run_selection", "stored_window"]
+__all__ = ["EARLIEST_STORED", "LATEST_STORED", "RunQuery", "required_literal", "run_selection",
+           "stored_window"]
 
 _SPECIAL: Final = frozenset("\\.^$*+?{}[]()|")
 _QUANTIFIERS: Final = frozenset("*?{")
@@ -123,31 +123,6 @@ def required_literal(pattern: str) -> str | None:
     return best or None
 
 
-def _token_char(char: str) -> bool:
-    # ClickHouse's splitByNonAlpha: ASCII letters and digits, and every byte past ASCII
-    # (so every character past ASCII, whose UTF-8 bytes all are), make tokens.
-    return char.isalnum() if char.isascii() else True
-
-
-def literal_tokens(literal: str) -> list[str]:
-    """The whole tokens (as ClickHouse's ``splitByNonAlpha`` cuts text) that every text
-    containing ``literal`` holds: the runs of token characters bounded on both sides
-    by a separator inside ``literal``. The first and the last run are left out unless
-    a separator bounds them in ``literal`` too: in a longer text they may be the ends of
-    longer tokens (``"act 42"`` is in ``"contract 42"``, whose token is ``contract``)."""
-    tokens: list[str] = []
-    start: int | None = None
-    for index, char in enumerate(literal):
-        if _token_char(char):
-            if start is None:
-                start = index
-        elif start is not None:
-            if start > 0:
-                tokens.append(literal[start:index])
-            start = None
-    return list(dict.fromkeys(tokens))
-
-
 def _class_end(pattern: str, start: int) -> int:
     """The index after the character class that starts at ``start``."""
     index = start + 1
@@ -179,11 +154,9 @@ def _attr(key: str) -> str:
     return f"LogAttributes['{key}']"
 
 
-def run_selection(query: RunQuery, logs: str, *, text_index: bool = False
-                  ) -> tuple[str, dict[str, Any]]:
+def run_selection(query: RunQuery, logs: str) -> tuple[str, dict[str, Any]]:
     """The SQL (and its parameters) of the runs ``query`` may keep: ``(run_id, first
-    Timestamp)``, newest first; ``text_index``: the table has the text index on the
-    content (``_accel.TEXT_INDEX``), which a ``match`` then goes through."""
+    Timestamp)``, newest first."""
     where = [f"{_attr('run_id')} != ''"]
     having: list[str] = []
     params: dict[str, Any] = {}
@@ -211,7 +184,7 @@ def run_selection(query: RunQuery, logs: str, *, text_index: bool = False
     # unknown" keeps every granule).
     where.extend(f"{_attr('run_id')} IN (" + " UNION ALL ".join(
         f"SELECT {_attr('run_id')} FROM {logs} WHERE {rows}" for rows in alternatives) + ")"
-        for alternatives in _item_rows(query, params, text_index=text_index))
+        for alternatives in _item_rows(query, params))
     if until is not None:
         having.append("min(Timestamp) <= {until:DateTime64(9, 'UTC')}")
     # With no other row filter, the runs projection (one row per run id, with its
@@ -251,17 +224,14 @@ def like_escaped(text: str) -> str:
     return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
-def _item_rows(query: RunQuery, params: dict[str, Any], *, text_index: bool
-               ) -> list[tuple[str, ...]]:
+def _item_rows(query: RunQuery, params: dict[str, Any]) -> list[tuple[str, ...]]:
     """Row conditions each run kept by the content filters has a row for (one entry
     per filter, each a tuple of alternatives, any of which may hold): every
     alternative is one condition a data-skipping index serves, and together they are
     exact — ``IN`` on the content's bloom filter; ``has`` on the digests the
     metadata holds (a digest found anywhere in the metadata is one of them); ``LIKE``
-    with the escaped literal, which matches where ``position`` finds it, after
-    ``hasAllTokens`` of its whole tokens when the text index is there (every row the
-    ``LIKE`` keeps holds them, and the index finds those rows without reading the
-    others)."""
+    with the escaped literal, which matches where ``position`` finds it (and which
+    the text index on the content answers for the literal's whole words)."""
     found: list[tuple[str, ...]] = []
     if query.content is not None:
         params["content"] = query.content
@@ -272,13 +242,7 @@ def _item_rows(query: RunQuery, params: dict[str, Any], *, text_index: bool
         literal = required_literal(query.match)
         if literal is not None:
             params["literal_like"] = like_escaped(literal)
-            like = f"{_attr('item.content')} LIKE {{literal_like:String}}"
-            tokens = literal_tokens(literal) if text_index else []
-            if tokens:
-                params["literal_tokens"] = tokens
-                like = (f"hasAllTokens({_attr('item.content')}, "
-                        f"{{literal_tokens:Array(String)}}) AND {like}")
-            found.append((like,))
+            found.append((f"{_attr('item.content')} LIKE {{literal_like:String}}",))
     return found
 
 

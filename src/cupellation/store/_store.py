@@ -11,7 +11,7 @@ from types import TracebackType
 from typing import Any, Final
 
 from ..logs import LogReader
-from ._accel import INDEXED_READ, TEXT_INDEX, add_accelerators
+from ._accel import INDEXED_READ, add_accelerators
 from ._client import StoreLocation, StoreSession, open_session
 from ._load import LoadStats, load_files
 from ._query import RunQuery, batches, run_selection
@@ -61,7 +61,6 @@ class Store:
 
     def __init__(self, session: StoreSession) -> None:
         self.session = session
-        self._text_index: bool | None = None
 
     @property
     def location(self) -> StoreLocation:
@@ -137,27 +136,13 @@ class Store:
         written (``MATERIALIZE …``: a mutation that rewrites every part, waited for).
         Returns the statements run. See ``cupellation/store/_accel.py`` for what each
         is for."""
-        self._text_index = None
         return add_accelerators(self.session, self.logs_table, materialize=materialize,
                                 traces=self.session.table(TRACES_TABLE))
-
-    def _has_text_index(self) -> bool:
-        """Whether ``otel_logs`` has the text index on the content (asked once, and
-        again after :meth:`add_accelerators`). Without it ``hasAllTokens`` would read
-        every row as ``LIKE`` does (and fails on a server before 26.2), so a match is
-        only ``LIKE`` then."""
-        if self._text_index is None:
-            self._text_index = bool(self.session.rows(
-                "SELECT count() FROM system.data_skipping_indices WHERE database = {db:String} "
-                "AND table = {t:String} AND name = {n:String}",
-                {"db": self.session.database, "t": LOGS_TABLE, "n": TEXT_INDEX[0]})[0][0])
-        return self._text_index
 
     def run_ids(self, query: RunQuery | None = None) -> list[tuple[str, datetime]]:
         """The runs ``query`` may keep, newest first: ``(run_id, first Timestamp)``. A
         superset of what the reader keeps (see :mod:`cupellation.store`)."""
-        sql, params = run_selection(query or RunQuery(), self.logs_table,
-                                    text_index=self._has_text_index())
+        sql, params = run_selection(query or RunQuery(), self.logs_table)
         return [(str(run), at) for run, at in self.session.rows(sql, params)]
 
     def trace_run_ids(self, query: RunQuery | None = None) -> list[tuple[str, datetime]]:
