@@ -4,7 +4,7 @@ system prompt the middleware counts."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from langchain.agents import create_agent
@@ -62,7 +62,7 @@ def test_every_model_call_gets_a_valid_window_within_the_budget() -> None:
     for the call while the agent's state keeps it whole; each call's report explains
     it; the runs carry the thread id as the conversation."""
     runs = Runs()
-    seen: list[MessageSelection] = []
+    seen: list[MessageSelection[Sequence[object]]] = []
     middleware = WindowMiddleware(max_tokens=MAX_TOKENS, trim=TRIM, collector=runs,
                                   on_select=seen.append)
     model, stored = _loop(middleware, turns=4)

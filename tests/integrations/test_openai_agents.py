@@ -4,6 +4,7 @@ a scripted ``Model``: parallel tool calls, a large tool output, several turns.""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Any
 
 from agents import (
@@ -94,7 +95,7 @@ def test_every_model_call_gets_a_valid_window_within_the_budget() -> None:
     the large output is trimmed; old exchanges are left out; each call's report
     explains it; the runs carry the trace's group id as the conversation."""
     runs = Runs()
-    seen: list[MessageSelection] = []
+    seen: list[MessageSelection[Sequence[object]]] = []
     window = input_filter(max_tokens=MAX_TOKENS, trim=TRIM, collector=runs,
                           on_select=seen.append)
     model = _loop(window, turns=4)
