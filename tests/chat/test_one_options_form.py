@@ -6,17 +6,17 @@ held equal to the dataclass's fields), and no entry point's public signature say
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import typing
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
-from typing import Any, assert_type, get_type_hints, is_typeddict
+from typing import Any, assert_type, get_type_hints
 
 import pytest
 
 from cupellation import MessageHistory, SelectOptions, select_messages, select_messages_with_report
 from cupellation.chat import MessageSelection, SelectKeywords
-from cupellation.integrations import langchain, openai_agents, pydantic_ai
+
+from ._signatures import anys_in, getter, holds_any
 
 NOW = datetime(2026, 11, 28, 6, 0, tzinfo=UTC)
 
@@ -35,26 +35,9 @@ def test_the_keywords_typeddict_is_the_dataclass_fields() -> None:
     assert all(field.default is not dataclasses.MISSING for field in fields.values())
 
 
-def _holds_any(hint: object, seen: frozenset[int] = frozenset()) -> bool:
-    """Whether ``hint`` is or holds ``Any`` (inside unions, generics, Unpack, a
-    TypedDict's keys, a TypeVar's bound)."""
-    if hint is Any:
-        return True
-    if id(hint) in seen:
-        return False
-    seen = seen | {id(hint)}
-    if isinstance(hint, type) and is_typeddict(hint):
-        return any(_holds_any(value, seen) for value in get_type_hints(hint).values())
-    if isinstance(hint, typing.TypeVar):
-        return any(_holds_any(value, seen) for value in (hint.__bound__, *hint.__constraints__)
-                   if value is not None)
-    return any(_holds_any(argument, seen) for argument in typing.get_args(hint)
-               if argument is not Ellipsis and not isinstance(argument, list | str))
-
-
 def _signatures() -> Iterator[tuple[str, Callable[..., object]]]:
-    """Every public callable through which the selection options arrive, and the
-    overloads of those that have them."""
+    """Every public callable of cupellation.chat through which the selection options
+    arrive (each integration's tests check its own constructors the same way)."""
     entries: list[tuple[str, Callable[..., object]]] = [
         ("select_messages", select_messages),
         ("select_messages_with_report", select_messages_with_report),
@@ -67,36 +50,29 @@ def _signatures() -> Iterator[tuple[str, Callable[..., object]]]:
         ("SelectOptions.merge", SelectOptions.merge),
         ("SelectOptions.replace", SelectOptions.replace),
         ("SelectOptions", SelectOptions),
-        ("input_filter", openai_agents.input_filter),
-        ("InputFilter.__init__", openai_agents.InputFilter.__init__),
-        ("history_processor", pydantic_ai.history_processor),
-        ("HistoryProcessor.__init__", pydantic_ai.HistoryProcessor.__init__),
-        ("WindowMiddleware.__init__", langchain.WindowMiddleware.__init__),
+        ("MessageHistory.messages", getter(MessageHistory, "messages")),
+        ("MessageHistory.system", getter(MessageHistory, "system")),
     ]
-    for name, function in entries:
-        yield name, function
-        for number, overload in enumerate(typing.get_overloads(function)):
-            yield f"{name} (overload {number + 1})", overload
-    for name in ("messages", "system"):
-        prop = inspect.getattr_static(MessageHistory, name)
-        assert isinstance(prop, property)
-        assert prop.fget is not None
-        yield f"MessageHistory.{name}", prop.fget
+    yield from entries
 
 
 def test_no_entry_point_signature_says_any() -> None:
     """select_messages and select_messages_with_report (each overload too),
-    MessageHistory's methods, SelectOptions and the integrations' constructors: no
-    parameter or return type is or holds Any (the keyword sugar's TypedDict, the
-    result's MessageSelection and the trim limits included)."""
+    MessageHistory's methods and SelectOptions: no parameter or return type is or
+    holds Any (the keyword sugar's TypedDict, the result's MessageSelection and the
+    trim limits included)."""
     signatures = list(_signatures())
-    assert len(signatures) > 20  # the overloads were found
-    offenders = {name: {key: value for key, value in get_type_hints(
-                     function, include_extras=True).items() if _holds_any(value)}
-                 for name, function in signatures}
-    assert {name: hints for name, hints in offenders.items() if hints} == {}
-    assert _holds_any(dict[str, list[Any]])  # the checker sees what it must
-    assert _holds_any(typing.Unpack[SelectKeywords]) is False
+    assert sum(len(typing.get_overloads(function)) for _, function in signatures) == 6
+    assert anys_in(signatures) == {}
+    assert holds_any(dict[str, list[Any]])  # the checker sees what it must
+    assert holds_any(Callable[[Any], None])
+    assert not holds_any(Callable[[MessageSelection[list[object]]], None])
+    assert holds_any(typing.Unpack[SelectKeywords]) is False
+    assert anys_in([("f", _untyped)]) == {"f": {"value": Any}}
+
+
+def _untyped(value: Any) -> None:
+    """What the checker must find."""
 
 
 def test_the_result_follows_the_input_for_the_type_checker_and_at_run_time() -> None:

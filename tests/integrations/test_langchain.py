@@ -13,6 +13,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
+from chat._signatures import anys_in, getter
 from cupellation.chat import MessageSelection
 from cupellation.integrations.langchain import WindowMiddleware
 
@@ -89,3 +90,11 @@ def test_the_system_prompt_counts_against_the_budget() -> None:
     assert first.item.pinned
     assert first.item.tokens > 80
     assert middleware.last.tokens <= MAX_TOKENS
+
+
+def test_the_middleware_signature_says_no_any() -> None:
+    """WindowMiddleware's constructor (the options, on_select, the SelectKeywords
+    sugar) holds no Any (issue 27); the framework's own hook methods keep the
+    framework's types."""
+    assert anys_in([("WindowMiddleware.__init__", WindowMiddleware.__init__),
+                    ("WindowMiddleware.last", getter(WindowMiddleware, "last"))]) == {}

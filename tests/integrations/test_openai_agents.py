@@ -24,6 +24,7 @@ from openai.types.responses import (
     ResponseOutputText,
 )
 
+from chat._signatures import anys_in, getter
 from cupellation.chat import MessageSelection
 from cupellation.integrations.openai_agents import InputFilter, input_filter
 
@@ -125,3 +126,10 @@ def test_without_the_filter_the_same_loop_overruns_the_budget() -> None:
 
     assert select_messages_with_report(sent, format="openai-responses",
                                        max_tokens=10**9).tokens > MAX_TOKENS * 10
+
+
+def test_the_filter_signatures_say_no_any() -> None:
+    """input_filter and InputFilter's constructor (the options, on_select, the
+    SelectKeywords sugar) hold no Any (issue 27)."""
+    assert anys_in([("input_filter", input_filter), ("InputFilter.__init__", InputFilter.__init__),
+                    ("InputFilter.last", getter(InputFilter, "last"))]) == {}
