@@ -184,7 +184,7 @@ TURN_SAMPLES = ("count", "history", "list", "warm", "history wall", "list wall")
 def _turn(state: dict[str, Any], seed: int, turn: int, counter: Any, pipeline: Any
           ) -> dict[str, float]:
     """One turn of the loop: the CPU seconds of its four parts (see the module doc)."""
-    history: MessageHistory = state["history"]
+    history: MessageHistory[Any] = state["history"]
     new = exchange(seed, turn)
     messages = state["messages"] = [*state["messages"], *new]
     texts = _texts(new)

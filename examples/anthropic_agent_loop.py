@@ -83,7 +83,7 @@ def read_file(path: str) -> str:
 client = anthropic.Anthropic(api_key="sk-ant-offline", base_url="http://api.invalid",
                              max_retries=0,
                              http_client=http.Client(transport=http.MockTransport(fake_api)))
-messages: list[dict[str, Any]] = [
+messages: list[Any] = [  # MessageParam dicts, as the SDK's create() takes them
     {"role": "user", "content": "Read notes.md, plan.md, budget.csv and risks.md, then sum up."}]
 tools: Any = [{"name": "read_file", "description": "Read a file",
           "input_schema": {"type": "object", "properties": {"path": {"type": "string"}},

@@ -65,7 +65,7 @@ def get_weather(city: str) -> str:
 
 client = openai.OpenAI(api_key="sk-offline", base_url="http://api.invalid/v1", max_retries=0,
                        http_client=http.Client(transport=http.MockTransport(fake_api)))
-history = MessageHistory([
+history: MessageHistory[Any] = MessageHistory([  # dicts and the SDK's replies
     {"role": "system", "content": "You are a weather assistant. Call get_weather per city."},
     {"role": "user", "content": "What is the weather in six cities?"},
 ], trim={"ToolOutput": 150})

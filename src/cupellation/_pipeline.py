@@ -3,7 +3,13 @@ Deduplicate, Sort, Slice, Place — emitting the event stream as it runs.
 
 :class:`Pipeline` holds and checks the configuration and traces each run (its id,
 ``run_failed``); :class:`PreparedCandidates` keeps the budget-free stages' results
-for dry runs. The stages themselves are ``_run.Run``'s."""
+for dry runs. The stages themselves are ``_run.Run``'s.
+
+:class:`Policy` (public as :class:`cupellation.policy.Policy`) is the same
+configuration as a value a file can hold; it lives here because a pipeline and its
+policy convert into each other (:meth:`Pipeline.policy`, :meth:`Policy.build_pipeline`,
+:meth:`Pipeline.from_policy`), and :func:`configuration_table` is the one table both
+write, which :meth:`Pipeline.describe` records as ``run_started.pipeline``."""
 
 from __future__ import annotations
 
@@ -27,23 +33,32 @@ from ._collectors import (
     check_collector,
 )
 from ._model import ContextBudget, ContextItem, OverflowStrategy
+from ._policytext import parse_document
 from ._registry import (
+    budget_from_dict,
+    budget_to_dict,
     build_placer,
     build_scorer,
     build_slicer,
+    check_strategy,
+    check_text,
     describe_placer,
     describe_scorer,
     describe_slicer,
+    find_custom,
     strategy_json,
 )
 from ._report import SelectionReport
 from ._run import Run, candidate_sequence
-from ._tables import bool_value, built, check_keys, table
+from ._tables import bool_value, built, check_keys, table, text_value
+from ._toml import dumps as toml_dumps
 from .events import RunFailed, RunInfo
 from .exceptions import (
     ConfigurationError,
+    CustomStrategyError,
     DecodeError,
     InvalidTypeError,
+    InvalidValueError,
     PinnedBudgetError,
 )
 from .placing import ChronologicalPlacer, Placer
@@ -51,12 +66,18 @@ from .scoring import Clock, Scorer
 from .slicing import GreedySlice, SliceOutcome, Slicer
 from .slicing._greedy import greedy_density_order, greedy_take
 
-__all__ = ["Pipeline", "PreparedCandidates"]
+__all__ = ["Pipeline", "Policy", "PreparedCandidates", "configuration_table"]
 
 _logger = logging.getLogger("cupellation")
 
-#: The keys of a recorded policy (``run_started.pipeline``, :meth:`Pipeline.policy`).
-_POLICY_KEYS = ("scorer", "slicer", "placer", "deduplication", "overflow_strategy")
+#: The keys of a recorded policy (``run_started.pipeline``, :meth:`Pipeline.describe`),
+#: in the record's order.
+_RECORD_KEYS = ("scorer", "slicer", "placer", "deduplication", "overflow_strategy")
+#: The record's keys whose value is a strategy (JSON text in the record).
+_STRATEGY_KEYS = ("scorer", "slicer", "placer")
+#: The keys of a policy file (:meth:`Policy.to_dict`), in its order.
+_POLICY_KEYS = ("name", "description", "deduplication", "overflow_strategy", "scorer",
+                "slicer", "placer", "budget")
 
 _TOKENS = attrgetter("tokens")
 
@@ -121,17 +142,21 @@ class Pipeline:
         set_(self, "_description", None)
 
     @classmethod
-    def from_policy(cls, policy: Mapping[str, Any], *, budget: ContextBudget | None = None,
-                    clock: Clock | None = None) -> Pipeline:
-        """The pipeline a recorded policy describes: ``run_started``'s ``pipeline``
-        mapping (each strategy as JSON text, see :meth:`describe`) or the plain
-        form :meth:`policy` returns; the inverse of both.
+    def from_policy(cls, policy: Policy | Mapping[str, Any], *,
+                    budget: ContextBudget | None = None, clock: Clock | None = None
+                    ) -> Pipeline:
+        """The pipeline ``policy`` describes: a :class:`~cupellation.policy.Policy`,
+        or a recorded one, ``run_started``'s ``pipeline`` mapping (each strategy as
+        JSON text, see :meth:`describe`) or the same with each strategy as a table;
+        the inverse of :meth:`policy` and :meth:`describe`.
 
-        ``budget`` becomes the pipeline's default budget (the record carries the
-        run's budget separately). ``clock`` is the time provider of decay scorers
-        whose table has no ``reference_time`` (default: the wall clock): such a
-        scorer measured ages at the time of its run, which the record does not
-        fix (``run_started.started_at`` is a good choice:
+        ``budget`` becomes the pipeline's default budget; without it, a
+        :class:`~cupellation.policy.Policy`'s own budget does
+        (``Pipeline.from_policy(policy) == policy.build_pipeline()``), and a record's
+        none (the record carries the run's budget separately). ``clock`` is the time
+        provider of decay scorers whose table has no ``reference_time`` (default: the
+        wall clock): such a scorer measured ages at the time of its run, which the
+        record does not fix (``run_started.started_at`` is a good choice:
         ``clock=FixedClock(started_at)``).
 
         Only built-in strategies can be rebuilt: a custom one (a
@@ -142,8 +167,10 @@ class Pipeline:
         :class:`~cupellation.exceptions.DecodeError` (text that is not JSON) or
         ``InvalidValueError`` / ``InvalidTypeError`` naming the path.
         """
+        if isinstance(policy, Policy):
+            return policy.build_pipeline(budget, clock=clock)
         data = table(policy, "pipeline")
-        check_keys(data, "pipeline", _POLICY_KEYS, _POLICY_KEYS)
+        check_keys(data, "pipeline", _RECORD_KEYS, _RECORD_KEYS)
         return cls(
             build_scorer(_strategy_table(data, "scorer"), path="pipeline.scorer", clock=clock),
             build_slicer(_strategy_table(data, "slicer"), path="pipeline.slicer"),
@@ -187,7 +214,8 @@ class Pipeline:
         return replace(self, deduplication=enabled)
 
     def describe(self) -> Mapping[str, str | bool]:
-        """The configuration as ``run_started`` records it (a read-only mapping).
+        """The configuration as ``run_started`` records it (a read-only mapping): the
+        table :meth:`policy` holds, with each strategy's table as JSON text.
 
         ``scorer``, ``slicer`` and ``placer`` are each strategy's table
         (``to_dict()``) as compact JSON text with sorted keys, such as
@@ -195,36 +223,39 @@ class Pipeline:
         a strategy that is not a built-in is recorded as ``{"type":"custom",
         "repr":...}`` (its repr, 200 characters at most). ``deduplication`` is a
         bool and ``overflow_strategy`` the strategy's name. :meth:`from_policy`
-        rebuilds the pipeline from it; :meth:`policy` is the same as plain data.
+        rebuilds the pipeline from it. Unlike :meth:`policy`, it describes any
+        pipeline, custom strategies included (a run must always be recorded).
         """
         description = self._description
         if description is None:
+            tables = configuration_table(self)
             description = MappingProxyType({
-                "scorer": strategy_json(describe_scorer(self.scorer)),
-                "slicer": strategy_json(describe_slicer(self.slicer)),
-                "placer": strategy_json(describe_placer(self.placer)),
-                "deduplication": self.deduplication,
-                "overflow_strategy": self.overflow_strategy.value,
-            })
+                key: strategy_json(tables[key]) if key in _STRATEGY_KEYS else tables[key]
+                for key in _RECORD_KEYS})
             object.__setattr__(self, "_description", description)
         return description
 
-    def policy(self) -> dict[str, Any]:
-        """The configuration as plain data: ``deduplication``, ``overflow_strategy``
-        and the ``scorer``, ``slicer`` and ``placer`` tables (a custom strategy as
-        ``{"type": "custom", "repr": ...}``).
+    def policy(self) -> Policy:
+        """The configuration as a :class:`~cupellation.policy.Policy`, with the
+        pipeline's budget: ``pipeline.policy().build_pipeline() == pipeline``, and
+        ``pipeline.policy().to_toml()`` is its policy file.
 
-        It is a policy file's table without name, description and budget:
-        ``Policy.from_dict(pipeline.policy())`` gives the pipeline's policy when
-        every strategy is a built-in, and :meth:`from_policy` the pipeline.
+        A policy holds built-in strategies only: a pipeline with a custom one (a
+        :class:`~cupellation.scoring.FunctionScorer`, a user's own slicer, even
+        nested) raises :class:`~cupellation.exceptions.CustomStrategyError` naming its
+        path (``scorer.children[1]``) and its repr; :meth:`describe` records any
+        pipeline. A setting no policy file can write (a decay scorer's own clock
+        that is neither ``utc_now`` nor a ``FixedClock``) raises
+        :class:`~cupellation.exceptions.InvalidValueError` naming it.
         """
-        return {
-            "deduplication": self.deduplication,
-            "overflow_strategy": self.overflow_strategy.value,
-            "scorer": describe_scorer(self.scorer),
-            "slicer": describe_slicer(self.slicer),
-            "placer": describe_placer(self.placer),
-        }
+        tables = configuration_table(self)
+        for key in _STRATEGY_KEYS:
+            found = find_custom(tables[key], key)
+            if found is not None:
+                raise CustomStrategyError(*found)
+        return Policy(scorer=self.scorer, slicer=self.slicer, placer=self.placer,
+                      deduplication=self.deduplication,
+                      overflow_strategy=self.overflow_strategy, budget=self.budget)
 
     # -- running -------------------------------------------------------------------
 
@@ -438,6 +469,173 @@ def _error_text(exc: BaseException) -> str:
     if text.isascii():
         return text
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def configuration_table(config: Pipeline | Policy) -> dict[str, Any]:
+    """The one table of a configuration, a pipeline's or a policy's: ``deduplication``,
+    ``overflow_strategy`` and the ``scorer``, ``slicer`` and ``placer`` tables (a
+    custom strategy as ``{"type": "custom", "repr": ...}``), in a policy file's
+    order. :meth:`Policy.to_dict` is it with the name, description and budget;
+    :meth:`Pipeline.describe` is it with each strategy as JSON text."""
+    return {
+        "deduplication": config.deduplication,
+        "overflow_strategy": config.overflow_strategy.value,
+        "scorer": describe_scorer(config.scorer),
+        "slicer": describe_slicer(config.slicer),
+        "placer": describe_placer(config.placer),
+    }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Policy:
+    """A declarative pipeline configuration: which scorer, slicer and placer,
+    whether to deduplicate, what to do on overflow, and optionally a budget.
+
+    ``scorer``, ``slicer`` and ``placer`` are built-in strategies
+    (:class:`~cupellation.RecencyScorer`, a
+    :class:`~cupellation.CompositeScorer` of them,
+    :class:`~cupellation.GreedySlice`, :class:`~cupellation.UShapedPlacer`
+    ...): immutable values that compare by value. ``overflow_strategy``
+    accepts a name in any case. Policies compare by value, convert losslessly
+    to a table (:meth:`to_dict`), TOML (:meth:`to_toml`) and JSON
+    (:meth:`to_json`), and build a :class:`~cupellation.Pipeline` with
+    :meth:`build_pipeline` (:meth:`Pipeline.from_policy` gives the same
+    pipeline; :meth:`Pipeline.policy` the policy back).
+
+    A custom strategy (a :class:`~cupellation.FunctionScorer`, a user's own
+    slicer), even nested, is refused with
+    :class:`~cupellation.exceptions.InvalidTypeError` naming its path
+    (``scorer.children[1]``): a policy is what a file can hold. Other invalid
+    values raise :class:`~cupellation.exceptions.InvalidValueError` (or its
+    subclass ``ConfigurationError``) naming the field.
+    """
+
+    scorer: Scorer
+    slicer: Slicer = field(default_factory=GreedySlice)
+    placer: Placer = field(default_factory=ChronologicalPlacer)
+    deduplication: bool = True
+    overflow_strategy: OverflowStrategy = OverflowStrategy.THROW
+    budget: ContextBudget | None = None
+    name: str | None = None
+    description: str | None = None
+
+    def __post_init__(self) -> None:
+        check_strategy("scorer", self.scorer, describe_scorer(self.scorer))
+        check_strategy("slicer", self.slicer, describe_slicer(self.slicer))
+        check_strategy("placer", self.placer, describe_placer(self.placer))
+        if not isinstance(self.deduplication, bool):
+            raise InvalidTypeError("deduplication", self.deduplication, "a bool")
+        object.__setattr__(self, "overflow_strategy",
+                           OverflowStrategy.parse(self.overflow_strategy))
+        if self.budget is not None and not isinstance(self.budget, ContextBudget):
+            raise InvalidTypeError("budget", self.budget, "a ContextBudget or None")
+        for name in ("name", "description"):
+            text = getattr(self, name)
+            if text is not None and not isinstance(text, str):
+                raise InvalidTypeError(name, text, "a string or None")
+        if self.name is not None and not self.name.strip():
+            raise InvalidValueError("name", self.name, "must not be empty")
+        check_text(self.to_dict(), "")
+
+    # -- conversion ---------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """The policy as JSON-native data (the shape of a policy file).
+
+        ``name``, ``description`` and ``budget`` appear only when set; every
+        other setting is written out, defaults included.
+        """
+        out: dict[str, Any] = {}
+        if self.name is not None:
+            out["name"] = self.name
+        if self.description is not None:
+            out["description"] = self.description
+        out.update(configuration_table(self))
+        if self.budget is not None:
+            out["budget"] = budget_to_dict(self.budget)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Policy:
+        """The policy a table describes (the inverse of :meth:`to_dict`).
+
+        ``scorer`` is required; ``slicer`` defaults to greedy, ``placer`` to
+        chronological, ``deduplication`` to true and ``overflow_strategy`` to
+        ``"Throw"``. Unknown keys are refused with a suggestion; every error
+        names its path (``scorer.children[1].weight``) and value.
+        """
+        root = table(data, "")
+        check_keys(root, "", _POLICY_KEYS, ("scorer",))
+        name = root.get("name")
+        if name is not None:
+            name = text_value(name, "name")
+        description = root.get("description")
+        if description is not None:
+            description = text_value(description, "description")
+        overflow = root.get("overflow_strategy", OverflowStrategy.THROW.value)
+        if not isinstance(overflow, str):
+            raise InvalidTypeError("overflow_strategy", overflow,
+                                   "one of 'Throw', 'Truncate', 'Proceed'")
+        return cls(
+            scorer=build_scorer(root["scorer"], path="scorer"),
+            slicer=build_slicer(root["slicer"], path="slicer") if "slicer" in root
+            else GreedySlice(),
+            placer=build_placer(root["placer"], path="placer") if "placer" in root
+            else ChronologicalPlacer(),
+            deduplication=bool_value(root.get("deduplication", True), "deduplication"),
+            overflow_strategy=OverflowStrategy.parse(overflow),
+            budget=budget_from_dict(root["budget"], "budget") if "budget" in root else None,
+            name=name, description=description)
+
+    @classmethod
+    def from_json(cls, text: str) -> Policy:
+        """The policy in JSON text (see :func:`~cupellation.policy.load_policy`)."""
+        return cls.from_dict(parse_document(text, "json", "<policy>"))
+
+    @classmethod
+    def from_toml(cls, text: str) -> Policy:
+        """The policy in TOML text (see :func:`~cupellation.policy.load_policy`)."""
+        return cls.from_dict(parse_document(text, "toml", "<policy>"))
+
+    def to_json(self, *, indent: int | None = 2) -> str:
+        """The policy as JSON text (:meth:`to_dict`), ending in a newline."""
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False) + "\n"
+
+    def to_toml(self) -> str:
+        """The policy as TOML text (:meth:`to_dict`); ``load_policy`` reads it back equal."""
+        return toml_dumps(self.to_dict())
+
+    # -- building -----------------------------------------------------------------
+
+    def build_pipeline(self, budget: ContextBudget | None = None, *,
+                       clock: Clock | None = None) -> Pipeline:
+        """A :class:`~cupellation.Pipeline` configured as this policy says (what
+        :meth:`Pipeline.from_policy` of it gives).
+
+        ``budget`` overrides the policy's own budget (either may be ``None``:
+        the pipeline then needs a budget per run). ``clock`` is the wall clock
+        of decay scorers without a fixed ``reference_time`` (default:
+        :func:`~cupellation.scoring.utc_now`).
+        """
+        if budget is not None and not isinstance(budget, ContextBudget):
+            raise InvalidTypeError("budget", budget, "a ContextBudget or None")
+        if clock is not None and not callable(clock):
+            raise InvalidTypeError("clock", clock, "a zero-argument callable or None")
+        scorer = self.scorer
+        if clock is not None:
+            scorer = build_scorer(describe_scorer(scorer), clock=clock)
+        return Pipeline(
+            scorer=scorer,
+            slicer=self.slicer,
+            placer=self.placer,
+            deduplication=self.deduplication,
+            overflow_strategy=self.overflow_strategy,
+            budget=self.budget if budget is None else budget,
+        )
+
+    def with_budget(self, budget: ContextBudget | None) -> Policy:
+        """A copy with another budget (``None`` removes it)."""
+        return replace(self, budget=budget)
 
 
 def _rebuilt_pipeline(scorer: Scorer, slicer: Slicer, placer: Placer, deduplication: bool,

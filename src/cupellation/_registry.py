@@ -19,17 +19,19 @@ compact text ``run_started`` carries.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
-from ._tables import CUSTOM_TYPE, StrategyTable, child, index
-from .exceptions import CupelError
+from ._model import ContextBudget
+from ._tables import CUSTOM_TYPE, StrategyTable, built, check_keys, child, index, table
+from .exceptions import CupelError, InvalidTypeError, InvalidValueError
 from .placing._protocol import PLACERS, Placer, build_placer
 from .scoring._base import SCORERS, Scorer, build_scorer
 from .scoring._decay import CURVES, build_curve
 from .slicing._protocol import SLICERS, Slicer, build_slicer
 
 __all__ = [
+    "BUDGET_KEYS",
     "CURVE_TYPES",
     "PLACER_TYPES",
     "SCORER_TYPES",
@@ -38,6 +40,10 @@ __all__ = [
     "build_placer",
     "build_scorer",
     "build_slicer",
+    "budget_from_dict",
+    "budget_to_dict",
+    "check_strategy",
+    "check_text",
     "describe_placer",
     "describe_scorer",
     "describe_slicer",
@@ -146,3 +152,77 @@ def find_custom(value: Any, path: str) -> tuple[str, str] | None:
             if found is not None:
                 return found
     return None
+
+
+# -- what a policy holds beside its strategies (see cupellation.Policy) -------------
+
+#: The keys of a budget's table (snake_case, as :class:`ContextBudget`).
+BUDGET_KEYS = ("max_tokens", "target_tokens", "output_reserve", "reserved_slots",
+               "estimation_safety_margin_percent")
+
+
+def budget_from_dict(value: Any, path: str = "budget") -> ContextBudget:
+    """The budget a table describes (snake_case keys, as :class:`ContextBudget`)."""
+    data = table(value, path)
+    check_keys(data, path, BUDGET_KEYS, ("max_tokens", "target_tokens"))
+    slots = data.get("reserved_slots")
+    if slots is not None:
+        slots = table(slots, child(path, "reserved_slots"))
+    return built(path, lambda: ContextBudget(
+        max_tokens=data["max_tokens"],
+        target_tokens=data["target_tokens"],
+        output_reserve=data.get("output_reserve", 0),
+        reserved_slots=slots,
+        estimation_safety_margin_percent=data.get("estimation_safety_margin_percent", 0.0),
+    ))
+
+
+def budget_to_dict(budget: ContextBudget) -> dict[str, Any]:
+    """Every field of ``budget``, snake_case."""
+    return {
+        "max_tokens": budget.max_tokens,
+        "target_tokens": budget.target_tokens,
+        "output_reserve": budget.output_reserve,
+        "reserved_slots": {kind.value: count for kind, count in budget.reserved_slots.items()},
+        "estimation_safety_margin_percent": budget.estimation_safety_margin_percent,
+    }
+
+
+def check_text(value: Any, path: str) -> None:
+    """Refuse strings no policy file can hold (lone surrogates), anywhere in a table."""
+    if isinstance(value, str):
+        if any(0xD800 <= ord(char) <= 0xDFFF for char in value):
+            raise InvalidValueError(path, value,
+                                    "contains a lone surrogate (not valid Unicode text)")
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            check_text(key, path)
+            check_text(item, child(path, str(key)))
+    elif isinstance(value, list):
+        for position, item in enumerate(value):
+            check_text(item, index(path, position))
+
+
+def check_strategy(family: Literal["scorer", "slicer", "placer"], strategy: object,
+                   described: dict[str, Any]) -> None:
+    """Refuse a strategy a policy cannot write: one that is (or holds) a custom
+    strategy (``InvalidTypeError`` naming its path), or one whose table
+    (``described``) does not give it back."""
+    families: dict[str, tuple[tuple[str, ...], Callable[[dict[str, Any]], object]]] = {
+        "scorer": (SCORER_TYPES, build_scorer), "slicer": (SLICER_TYPES, build_slicer),
+        "placer": (PLACER_TYPES, build_placer)}
+    names, rebuild = families[family]
+    found = find_custom(described, family)
+    if found is not None:
+        where, shown = found
+        if where == family:
+            raise InvalidTypeError(where, strategy, f"a built-in {family} ({', '.join(names)}); "
+                                                    "a policy cannot describe custom strategies")
+        raise InvalidTypeError(where, shown, "a built-in strategy; a policy cannot describe "
+                                             "custom strategies")
+    rebuilt: object = rebuild(described)
+    if rebuilt != strategy:
+        raise InvalidValueError(
+            family, strategy,
+            f"holds a setting a policy cannot write (read back from its table it is "
+            f"{rebuilt!r}); a decay scorer's clock, say, must be utc_now or a FixedClock")

@@ -326,6 +326,6 @@ def test_a_message_history_of_what_is_not_a_list_is_refused_by_name(messages: An
     with pytest.raises(InvalidTypeError) as caught:
         MessageHistory(messages)
     assert (caught.value.field, caught.value.value) == ("messages", messages)
-    history = MessageHistory()
+    history: MessageHistory[Any] = MessageHistory()
     with pytest.raises(InvalidTypeError):
         history.extend(messages)

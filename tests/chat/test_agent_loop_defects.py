@@ -141,7 +141,7 @@ def test_the_latest_user_message_is_kept_in_every_format(fmt: str, budget: int) 
     rendered = render(fmt, "You are a weather assistant.", weather_conversation(), typed=False)
     selection = select_messages_with_report(
         rendered.messages, system=rendered.system, max_tokens=budget, policy="documentqa",
-        format=fmt, token_counter="o200k_base", now=NOW)  # type: ignore[arg-type]
+        format=fmt, token_counter="o200k_base", now=NOW)  # type: ignore[call-overload]
     last_user = max(k for k, m in enumerate(rendered.messages) if _is_user_text(fmt, m))
     assert last_user in selection.kept
     pinned = [entry for entry in selection.report.included if entry.item.pinned]

@@ -162,7 +162,7 @@ def test_fields_of_the_wrong_shape_are_refused_naming_them(
     with pytest.raises(DecodeError) as caught:
         select_messages([message], format=fmt, max_tokens=1000, token_counter="estimate")
     assert (caught.value.field, caught.value.value) == (field, value)
-    history = MessageHistory(format=fmt, token_counter="estimate")
+    history: MessageHistory[Any] = MessageHistory(format=fmt, token_counter="estimate")
     with pytest.raises(DecodeError) as appended:
         history.append(message)
     assert (appended.value.field, appended.value.value) == (field, value)

@@ -28,7 +28,7 @@ NOW = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
 EXAMPLES = int(os.environ.get("CUPELLATION_CHAT_EXAMPLES", "160")) // 2
 
 
-def _outcome(selection: MessageSelection, given: list[Any]) -> tuple[Any, ...]:
+def _outcome(selection: MessageSelection[list[Any]], given: list[Any]) -> tuple[Any, ...]:
     """What a selection decided, comparable between two reads of the same list: the
     messages kept (the given objects, or equal copies where edited), trimmed,
     stripped, the tokens, and every unit's content and reason."""
@@ -67,7 +67,8 @@ def test_each_append_then_select_answers_as_select_messages_on_the_list(
     rendered = render(fmt, "You are terse.", steps, typed=typed)
     form = cast(MessageFormat, fmt) if format_given or rendered.system is None else None
     limits = None if trim is None else {"ToolOutput": trim, "Message": trim + 10}
-    history = MessageHistory(system=rendered.system, format=form, trim=limits, now=NOW)
+    history: MessageHistory[Any] = MessageHistory(system=rendered.system, format=form,
+                                                  trim=limits, now=NOW)
     choice: dict[str, Any] = {"max_tokens": max_tokens, "policy": preset,
                               "anthropic_thinking": thinking}
     for count, message in enumerate(rendered.messages, start=1):
@@ -99,7 +100,7 @@ def test_a_history_made_whole_and_one_grown_message_by_message_agree(fmt: str,
     rendered = render(fmt, "Be brief.", weather_conversation(), typed=typed)
     whole = MessageHistory(rendered.messages, now=NOW) if rendered.system is None else (
         MessageHistory(rendered.messages, system=rendered.system, now=NOW))
-    grown = MessageHistory(system=rendered.system, now=NOW)
+    grown: MessageHistory[Any] = MessageHistory(system=rendered.system, now=NOW)
     for message in rendered.messages:
         grown.append(message, now=NOW)
     assert grown.format == whole.format == fmt
@@ -113,7 +114,8 @@ def test_an_open_exchange_is_refused_by_select_until_its_results_arrive() -> Non
     """An assistant message calling two tools is appended at once (the loop has not
     run them yet): ``pending`` says what is missing and select refuses the list as
     OpenAI would; after one result it still does; after both it sends all."""
-    history = MessageHistory([{"role": "user", "content": "weather in Paris and Oslo?"}])
+    history: MessageHistory[Any] = MessageHistory(
+        [{"role": "user", "content": "weather in Paris and Oslo?"}])
     history.append({"role": "assistant", "content": None, "tool_calls": [
         {"id": f"c{k}", "type": "function",
          "function": {"name": "weather", "arguments": f'{{"k": {k}}}'}} for k in (1, 2)]})
@@ -133,7 +135,7 @@ def test_a_message_that_cannot_be_read_is_refused_naming_it_and_changes_nothing(
     """A message of a wrong shape, a result answering no call, a batch with one bad
     message: each raises DecodeError naming the message by its index in the whole
     history, and the history (messages, window) is what it was."""
-    history = MessageHistory([{"role": "system", "content": "terse"},
+    history: MessageHistory[Any] = MessageHistory([{"role": "system", "content": "terse"},
                               {"role": "user", "content": "hi"}], now=NOW)
     before = history.select_with_report(max_tokens=1000)
     with pytest.raises(DecodeError, match=r"messages\[2\]"):
@@ -152,7 +154,7 @@ def test_options_are_checked_where_they_are_given() -> None:
     system prompt outside the Anthropic format: each refused with the option named."""
     with pytest.raises(InvalidValueError, match="format"):
         MessageHistory(format=cast(Any, "gemini"))
-    history = MessageHistory()
+    history: MessageHistory[Any] = MessageHistory()
     with pytest.raises(InvalidValueError, match="now"):
         history.append({"role": "user", "content": "hi"}, now=datetime(2026, 1, 1))
     with pytest.raises(InvalidValueError, match="messages"):
@@ -188,7 +190,7 @@ def test_a_copy_branches_and_a_pickled_history_reads_its_messages_again() -> Non
     import copy  # noqa: PLC0415
     import pickle  # noqa: PLC0415
 
-    base = [{"role": "system", "content": "terse"}, {"role": "user", "content": "go"}]
+    base: list[Any] = [{"role": "system", "content": "terse"}, {"role": "user", "content": "go"}]
     history = MessageHistory(base, trim={"ToolOutput": 40}, now=NOW)
     twin = copy.copy(history)
     branches = {}
@@ -224,7 +226,7 @@ def test_appends_from_two_threads_at_once_are_refused_never_lost() -> None:
     import sys  # noqa: PLC0415
     import threading  # noqa: PLC0415
 
-    history = MessageHistory([{"role": "system", "content": "terse"}], now=NOW)
+    history: MessageHistory[Any] = MessageHistory([{"role": "system", "content": "terse"}], now=NOW)
     taken: dict[int, list[int]] = {0: [], 1: []}
     refused = [0, 0]
     done = threading.Event()

@@ -28,7 +28,7 @@ CASES = [(fmt, typed) for fmt in FORMATS for typed in (False, True) if
          not (fmt == "langchain" and not typed)]
 
 
-def _summary(selection: MessageSelection) -> dict[str, Any]:
+def _summary(selection: MessageSelection[Any]) -> dict[str, Any]:
     """What the golden file records: the kept messages and each unit's decision."""
 
     def entry(item: Any, score: float, reason: str) -> dict[str, Any]:
@@ -60,7 +60,7 @@ def _check_golden(name: str, summary: dict[str, Any]) -> None:
     assert json.loads(text) == json.loads(path.read_text(encoding="utf-8"))
 
 
-def _select(fmt: str, typed: bool, **options: Any) -> tuple[Any, MessageSelection]:
+def _select(fmt: str, typed: bool, **options: Any) -> tuple[Any, MessageSelection[Any]]:
     rendered = render(fmt, SYSTEM, weather_conversation(), typed=typed)
     given: Any = rendered.messages
     if rendered.system is not None:

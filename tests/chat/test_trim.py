@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -80,7 +81,8 @@ def test_select_messages_trims_results_before_grouping_and_sums_the_exchange() -
     result = {"role": "tool", "tool_call_id": "c1", "content": LOG}
     call = {"role": "assistant", "content": None, "tool_calls": [
         {"id": "c1", "type": "function", "function": {"name": "tail_log", "arguments": "{}"}}]}
-    messages = [{"role": "user", "content": "what does the log say?"}, call, result]
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "what does the log say?"}, call, result]
     plain = select_messages_with_report(messages, max_tokens=100000, now=NOW)
     cut = select_messages_with_report(messages, max_tokens=100000, now=NOW,
                                       trim={"ToolOutput": 200})
@@ -111,7 +113,8 @@ def test_each_anthropic_tool_result_is_trimmed_alone() -> None:
         {"type": "tool_result", "tool_use_id": "t1", "content": LOG},
         {"type": "tool_result", "tool_use_id": "t2", "content": [{"type": "text", "text": LOG}]},
         {"type": "text", "text": "both files"}]}
-    messages = [{"role": "user", "content": "show both"}, assistant, results]
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "show both"}, assistant,
+                                      results]
     selection = select_messages_with_report(messages, system="terse", max_tokens=100000,
                                             trim={"ToolOutput": 60}, now=NOW)
     sent = selection.messages[2]

@@ -44,7 +44,7 @@ class Runs(EventCollector):
             self.started.append(event)
 
 
-def check_call(fmt: MessageFormat, sent: Sequence[Any], selection: MessageSelection | None,
+def check_call(fmt: MessageFormat, sent: Sequence[Any], selection: MessageSelection[Any] | None,
                *, max_tokens: int = MAX_TOKENS) -> int:
     """The checks of one model call's input ``sent`` (in ``fmt``, system first);
     its token count by the default counter."""

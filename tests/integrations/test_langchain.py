@@ -4,7 +4,7 @@ system prompt the middleware counts."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from langchain.agents import create_agent
@@ -13,6 +13,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
+from chat._signatures import anys_in, getter
 from cupellation.chat import MessageSelection
 from cupellation.integrations.langchain import WindowMiddleware
 
@@ -62,7 +63,7 @@ def test_every_model_call_gets_a_valid_window_within_the_budget() -> None:
     for the call while the agent's state keeps it whole; each call's report explains
     it; the runs carry the thread id as the conversation."""
     runs = Runs()
-    seen: list[MessageSelection] = []
+    seen: list[MessageSelection[Sequence[object]]] = []
     middleware = WindowMiddleware(max_tokens=MAX_TOKENS, trim=TRIM, collector=runs,
                                   on_select=seen.append)
     model, stored = _loop(middleware, turns=4)
@@ -89,3 +90,11 @@ def test_the_system_prompt_counts_against_the_budget() -> None:
     assert first.item.pinned
     assert first.item.tokens > 80
     assert middleware.last.tokens <= MAX_TOKENS
+
+
+def test_the_middleware_signature_says_no_any() -> None:
+    """WindowMiddleware's constructor (the options, on_select, the SelectKeywords
+    sugar) holds no Any (issue 27); the framework's own hook methods keep the
+    framework's types."""
+    assert anys_in([("WindowMiddleware.__init__", WindowMiddleware.__init__),
+                    ("WindowMiddleware.last", getter(WindowMiddleware, "last"))]) == {}

@@ -4,6 +4,7 @@ a scripted ``Model``: parallel tool calls, a large tool output, several turns.""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Any
 
 from agents import (
@@ -23,6 +24,7 @@ from openai.types.responses import (
     ResponseOutputText,
 )
 
+from chat._signatures import anys_in, getter
 from cupellation.chat import MessageSelection
 from cupellation.integrations.openai_agents import InputFilter, input_filter
 
@@ -94,7 +96,7 @@ def test_every_model_call_gets_a_valid_window_within_the_budget() -> None:
     the large output is trimmed; old exchanges are left out; each call's report
     explains it; the runs carry the trace's group id as the conversation."""
     runs = Runs()
-    seen: list[MessageSelection] = []
+    seen: list[MessageSelection[Sequence[object]]] = []
     window = input_filter(max_tokens=MAX_TOKENS, trim=TRIM, collector=runs,
                           on_select=seen.append)
     model = _loop(window, turns=4)
@@ -124,3 +126,10 @@ def test_without_the_filter_the_same_loop_overruns_the_budget() -> None:
 
     assert select_messages_with_report(sent, format="openai-responses",
                                        max_tokens=10**9).tokens > MAX_TOKENS * 10
+
+
+def test_the_filter_signatures_say_no_any() -> None:
+    """input_filter and InputFilter's constructor (the options, on_select, the
+    SelectKeywords sugar) hold no Any (issue 27)."""
+    assert anys_in([("input_filter", input_filter), ("InputFilter.__init__", InputFilter.__init__),
+                    ("InputFilter.last", getter(InputFilter, "last"))]) == {}

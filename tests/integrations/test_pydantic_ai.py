@@ -16,6 +16,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+from chat._signatures import anys_in
 from cupellation.integrations.pydantic_ai import HistoryProcessor, history_processor
 
 from ._loop import BIG, MAX_TOKENS, TRIM, Runs, logs, weather
@@ -139,3 +140,10 @@ def _usage() -> Any:
     from pydantic_ai.usage import RunUsage  # noqa: PLC0415
 
     return RunUsage()
+
+
+def test_the_processor_signatures_say_no_any() -> None:
+    """history_processor and HistoryProcessor's constructor (the options,
+    keep_full_history, on_select, the SelectKeywords sugar) hold no Any (issue 27)."""
+    assert anys_in([("history_processor", history_processor),
+                    ("HistoryProcessor.__init__", HistoryProcessor.__init__)]) == {}

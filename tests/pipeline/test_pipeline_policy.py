@@ -1,6 +1,7 @@
-"""The policy a run records: Pipeline.describe() (run_started.pipeline) holds each
-strategy's table as JSON text, Pipeline.policy() the same as plain data, and
-Pipeline.from_policy() rebuilds the pipeline, so a logged run can be re-run."""
+"""The policy a run records: Pipeline.policy() is the configuration as a Policy,
+Pipeline.describe() (run_started.pipeline) the same table with each strategy as JSON
+text, and Pipeline.from_policy() rebuilds the pipeline from either, so a logged run
+can be re-run."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from cupellation import (
     Pipeline,
     TraceDetailLevel,
 )
-from cupellation._registry import PLACER_TYPES, SCORER_TYPES, SLICER_TYPES
+from cupellation._model import OverflowStrategy
+from cupellation._registry import PLACER_TYPES, SCORER_TYPES, SLICER_TYPES, strategy_json
 from cupellation.events import RunStarted, event_from_json, event_to_json
 from cupellation.exceptions import (
     ConfigurationError,
@@ -29,7 +31,7 @@ from cupellation.exceptions import (
     InvalidValueError,
 )
 from cupellation.placing import ChronologicalPlacer, Placer, UShapedPlacer
-from cupellation.policy import Policy
+from cupellation.policy import PRESET_NAMES, Policy, get_preset
 from cupellation.scoring import (
     CompositeScorer,
     DecayScorer,
@@ -64,6 +66,7 @@ from cupellation.slicing import (
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 BUDGET = ContextBudget(max_tokens=900, target_tokens=420, output_reserve=20)
+OTHER_BUDGET = ContextBudget(max_tokens=500, target_tokens=400)
 KINDS = ("Message", "Document", "ToolOutput", "Memory", "SystemPrompt")
 
 
@@ -146,7 +149,7 @@ def test_the_cases_cover_every_built_in_strategy() -> None:
                 walk(value, family)
 
     for pipeline in PIPELINES:
-        policy = pipeline.policy()
+        policy = pipeline.policy().to_dict()
         walk(policy["scorer"], "scorer")
         walk(policy["slicer"], "slicer")
         used["placer"].add(policy["placer"]["type"])
@@ -205,13 +208,19 @@ def test_a_pipeline_copies_and_pickles_after_describing_itself(
     assert dict(copied.describe()) == described
 
 
-def test_policy_is_the_plain_form_and_a_policy_file_reads_it() -> None:
-    """policy() is the same record as plain data, in a policy file's shape:
-    Policy.from_dict of it builds the same pipeline."""
+def test_policy_is_a_policy_and_describe_is_its_table_as_text() -> None:
+    """policy() is the configuration as a Policy (the pipeline's budget with it), whose
+    table is a policy file's; describe() is that same table with each strategy as JSON
+    text; building the policy gives the pipeline back."""
     pipeline = Pipeline(ScaledScorer(TagScorer({"x": 1.0})), QuotaSlice(
-        GreedySlice(), [QuotaEntry("Memory", 5.0, 50.0)]), overflow_strategy="proceed")
-    plain = pipeline.policy()
-    assert plain == {
+        GreedySlice(), [QuotaEntry("Memory", 5.0, 50.0)]), overflow_strategy="proceed",
+        budget=BUDGET)
+    policy = pipeline.policy()
+    assert policy == Policy(scorer=ScaledScorer(TagScorer({"x": 1.0})), slicer=QuotaSlice(
+        GreedySlice(), [QuotaEntry("Memory", 5.0, 50.0)]),
+        overflow_strategy=OverflowStrategy.PROCEED, budget=BUDGET)
+    table = policy.to_dict()
+    assert {key: value for key, value in table.items() if key != "budget"} == {
         "deduplication": True, "overflow_strategy": "Proceed",
         "scorer": {"type": "scaled", "inner": {"type": "tag", "tag_weights": {"x": 1.0},
                                                "case_sensitive": False}},
@@ -220,8 +229,50 @@ def test_policy_is_the_plain_form_and_a_policy_file_reads_it() -> None:
         "placer": {"type": "chronological"},
     }
     assert {key: json.loads(value) if isinstance(value, str) and key != "overflow_strategy"
-            else value for key, value in pipeline.describe().items()} == plain
-    assert Policy.from_dict(plain).build_pipeline() == pipeline
+            else value for key, value in pipeline.describe().items()} == {
+        key: value for key, value in table.items() if key != "budget"}
+    assert policy.build_pipeline() == pipeline
+    assert Policy.from_dict(table).build_pipeline() == pipeline
+
+
+@pytest.mark.parametrize("pipeline", PIPELINES, ids=repr)
+def test_every_pipeline_of_built_ins_is_its_policy_and_its_record(pipeline: Pipeline) -> None:
+    """For every built-in strategy: describe() is policy()'s table as the record's text
+    (one form, two spellings), and the policy, its table and the record each build the
+    pipeline back."""
+    policy = pipeline.with_budget(BUDGET).policy()
+    assert policy.budget == BUDGET
+    table = policy.to_dict()
+    assert dict(pipeline.describe()) == {
+        "scorer": strategy_json(table["scorer"]), "slicer": strategy_json(table["slicer"]),
+        "placer": strategy_json(table["placer"]), "deduplication": table["deduplication"],
+        "overflow_strategy": table["overflow_strategy"]}
+    assert list(pipeline.describe()) == ["scorer", "slicer", "placer", "deduplication",
+                                         "overflow_strategy"]  # the record's wire order
+    assert policy.build_pipeline() == Pipeline.from_policy(policy) == pipeline.with_budget(
+        BUDGET)
+    assert Pipeline.from_policy(pipeline.describe()) == pipeline
+
+
+def test_from_policy_takes_a_policy_and_builds_what_build_pipeline_builds() -> None:
+    """Pipeline.from_policy(policy) equals policy.build_pipeline() for every preset, with
+    and without a budget: the policy's budget is the default one, budget= replaces it,
+    and clock= reaches a wall-clock decay scorer as build_pipeline's does."""
+    for name in PRESET_NAMES:
+        preset = get_preset(name)
+        for policy in (preset, preset.with_budget(BUDGET), preset.with_budget(None)):
+            built = Pipeline.from_policy(policy)
+            assert built == policy.build_pipeline()
+            assert built.budget == policy.budget
+            assert Pipeline.from_policy(policy, budget=OTHER_BUDGET) == (
+                policy.build_pipeline(OTHER_BUDGET))
+            assert Pipeline.from_policy(policy, budget=OTHER_BUDGET).budget == OTHER_BUDGET
+    decaying = Policy(scorer=DecayScorer(ExponentialCurve(half_life=timedelta(hours=1)),
+                                         clock=utc_now))
+    rebuilt = Pipeline.from_policy(decaying, clock=MOMENT)
+    assert rebuilt == decaying.build_pipeline(clock=MOMENT)
+    assert isinstance(rebuilt.scorer, DecayScorer)
+    assert rebuilt.scorer.clock == MOMENT
 
 
 def _odd(item: ContextItem, items: Sequence[ContextItem]) -> float:
@@ -264,8 +315,13 @@ def test_custom_strategies_are_recorded_by_repr_and_cannot_be_rebuilt() -> None:
     with pytest.raises(CustomStrategyError) as caught:
         Pipeline.from_policy({**started.pipeline, "scorer": '{"type":"recency"}'})
     assert caught.value.field == "pipeline.slicer"
-    with pytest.raises(CustomStrategyError, match=r"^scorer.children\[1\]: "):
-        Policy.from_dict(pipeline.policy())
+    with pytest.raises(CustomStrategyError, match=r"^scorer.children\[1\]: ") as caught:
+        pipeline.policy()
+    assert caught.value.value == "FunctionScorer(odd)"
+    with pytest.raises(CustomStrategyError, match=r"^slicer: "):
+        Pipeline(RecencyScorer(), _FirstFits()).policy()
+    with pytest.raises(CustomStrategyError, match=r"^placer: "):
+        Pipeline(RecencyScorer(), placer=_FirstFits()).policy()
     with pytest.raises(InvalidTypeError, match=r"^scorer.children\[1\]: "):
         Policy(scorer=nested)
 

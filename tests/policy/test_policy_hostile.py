@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 from _mutating import damaged_text, json_paths, replaced_at
 from cupellation import ContextBudget, ContextItem
+from cupellation._toml import dumps
 from cupellation.exceptions import CupelError
 from cupellation.policy import PRESET_NAMES, Policy, get_preset, load_policy
-from cupellation.policy._toml import dumps
 
 EXAMPLES = int(os.environ.get("CUPELLATION_POLICY_EXAMPLES", "300"))
 _POLICIES = [get_preset(name) for name in PRESET_NAMES]

@@ -13,8 +13,8 @@ from _policy_strategies import json_like, policies
 from hypothesis import given, settings
 
 from cupellation._tables import decode_duration, encode_duration
+from cupellation._toml import dumps
 from cupellation.policy import Policy, load_policy, presets
-from cupellation.policy._toml import dumps
 
 
 def _canonical(data: Any) -> str:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Unpack
+from typing import Any, Unpack, cast
 
 from .._model import ContextBudget
 from .._pipeline import Pipeline
@@ -179,7 +179,7 @@ class MessageBudgetPoint:
     """
 
     budget: ContextBudget
-    selection: MessageSelection | None
+    selection: MessageSelection[Any] | None
     failure: str | None
 
 
@@ -243,7 +243,7 @@ class MessageSensitivityReport:
     .. versionadded:: 0.4
     """
 
-    variants: tuple[tuple[str, MessageSelection], ...]
+    variants: tuple[tuple[str, MessageSelection[Any]], ...]
     diffs: tuple[MessageSwing, ...]
 
 
@@ -272,10 +272,11 @@ def message_policy_sensitivity(messages: Any,
     if merged.budget is None and merged.max_tokens is None:
         raise ConfigurationError("budget", None, "the policies are compared at one budget: "
                                                  "pass max_tokens= or budget=")
-    selections: list[tuple[str, MessageSelection]] = []
+    selections: list[tuple[str, MessageSelection[Any]]] = []
     kept: list[set[int]] = []
     for label, policy in pairs:
-        chosen = choose(conversation, choice(merged.replace(policy=policy), want_report=True))
+        chosen = choose(conversation, choice(
+            merged.replace(policy=cast("Policy | Pipeline | str", policy)), want_report=True))
         selections.append((label, selection(conversation, chosen.kept, chosen)))
         kept.append({id(item) for item in chosen.placed})
     diffs = []

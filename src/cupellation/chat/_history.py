@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import Any, Unpack
+from typing import Any, Generic, TypeVar, Unpack
 
 from ..exceptions import ConfigurationError, DecodeError, InvalidTypeError, InvalidValueError
 from ._conversation import Conversation, Request, extend_conversation, fresh_conversation
@@ -26,8 +26,11 @@ from ._units import OpenEnd
 
 __all__ = ["MessageHistory"]
 
+#: The type of the messages a history holds (its selections are lists of them).
+_M = TypeVar("_M")
 
-class MessageHistory:
+
+class MessageHistory(Generic[_M]):
     """A provider's message list, read message by message as an agent loop appends it,
     and the window that fits a budget chosen from it on demand.
 
@@ -68,8 +71,8 @@ class MessageHistory:
 
     __slots__ = ("_append_lock", "_limits", "_options", "_reading", "_state")
 
-    def __init__(self, messages: Iterable[Any] = (), options: SelectOptions | None = None, *,
-                 system: Any = None, now: datetime | None = None,
+    def __init__(self, messages: Iterable[_M] = (), options: SelectOptions | None = None, *,
+                 system: object = None, now: datetime | None = None,
                  **keywords: Unpack[SelectKeywords]) -> None:
         chosen = merged_options(options, keywords)
         self._options = chosen
@@ -91,12 +94,12 @@ class MessageHistory:
                        regroup_from=min((problem.at for problem in was_open),
                                         default=None))
 
-    def append(self, message: Any, *, now: datetime | None = None) -> None:
+    def append(self, message: _M, *, now: datetime | None = None) -> None:
         """Read ``message`` and add it to the end (``now``: its time, by default the
         current time; see :func:`~cupellation.select_messages`)."""
         self.extend((message,), now=now)
 
-    def extend(self, messages: Iterable[Any], *, now: datetime | None = None) -> None:
+    def extend(self, messages: Iterable[_M], *, now: datetime | None = None) -> None:
         """Read ``messages`` and add them to the end, in order; all or none."""
         if now is not None and (not isinstance(now, datetime) or now.utcoffset() is None):
             raise InvalidValueError("now", now, "must be a timezone-aware datetime or None")
@@ -124,7 +127,7 @@ class MessageHistory:
             self._append_lock.release()
 
     def select(self, options: SelectOptions | None = None,
-               **keywords: Unpack[SelectKeywords]) -> list[Any]:
+               **keywords: Unpack[SelectKeywords]) -> list[_M]:
         """The messages that fit the budget, in conversation order: a list of the
         objects appended (trimmed or thinking-stripped ones as new objects).
 
@@ -139,7 +142,8 @@ class MessageHistory:
         return choose(self._complete(), how).kept
 
     def select_with_report(self, options: SelectOptions | None = None,
-                           **keywords: Unpack[SelectKeywords]) -> MessageSelection:
+                           **keywords: Unpack[SelectKeywords]
+                           ) -> MessageSelection[list[_M]]:
         """:meth:`select`, with its report and what it did to each message (a
         :class:`~cupellation.chat.MessageSelection`; indices into :attr:`messages`)."""
         how = choice(self._selecting(options, keywords), want_report=True)
@@ -175,12 +179,12 @@ class MessageHistory:
         return conversation
 
     @property
-    def messages(self) -> list[Any]:
+    def messages(self) -> list[_M]:
         """The messages appended, in order (a new list of the objects appended)."""
         return list(self._state[0].objects)
 
     @property
-    def system(self) -> Any:
+    def system(self) -> object:
         """Anthropic's system prompt, as given (None when there is none)."""
         return self._reading[0]
 
@@ -206,10 +210,10 @@ class MessageHistory:
         results, a reasoning item's output), one line each; empty when nothing."""
         return tuple(f"{problem.field}: {problem.problem}" for problem in self._state[1])
 
-    def copy(self) -> MessageHistory:
+    def copy(self) -> MessageHistory[_M]:
         """A history with the same messages, read once for both: appends to either
         leave the other as it was (an agent exploring two branches)."""
-        twin = MessageHistory.__new__(MessageHistory)
+        twin: MessageHistory[_M] = MessageHistory.__new__(MessageHistory)
         twin._limits, twin._reading, twin._state = self._limits, self._reading, self._state
         twin._options = self._options
         twin._append_lock = threading.Lock()
@@ -233,7 +237,7 @@ class MessageHistory:
                 f"token_counter={self.token_counter!r})")
 
 
-def _restored(messages: list[Any], system: Any, options: SelectOptions,
-              now: datetime | None) -> MessageHistory:
+def _restored(messages: list[_M], system: object, options: SelectOptions,
+              now: datetime | None) -> MessageHistory[_M]:
     """A pickled history read again (see MessageHistory.__reduce__)."""
     return MessageHistory(messages, options, system=system, now=now)

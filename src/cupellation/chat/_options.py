@@ -14,10 +14,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, TypedDict, Unpack
 
 from .._collectors import TraceCollector
-from .._model import ContextBudget
+from .._model import ContextBudget, ContextKind
 from .._pipeline import Pipeline
 from ..events import RunInfo
 from ..exceptions import ConfigurationError, InvalidTypeError, InvalidValueError
@@ -26,10 +26,14 @@ from ._messages import FORMATS, MessageFormat
 from ._tokens import CounterSpec, TextCounter
 from ._trim import check_limits
 
-__all__ = ["SelectKeywords", "SelectOptions", "ThinkingMode", "merged_options"]
+__all__ = ["SelectKeywords", "SelectOptions", "ThinkingMode", "TrimLimits", "merged_options"]
 
 #: What happens to Anthropic thinking blocks of kept messages (see SelectOptions).
 ThinkingMode = Literal["keep", "strip_after_change"]
+#: Token limits per kind (``trim``): kind names or kinds to limits. Three mappings,
+#: because a mapping's key type is invariant (a ``dict[str, int]`` is not a
+#: ``Mapping[str | ContextKind, int]``).
+TrimLimits = Mapping[str, int] | Mapping[ContextKind, int] | Mapping[str | ContextKind, int]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -68,7 +72,7 @@ class SelectOptions:
     policy: Policy | Pipeline | str | None = None
     collector: TraceCollector | None = None
     token_counter: CounterSpec | TextCounter = "auto"
-    trim: Mapping[Any, int] | None = None
+    trim: TrimLimits | None = None
     format: MessageFormat | None = None
     anthropic_thinking: ThinkingMode = "keep"
     run_info: RunInfo | None = None
@@ -95,20 +99,22 @@ class SelectOptions:
         check_limits(self.trim)  # raises naming the kind or the limit
 
     @staticmethod
-    def merge(options: SelectOptions | None, keywords: Mapping[str, Any]) -> SelectOptions:
+    def merge(options: SelectOptions | None, keywords: SelectKeywords) -> SelectOptions:
         """``options`` (None: the defaults) with the fields named in ``keywords``
         replaced: what an entry point taking both an options value and keyword sugar
         selects with. A budget given as keywords replaces the options' budget value
         and the other way round."""
         return merged_options(options, keywords)
 
-    def replace(self, **changes: Any) -> SelectOptions:
+    def replace(self, **changes: Unpack[SelectKeywords]) -> SelectOptions:
         """A copy with ``changes`` (field names as keywords), checked again."""
         return dataclasses.replace(self, **changes)
 
 
 class SelectKeywords(TypedDict, total=False):
-    """The keyword form of :class:`SelectOptions` (each key one of its fields)."""
+    """The keyword form of :class:`SelectOptions` (each key one of its fields, of the
+    field's type): what ``**keywords: Unpack[SelectKeywords]`` accepts in every entry
+    point. A test holds its keys and types equal to the dataclass's fields."""
 
     max_tokens: int | None
     target_tokens: int | None
@@ -116,7 +122,7 @@ class SelectKeywords(TypedDict, total=False):
     policy: Policy | Pipeline | str | None
     collector: TraceCollector | None
     token_counter: CounterSpec | TextCounter
-    trim: Mapping[Any, int] | None
+    trim: TrimLimits | None
     format: MessageFormat | None
     anthropic_thinking: ThinkingMode
     run_info: RunInfo | None
@@ -130,7 +136,9 @@ def merged_options(options: SelectOptions | None, keywords: Mapping[str, Any]
                    ) -> SelectOptions:
     """``options`` (default: every field's default) with the fields ``keywords``
     give replaced; a budget given as keywords replaces the options' budget and the
-    other way round, so the two forms never meet in one value."""
+    other way round, so the two forms never meet in one value. (The entry points'
+    keywords arrive typed as ``SelectKeywords``; any mapping is taken here, checked
+    by name and by the dataclass, because the integrations add their format to it.)"""
     if options is None:
         options = _DEFAULT
     elif not isinstance(options, SelectOptions):

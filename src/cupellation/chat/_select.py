@@ -13,7 +13,7 @@ import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, NamedTuple, TypeVar, Unpack, overload
+from typing import Any, Generic, NamedTuple, TypeVar, Unpack, overload
 
 import msgspec
 
@@ -74,6 +74,8 @@ __all__ = [
 ]
 
 _M = TypeVar("_M")
+#: The shape of the messages a selection returns: the input's (a list, a tuple, a dict).
+_S_co = TypeVar("_S_co", covariant=True)
 _DEFAULT_PRESET = "chat"
 
 
@@ -81,19 +83,21 @@ _DEFAULT_PRESET = "chat"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class MessageSelection:
+class MessageSelection(Generic[_S_co]):
     """What :func:`select_messages_with_report` returns.
 
     ``messages`` is what :func:`select_messages` returns (the kept messages, in the
-    shape given); ``report`` explains every unit, kept or left out, in conversation
-    order. ``kept`` and ``dropped`` are indices into the list given; ``trimmed`` the
-    kept messages sent as trimmed copies, ``thinking_stripped`` those sent without
+    shape given: ``MessageSelection[list[M]]`` for a list of ``M``,
+    ``MessageSelection[dict[str, object]]`` for a mapping); ``report`` explains
+    every unit, kept or left out, in conversation order. ``kept`` and ``dropped``
+    are indices into the list given; ``trimmed`` the kept messages sent as trimmed
+    copies, ``thinking_stripped`` those sent without
     their thinking blocks. ``tokens`` is the window's count (the kept units'
     tokens); ``token_counter`` names the counter and ``token_estimates`` says
     whether any count is an estimate.
     """
 
-    messages: Any
+    messages: _S_co
     report: SelectionReport
     kept: tuple[int, ...]
     dropped: tuple[int, ...]
@@ -234,7 +238,7 @@ def choose(conversation: Conversation, how: Choice) -> Chosen:
     return Chosen(kept, placed, report, stripped)
 
 
-def selection(conversation: Conversation, messages: Any, chosen: Chosen) -> MessageSelection:
+def selection(conversation: Conversation, messages: _M, chosen: Chosen) -> MessageSelection[_M]:
     """The :class:`MessageSelection` of a call: ``messages`` in the shape given."""
     assert chosen.report is not None
     kept = _kept_indices(conversation, chosen.placed)
@@ -411,19 +415,21 @@ def _current_turn_opener(messages: Sequence[Any]) -> int | None:
 
 @overload
 def select_messages(messages: list[_M], options: SelectOptions | None = None, *,
-                    system: Any = None, now: datetime | None = None,
+                    system: object = None, now: datetime | None = None,
                     **keywords: Unpack[SelectKeywords]) -> list[_M]: ...
 @overload
 def select_messages(messages: tuple[_M, ...], options: SelectOptions | None = None, *,
-                    system: Any = None, now: datetime | None = None,
+                    system: object = None, now: datetime | None = None,
                     **keywords: Unpack[SelectKeywords]) -> tuple[_M, ...]: ...
 @overload
-def select_messages(messages: Mapping[str, Any], options: SelectOptions | None = None, *,
-                    system: Any = None, now: datetime | None = None,
-                    **keywords: Unpack[SelectKeywords]) -> dict[str, Any]: ...
-def select_messages(messages: Any, options: SelectOptions | None = None, *,
-                    system: Any = None, now: datetime | None = None,
-                    **keywords: Unpack[SelectKeywords]) -> Any:
+def select_messages(messages: Mapping[str, object], options: SelectOptions | None = None, *,
+                    system: object = None, now: datetime | None = None,
+                    **keywords: Unpack[SelectKeywords]) -> dict[str, object]: ...
+def select_messages(messages: list[_M] | tuple[_M, ...] | Mapping[str, object],
+                    options: SelectOptions | None = None, *, system: object = None,
+                    now: datetime | None = None,
+                    **keywords: Unpack[SelectKeywords]
+                    ) -> list[_M] | tuple[_M, ...] | dict[str, object]:
     """The messages that fit the budget, in conversation order and in the shape given.
 
     ``messages`` is a list of OpenAI Chat Completions messages, OpenAI Responses input
@@ -438,7 +444,10 @@ def select_messages(messages: Any, options: SelectOptions | None = None, *,
 
     ``options`` (a :class:`SelectOptions`) holds the budget, policy, collector, token
     counter, trimming, format and thinking mode; each is also a keyword argument
-    (``max_tokens=8000``), which replaces that field of ``options``.
+    (``max_tokens=8000``, typed by :class:`~cupellation.chat.SelectKeywords`), which
+    replaces that field of ``options``. The result's type follows the input's: a
+    ``list[M]`` gives a ``list[M]``, a ``tuple[M, ...]`` a tuple, a mapping a
+    ``dict[str, object]``.
 
     - ``system`` is Anthropic's system prompt, passed apart: counted and always kept,
       never returned. System and developer messages of the other formats stay in the
@@ -467,14 +476,37 @@ def select_messages(messages: Any, options: SelectOptions | None = None, *,
     """
     chosen = merged_options(options, keywords)
     how = choice(chosen, want_report=False)
-    return _run(messages, _Call(system, chosen, now), how)[2]
+    shaped: list[_M] | tuple[_M, ...] | dict[str, object] = _run(
+        messages, _Call(system, chosen, now), how)[2]
+    return shaped
 
 
-def select_messages_with_report(messages: Any, options: SelectOptions | None = None, *,
-                                system: Any = None, now: datetime | None = None,
-                                **keywords: Unpack[SelectKeywords]) -> MessageSelection:
+@overload
+def select_messages_with_report(messages: list[_M], options: SelectOptions | None = None, *,
+                                system: object = None, now: datetime | None = None,
+                                **keywords: Unpack[SelectKeywords]
+                                ) -> MessageSelection[list[_M]]: ...
+@overload
+def select_messages_with_report(messages: tuple[_M, ...], options: SelectOptions | None = None,
+                                *, system: object = None, now: datetime | None = None,
+                                **keywords: Unpack[SelectKeywords]
+                                ) -> MessageSelection[tuple[_M, ...]]: ...
+@overload
+def select_messages_with_report(messages: Mapping[str, object],
+                                options: SelectOptions | None = None, *,
+                                system: object = None, now: datetime | None = None,
+                                **keywords: Unpack[SelectKeywords]
+                                ) -> MessageSelection[dict[str, object]]: ...
+def select_messages_with_report(messages: list[_M] | tuple[_M, ...] | Mapping[str, object],
+                                options: SelectOptions | None = None, *,
+                                system: object = None, now: datetime | None = None,
+                                **keywords: Unpack[SelectKeywords]
+                                ) -> (MessageSelection[list[_M]]
+                                      | MessageSelection[tuple[_M, ...]]
+                                      | MessageSelection[dict[str, object]]):
     """:func:`select_messages`, with its report and what it did to each message (a
-    :class:`MessageSelection`). The arguments are the same."""
+    :class:`MessageSelection` whose ``messages`` are in the shape given). The
+    arguments are the same."""
     chosen = merged_options(options, keywords)
     how = choice(chosen, want_report=True)
     conversation, chosen_units, shaped = _run(messages, _Call(system, chosen, now), how)

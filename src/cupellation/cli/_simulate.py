@@ -111,7 +111,7 @@ def _dropped(report: SelectionReport) -> list[dict[str, Any]]:
 
 
 def _point(budget: ContextBudget, report: SelectionReport | None, failure: str | None,
-           chat: MessageSelection | None) -> dict[str, Any]:
+           chat: MessageSelection[Any] | None) -> dict[str, Any]:
     row: dict[str, Any] = {"max_tokens": budget.max_tokens,
                            "target_tokens": budget.target_tokens, "failure": failure}
     if report is None:
@@ -292,7 +292,7 @@ def _print_sweep(data: dict[str, Any]) -> None:
 
 
 def _variant_rows(reports: Sequence[tuple[str, SelectionReport]],
-                  chats: Sequence[MessageSelection] | None) -> list[dict[str, Any]]:
+                  chats: Sequence[MessageSelection[Any]] | None) -> list[dict[str, Any]]:
     rows = []
     for k, (label, report) in enumerate(reports):
         if chats is not None:

@@ -4,12 +4,13 @@ call (see :mod:`cupellation.integrations`)."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import msgspec
 
 from ..chat import MessageSelection, SelectOptions
+from ..chat._options import merged_options
 from ..events import RunInfo
 from ..exceptions import InvalidTypeError
 
@@ -30,15 +31,15 @@ class Window:
     __slots__ = ("_calls", "_last", "_lock", "_on_select", "_options")
 
     def __init__(self, options: SelectOptions | None,
-                 on_select: Callable[[MessageSelection], None] | None,
+                 on_select: Callable[[MessageSelection[Sequence[object]]], None] | None,
                  keywords: Mapping[str, Any]) -> None:
         if on_select is not None and not callable(on_select):
             raise InvalidTypeError("on_select", on_select, "a callable or None")
         if not isinstance(keywords, Mapping):
             raise InvalidTypeError("keywords", keywords, "a mapping of SelectOptions fields")
-        self._options = SelectOptions.merge(options, keywords)
+        self._options = merged_options(options, keywords)
         self._on_select = on_select
-        self._last: MessageSelection | None = None
+        self._last: MessageSelection[Sequence[object]] | None = None
         self._calls = 0
         self._lock = threading.Lock()
 
@@ -48,7 +49,7 @@ class Window:
         return self._options
 
     @property
-    def last(self) -> MessageSelection | None:
+    def last(self) -> MessageSelection[Sequence[object]] | None:
         """The last call's selection (None before the first call)."""
         return self._last
 
@@ -69,7 +70,7 @@ class Window:
             conversation_id=given.conversation_id or conversation_id)
         return self._options.replace(run_info=info)
 
-    def record(self, selection: MessageSelection) -> None:
+    def record(self, selection: MessageSelection[Sequence[object]]) -> None:
         """Keep ``selection`` as :attr:`last` and hand it to ``on_select``."""
         with self._lock:
             self._last = selection

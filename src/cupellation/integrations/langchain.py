@@ -31,7 +31,7 @@ Needs ``pip install 'cupellation[langchain]'``.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Unpack
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
@@ -61,13 +61,13 @@ class WindowMiddleware(AgentMiddleware[Any, Any]):
     ``on_select`` is called with each call's selection."""
 
     def __init__(self, options: SelectOptions | None = None, *,
-                 on_select: Callable[[MessageSelection], None] | None = None,
+                 on_select: Callable[[MessageSelection[Sequence[object]]], None] | None = None,
                  **keywords: Unpack[SelectKeywords]) -> None:
         super().__init__()
         self.window = Window(options, on_select, {**keywords, "format": "langchain"})
 
     @property
-    def last(self) -> MessageSelection | None:
+    def last(self) -> MessageSelection[Sequence[object]] | None:
         """The last call's selection (None before the first call)."""
         return self.window.last
 

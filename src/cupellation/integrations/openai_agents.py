@@ -31,7 +31,7 @@ Needs ``pip install 'cupellation[openai-agents]'``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Unpack
 
 from agents.run_config import CallModelData, ModelInputData
@@ -50,7 +50,7 @@ class InputFilter(Window):
     __slots__ = ("_heads",)
 
     def __init__(self, options: SelectOptions | None = None, *,
-                 on_select: Callable[[MessageSelection], None] | None = None,
+                 on_select: Callable[[MessageSelection[Sequence[object]]], None] | None = None,
                  **keywords: Unpack[SelectKeywords]) -> None:
         super().__init__(options, on_select, {**keywords, "format": "openai-responses"})
         # One system item per instructions text, so that the list each call selects
@@ -85,7 +85,7 @@ class InputFilter(Window):
 
 
 def input_filter(options: SelectOptions | None = None, *,
-                 on_select: Callable[[MessageSelection], None] | None = None,
+                 on_select: Callable[[MessageSelection[Sequence[object]]], None] | None = None,
                  **keywords: Unpack[SelectKeywords]) -> InputFilter:
     """A ``call_model_input_filter`` for ``RunConfig`` that sends each model call the
     input items that fit the budget (see the module doc). ``options`` and the

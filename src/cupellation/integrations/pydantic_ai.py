@@ -163,7 +163,7 @@ class HistoryProcessor(Window):
 
     def __init__(self, options: SelectOptions | None = None, *,
                  keep_full_history: bool = False,
-                 on_select: Callable[[MessageSelection], None] | None = None,
+                 on_select: Callable[[MessageSelection[Sequence[object]]], None] | None = None,
                  **keywords: Unpack[SelectKeywords]) -> None:
         if not isinstance(keep_full_history, bool):
             raise InvalidTypeError("keep_full_history", keep_full_history, "a bool")
@@ -224,7 +224,8 @@ class HistoryProcessor(Window):
 
 
 def _rebuilt(source: Sequence[ModelMessage], read: list[dict[str, Any]],
-             origins: list[_Origin], selection: MessageSelection) -> list[ModelMessage]:
+             origins: list[_Origin], selection: MessageSelection[list[dict[str, Any]]]
+             ) -> list[ModelMessage]:
     """The messages to send: each message with its kept parts, a cut part as a copy
     holding the cut text, a message with no part kept left out."""
     kept_parts: dict[int, dict[int, str | None]] = {}
@@ -280,7 +281,7 @@ def _with_content(part: Any, text: str | None) -> Any:
 
 def history_processor(options: SelectOptions | None = None, *,
                       keep_full_history: bool = False,
-                      on_select: Callable[[MessageSelection], None] | None = None,
+                      on_select: Callable[[MessageSelection[Sequence[object]]], None] | None = None,
                       **keywords: Unpack[SelectKeywords]) -> HistoryProcessor:
     """A history processor for ``ProcessHistory`` that sends each model request the
     messages that fit the budget (see the module doc). ``options`` and the keywords

@@ -81,6 +81,7 @@ A policy round-trips exactly: ``Policy.from_dict(p.to_dict()) == p``, and
 
 from __future__ import annotations
 
+from .._pipeline import Policy
 from .._registry import PLACER_TYPES, SCORER_TYPES, SLICER_TYPES
 from ..placing import ChronologicalPlacer, UShapedPlacer
 from ..scoring import ExponentialCurve, StepCurve, WindowCurve
@@ -94,7 +95,6 @@ from ..slicing import (
     QuotaSlice,
 )
 from ._load import PolicyFormat, load_policy
-from ._policy import Policy
 from ._presets import PRESET_NAMES, get_preset, presets
 
 __all__ = [

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .._pipeline import Policy
+from .._policytext import PolicyFormat, parse_document
 from ..exceptions import DecodeError, InvalidTypeError, InvalidValueError
-from ._policy import Policy
-from ._text import PolicyFormat, parse_document
 
 __all__ = ["PolicyFormat", "load_policy", "parse_policy_text"]
 

@@ -35,6 +35,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from .._model import OverflowStrategy, ascii_fold
+from .._pipeline import Policy
 from .._tables import suggest
 from ..exceptions import InvalidTypeError, InvalidValueError
 from ..placing import ChronologicalPlacer, Placer, UShapedPlacer
@@ -48,7 +49,6 @@ from ..scoring import (
     Scorer,
 )
 from ..slicing import GreedySlice, KnapsackSlice, Slicer
-from ._policy import Policy
 
 __all__ = ["PRESET_NAMES", "get_preset", "presets"]
 

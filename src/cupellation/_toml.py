@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..exceptions import InvalidTypeError, InvalidValueError
+from .exceptions import InvalidTypeError, InvalidValueError
 
 __all__ = ["dumps"]
 

@@ -7,7 +7,7 @@ import re
 import tomllib
 from typing import Any, Literal
 
-from ..exceptions import DecodeError, InvalidTypeError, InvalidValueError
+from .exceptions import DecodeError, InvalidTypeError, InvalidValueError
 
 __all__ = ["PolicyFormat", "parse_document", "sniff"]
 
