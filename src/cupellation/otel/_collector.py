@@ -89,6 +89,7 @@ __all__ = ["SpanCollector"]
 _logger = logging.getLogger("cupellation")
 
 _SPAN_STAGES = frozenset(SPAN_STAGES)
+_STAGE_EVENTS = frozenset({StageStarted, StageCompleted})
 ITEM_TOKENS_COLUMN: Final = "cupel.exclusion.item_tokens"
 
 
@@ -192,6 +193,9 @@ class SpanCollector:
                     self._digest(events)
                 self._on_batch(events)
                 return
+            if len(events) == 1 and type(events[0]) in _STAGE_EVENTS:
+                self._on_stage_event(events[0])
+                return
             for event in stamp_service(events, self._run_service):
                 if isinstance(event, RunStarted):
                     self._on_event(event)
@@ -238,6 +242,23 @@ class SpanCollector:
             update(line(event))
         return None
 
+    def _on_stage_event(self, event: StageStarted | StageCompleted) -> None:
+        """A delivery of one stage event (twelve a run, the StageOnly tier's whole
+        work): what ``record`` does for any event (no service to stamp, a line to
+        hash, no digest to set), with the run looked up once."""
+        run = self._get(event.run_id)
+        if run is None:
+            return
+        if run.spans_on:
+            if self._layout is SpanLayout.EVENTS:
+                self._lines.digest((event,))
+            else:
+                run.lines.update(self._encoder.event_line(event))
+        if type(event) is StageStarted:
+            self._stage_started(event, run)  # type: ignore[arg-type]
+        else:
+            self._stage_completed(event, run)  # type: ignore[arg-type]
+
     def flush(self) -> None:
         """Nothing is held back: spans are live, and end as their runs end (an SDK's
         span processor decides when they are exported)."""
@@ -277,10 +298,12 @@ class SpanCollector:
 
     def _on_event(self, event: PipelineEvent) -> None:
         kind = type(event)
-        if kind is StageStarted:
-            self._stage_started(event)  # type: ignore[arg-type]
-        elif kind is StageCompleted:
-            self._stage_completed(event)  # type: ignore[arg-type]
+        if kind is StageStarted or kind is StageCompleted:
+            run = self._get(event.run_id)
+            if run is not None and kind is StageStarted:
+                self._stage_started(event, run)  # type: ignore[arg-type]
+            elif run is not None:
+                self._stage_completed(event, run)  # type: ignore[arg-type]
         elif kind is RunStarted:
             self._run_started(event)  # type: ignore[arg-type]
         elif kind is RunCompleted:
@@ -328,10 +351,7 @@ class SpanCollector:
         run.root_context = trace.set_span_in_context(root)
         run.root_token = otel_context.attach(run.root_context)
 
-    def _stage_started(self, event: StageStarted) -> None:
-        run = self._get(event.run_id)
-        if run is None:
-            return
+    def _stage_started(self, event: StageStarted, run: RunState) -> None:
         if run.stage_span is not None:  # a stage never completed: close it first
             self._end_stage_span(run, None)
         run.stage = event.stage
@@ -361,10 +381,7 @@ class SpanCollector:
             del attributes[RUN_ID]
             run.internal = attributes
 
-    def _stage_completed(self, event: StageCompleted) -> None:
-        run = self._get(event.run_id)
-        if run is None:
-            return
+    def _stage_completed(self, event: StageCompleted, run: RunState) -> None:
         stage = event.stage
         instruments = run.instruments
         if instruments is not None and stage in _SPAN_STAGES:
