@@ -89,6 +89,7 @@ __all__ = ["SpanCollector"]
 _logger = logging.getLogger("cupellation")
 
 _SPAN_STAGES = frozenset(SPAN_STAGES)
+_encode_json = msgspec.json.encode
 _STAGE_EVENTS = frozenset({StageStarted, StageCompleted})
 ITEM_TOKENS_COLUMN: Final = "cupel.exclusion.item_tokens"
 
@@ -196,10 +197,15 @@ class SpanCollector:
             if len(events) == 1 and type(events[0]) in _STAGE_EVENTS:
                 self._on_stage_event(events[0])
                 return
+            columns = self._layout is SpanLayout.COLUMNS
             for event in stamp_service(events, self._run_service):
                 if isinstance(event, RunStarted):
-                    self._on_event(event)
-                    self._digest((event,))
+                    self._on_event(event)  # (columns: hashes its line from its flat form)
+                    if not columns:
+                        self._digest((event,))
+                    continue
+                if columns and type(event) is RunCompleted and event.digest is None:
+                    self._run_completed(event, hash_line=True)
                     continue
                 digest = self._digest((event,))
                 if digest is not None:
@@ -336,7 +342,8 @@ class SpanCollector:
         if tracer is None:
             return
         captured = apply_content_capture(event, self._capture)
-        attributes = run_attributes(event_to_dict(captured))
+        flat = event_to_dict(captured)
+        attributes = run_attributes(flat)
         attributes[LAYOUT] = self._layout.value
         attributes[INPUT_VALUE] = input_value(event)
         attributes[INPUT_MIME] = TEXT_MIME
@@ -350,6 +357,10 @@ class SpanCollector:
         run.root_attributes = attributes
         run.root_context = trace.set_span_in_context(root)
         run.root_token = otel_context.attach(run.root_context)
+        if run.recording and self._layout is SpanLayout.COLUMNS:
+            # The run's first line for the digest: event_line's bytes, from the flat
+            # form made above rather than flattening the event a second time.
+            run.lines.update(_encode_json(flat) + b"\n")
 
     def _stage_started(self, event: StageStarted, run: RunState) -> None:
         if run.stage_span is not None:  # a stage never completed: close it first
@@ -529,13 +540,19 @@ class SpanCollector:
         else:
             run.root_event(name, attributes)
 
-    def _run_completed(self, event: RunCompleted) -> None:
+    def _run_completed(self, event: RunCompleted, hash_line: bool = False) -> None:
+        """End the run; with ``hash_line`` (the columns layout, an end event without a
+        digest) first hash its line for the digest, from the flat form its attributes
+        are made of (event_line's bytes, the event flattened once)."""
         run = self._pop(event.run_id)
         if run is None:
             return
         target = run.target_tokens
         try:
-            end = run_attributes(event_to_dict(event))
+            flat = event_to_dict(event)
+            if hash_line and run.spans_on:
+                run.lines.update(_encode_json(flat) + b"\n")
+            end = run_attributes(flat)
             if target > 0:
                 end[UTILIZATION] = event.included_tokens / target
             self._end_run(run, end, None)
