@@ -345,9 +345,11 @@ def column_writer(fields: Sequence[WireField], prefix: str, skip: Sequence[str] 
             continue
         key = repr(prefix + field.name)
         expression = _EXPRESSIONS.get(field.kind, "v").format(key=key)
-        source = f"[x.{field.name} for x in values]"
+        # One pass a field: ``for v in [x.<name>]`` binds ``v`` as a plain assignment
+        # (CPython 3.9+ compiles the idiom so), no intermediate list of the values.
+        each = f"for x in values for v in [x.{field.name}]"
         if field.flat_always:
-            lines.append(f"    out[{key}] = [{expression} for v in {source}]")
+            lines.append(f"    out[{key}] = [{expression} {each}]")
             continue
         test = ("v" if field.kind in (WireKind.TAGS, WireKind.METADATA, WireKind.SLOTS)
                 else f"v.value != {field.default!r}" if field.kind is WireKind.NAME
@@ -358,11 +360,13 @@ def column_writer(fields: Sequence[WireField], prefix: str, skip: Sequence[str] 
             # The values as they are (None stays None), checked finite by one C-level
             # sum; only a column that fails it is checked value by value, raising for
             # its first non-finite value as the per-value check would.
-            lines.append(f"    column = {source}")
+            lines.append(f"    column = [x.{field.name} for x in values]")
             lines.append("    if not _finite_column(column):")
             lines.append(f"        [{expression} for v in column if v is not None]")
+        elif expression == "v" and test == "v is not None":
+            lines.append(f"    column = [x.{field.name} for x in values]")  # (None stays)
         else:
-            lines.append(f"    column = [{expression} if {test} else None for v in {source}]")
+            lines.append(f"    column = [{expression} if {test} else None {each}]")
         lines.append("    if column.count(None) != len(column):")
         lines.append(f"        out[{key}] = column")
     namespace: dict[str, Any] = {
