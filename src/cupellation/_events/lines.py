@@ -108,7 +108,7 @@ def _escape(text: bytes) -> bytes:
     return text.replace(b"%", b"%%")
 
 
-def _stage_template(kind: type) -> bytes:
+def _stage_template(kind: Any) -> bytes:
     """A stage event's line as a %-template: the run id and every field as ``%b``
     (JSON-encoded), ``seq`` as ``%d``."""
     return (b'{"type":' + _encode(kind.type).replace(b"%", b"%%") + b',"schema":' + _SCHEMA

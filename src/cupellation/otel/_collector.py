@@ -90,7 +90,6 @@ _logger = logging.getLogger("cupellation")
 
 _SPAN_STAGES = frozenset(SPAN_STAGES)
 _encode_json = msgspec.json.encode
-_STAGE_EVENTS = frozenset({StageStarted, StageCompleted})
 ITEM_TOKENS_COLUMN: Final = "cupel.exclusion.item_tokens"
 
 
@@ -194,7 +193,7 @@ class SpanCollector:
                     self._digest(events)
                 self._on_batch(events)
                 return
-            if len(events) == 1 and type(events[0]) in _STAGE_EVENTS:
+            if len(events) == 1 and isinstance(events[0], StageStarted | StageCompleted):
                 self._on_stage_event(events[0])
                 return
             columns = self._layout is SpanLayout.COLUMNS
@@ -261,7 +260,7 @@ class SpanCollector:
             else:
                 run.lines.update(self._encoder.event_line(event))
         if type(event) is StageStarted:
-            self._stage_started(event, run)  # type: ignore[arg-type]
+            self._stage_started(event, run)
         else:
             self._stage_completed(event, run)  # type: ignore[arg-type]
 
