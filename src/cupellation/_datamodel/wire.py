@@ -242,6 +242,17 @@ def _finite_value(key: str, value: float) -> float:
     return value
 
 
+def _finite_column(column: list[Any]) -> bool:
+    """True when the sum of ``column``'s values other than None and zero is finite,
+    so that every one of them is (False also when the sum overflows or a value is
+    not a number, or infinities of both signs: the caller then checks value by
+    value)."""
+    try:
+        return math.isfinite(math.fsum(filter(None, column)))
+    except (TypeError, ValueError, OverflowError):  # (ValueError: inf + -inf)
+        return False
+
+
 def _slots_text(key: str, value: Mapping[Any, int]) -> str:
     return flat_json_text(key, {name.value: tokens for name, tokens in value.items()})
 
@@ -334,22 +345,34 @@ def column_writer(fields: Sequence[WireField], prefix: str, skip: Sequence[str] 
             continue
         key = repr(prefix + field.name)
         expression = _EXPRESSIONS.get(field.kind, "v").format(key=key)
-        source = f"[x.{field.name} for x in values]"
+        # One pass a field: ``for v in [x.<name>]`` binds ``v`` as a plain assignment
+        # (CPython 3.9+ compiles the idiom so), no intermediate list of the values.
+        each = f"for x in values for v in [x.{field.name}]"
         if field.flat_always:
-            lines.append(f"    out[{key}] = [{expression} for v in {source}]")
+            lines.append(f"    out[{key}] = [{expression} {each}]")
             continue
         test = ("v" if field.kind in (WireKind.TAGS, WireKind.METADATA, WireKind.SLOTS)
                 else f"v.value != {field.default!r}" if field.kind is WireKind.NAME
                 else "v is not None" if field.default is None
                 else "v is not False" if field.default is False
                 else f"v != {field.default!r}")
-        lines.append(f"    column = [{expression} if {test} else None for v in {source}]")
+        if field.kind in (WireKind.FLOAT, WireKind.HINT) and field.default is None:
+            # The values as they are (None stays None), checked finite by one C-level
+            # sum; only a column that fails it is checked value by value, raising for
+            # its first non-finite value as the per-value check would.
+            lines.append(f"    column = [x.{field.name} for x in values]")
+            lines.append("    if not _finite_column(column):")
+            lines.append(f"        [{expression} for v in column if v is not None]")
+        elif expression == "v" and test == "v is not None":
+            lines.append(f"    column = [x.{field.name} for x in values]")  # (None stays)
+        else:
+            lines.append(f"    column = [{expression} if {test} else None {each}]")
         lines.append("    if column.count(None) != len(column):")
         lines.append(f"        out[{key}] = column")
     namespace: dict[str, Any] = {
         "format_timestamp": format_timestamp, "flat_json_text": flat_json_text,
         "thaw_json": thaw_json, "_slots_text": _slots_text, "_finite_value": _finite_value,
-        "cached_timestamp": _cached_timestamp}
+        "cached_timestamp": _cached_timestamp, "_finite_column": _finite_column}
     exec("\n".join(lines), namespace)  # the source is built above from the fields
     write: Callable[[Sequence[Any], dict[str, list[Any]]], None] = namespace["write"]
     return write

@@ -108,22 +108,44 @@ def _escape(text: bytes) -> bytes:
     return text.replace(b"%", b"%%")
 
 
+def _stage_template(kind: Any) -> bytes:
+    """A stage event's line as a %-template: the run id and every field as ``%b``
+    (JSON-encoded), ``seq`` as ``%d``."""
+    return (b'{"type":' + _encode(kind.type).replace(b"%", b"%%") + b',"schema":' + _SCHEMA
+            + b',"run_id":%b,"seq":%d' + b"".join(
+                b',"' + name.encode().replace(b"%", b"%%") + b'":%b'
+                for name in _STAGE_FIELDS[kind]) + b"}\n")
+
+
+#: Each stage event's line template, and the getter of its fields' values.
+_STAGE_TEMPLATES: Final = {kind: (_stage_template(kind), attrgetter(*names))
+                           for kind, names in _STAGE_FIELDS.items()}
+#: Each stage's name as JSON.
+_STAGE_JSON: Final = {stage: _encode(stage.value) for stage in PipelineStage}
+
+
+def _stage_value(value: Any) -> bytes:
+    """One field of a stage event as JSON; KeyError for a value to leave to
+    ``event_to_json`` (not an int, a finite float or a stage)."""
+    kind = type(value)
+    if kind is int or (kind is float and math.isfinite(value)):
+        return _encode(value)
+    return _STAGE_JSON[value]  # a PipelineStage (a str is a key of no stage here)
+
+
 def _stage_line(event: StageStarted | StageCompleted) -> bytes | None:
     """The line of a stage event (no content: capture cannot change it), or None to
-    let ``event_to_json`` deal with an unusual value."""
-    kind = type(event)
-    names = _STAGE_FIELDS[kind]
-    values = [getattr(event, name) for name in names]
-    if not all(type(v) is int or (type(v) is float and math.isfinite(v))
-               or isinstance(v, PipelineStage) for v in values):
+    let ``event_to_json`` deal with an unusual value. One %-format of the kind's
+    template: these lines are written for every stage of every traced run."""
+    template, values = _STAGE_TEMPLATES[type(event)]
+    seq = event.seq
+    if type(seq) is not int:
         return None
-    parts = [b'{"type":"', kind.type.encode(), b'","schema":', _SCHEMA, b',"run_id":',
-             _encode(event.run_id), b',"seq":', _encode(event.seq)]
-    for name, value in zip(names, values, strict=True):
-        parts += (b',"', name.encode(), b'":',
-                  _encode(value.value if isinstance(value, PipelineStage) else value))
-    parts.append(b"}\n")
-    return b"".join(parts)
+    try:
+        fields = tuple(map(_stage_value, values(event)))
+    except (KeyError, TypeError):
+        return None
+    return template % (_encode(event.run_id), seq, *fields)
 
 
 class _SlowPath(Exception):

@@ -89,6 +89,7 @@ __all__ = ["SpanCollector"]
 _logger = logging.getLogger("cupellation")
 
 _SPAN_STAGES = frozenset(SPAN_STAGES)
+_encode_json = msgspec.json.encode
 ITEM_TOKENS_COLUMN: Final = "cupel.exclusion.item_tokens"
 
 
@@ -192,10 +193,18 @@ class SpanCollector:
                     self._digest(events)
                 self._on_batch(events)
                 return
+            if len(events) == 1 and isinstance(events[0], StageStarted | StageCompleted):
+                self._on_stage_event(events[0])
+                return
+            columns = self._layout is SpanLayout.COLUMNS
             for event in stamp_service(events, self._run_service):
                 if isinstance(event, RunStarted):
-                    self._on_event(event)
-                    self._digest((event,))
+                    self._on_event(event)  # (columns: hashes its line from its flat form)
+                    if not columns:
+                        self._digest((event,))
+                    continue
+                if columns and type(event) is RunCompleted and event.digest is None:
+                    self._run_completed(event, hash_line=True)
                     continue
                 digest = self._digest((event,))
                 if digest is not None:
@@ -238,6 +247,23 @@ class SpanCollector:
             update(line(event))
         return None
 
+    def _on_stage_event(self, event: StageStarted | StageCompleted) -> None:
+        """A delivery of one stage event (twelve a run, the StageOnly tier's whole
+        work): what ``record`` does for any event (no service to stamp, a line to
+        hash, no digest to set), with the run looked up once."""
+        run = self._get(event.run_id)
+        if run is None:
+            return
+        if run.spans_on:
+            if self._layout is SpanLayout.EVENTS:
+                self._lines.digest((event,))
+            else:
+                run.lines.update(self._encoder.event_line(event))
+        if type(event) is StageStarted:
+            self._stage_started(event, run)
+        else:
+            self._stage_completed(event, run)  # type: ignore[arg-type]
+
     def flush(self) -> None:
         """Nothing is held back: spans are live, and end as their runs end (an SDK's
         span processor decides when they are exported)."""
@@ -277,10 +303,12 @@ class SpanCollector:
 
     def _on_event(self, event: PipelineEvent) -> None:
         kind = type(event)
-        if kind is StageStarted:
-            self._stage_started(event)  # type: ignore[arg-type]
-        elif kind is StageCompleted:
-            self._stage_completed(event)  # type: ignore[arg-type]
+        if kind is StageStarted or kind is StageCompleted:
+            run = self._get(event.run_id)
+            if run is not None and kind is StageStarted:
+                self._stage_started(event, run)  # type: ignore[arg-type]
+            elif run is not None:
+                self._stage_completed(event, run)  # type: ignore[arg-type]
         elif kind is RunStarted:
             self._run_started(event)  # type: ignore[arg-type]
         elif kind is RunCompleted:
@@ -313,7 +341,8 @@ class SpanCollector:
         if tracer is None:
             return
         captured = apply_content_capture(event, self._capture)
-        attributes = run_attributes(event_to_dict(captured))
+        flat = event_to_dict(captured)
+        attributes = run_attributes(flat)
         attributes[LAYOUT] = self._layout.value
         attributes[INPUT_VALUE] = input_value(event)
         attributes[INPUT_MIME] = TEXT_MIME
@@ -327,11 +356,12 @@ class SpanCollector:
         run.root_attributes = attributes
         run.root_context = trace.set_span_in_context(root)
         run.root_token = otel_context.attach(run.root_context)
+        if run.recording and self._layout is SpanLayout.COLUMNS:
+            # The run's first line for the digest: event_line's bytes, from the flat
+            # form made above rather than flattening the event a second time.
+            run.lines.update(_encode_json(flat) + b"\n")
 
-    def _stage_started(self, event: StageStarted) -> None:
-        run = self._get(event.run_id)
-        if run is None:
-            return
+    def _stage_started(self, event: StageStarted, run: RunState) -> None:
         if run.stage_span is not None:  # a stage never completed: close it first
             self._end_stage_span(run, None)
         run.stage = event.stage
@@ -361,10 +391,7 @@ class SpanCollector:
             del attributes[RUN_ID]
             run.internal = attributes
 
-    def _stage_completed(self, event: StageCompleted) -> None:
-        run = self._get(event.run_id)
-        if run is None:
-            return
+    def _stage_completed(self, event: StageCompleted, run: RunState) -> None:
         stage = event.stage
         instruments = run.instruments
         if instruments is not None and stage in _SPAN_STAGES:
@@ -512,13 +539,19 @@ class SpanCollector:
         else:
             run.root_event(name, attributes)
 
-    def _run_completed(self, event: RunCompleted) -> None:
+    def _run_completed(self, event: RunCompleted, hash_line: bool = False) -> None:
+        """End the run; with ``hash_line`` (the columns layout, an end event without a
+        digest) first hash its line for the digest, from the flat form its attributes
+        are made of (event_line's bytes, the event flattened once)."""
         run = self._pop(event.run_id)
         if run is None:
             return
         target = run.target_tokens
         try:
-            end = run_attributes(event_to_dict(event))
+            flat = event_to_dict(event)
+            if hash_line and run.spans_on:
+                run.lines.update(_encode_json(flat) + b"\n")
+            end = run_attributes(flat)
             if target > 0:
                 end[UTILIZATION] = event.included_tokens / target
             self._end_run(run, end, None)
