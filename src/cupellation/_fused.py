@@ -23,9 +23,10 @@ What keeps it equal to the stage path (``_run.Run``, the oracle):
   counts) are handed back untouched (``None``): nothing has run yet.
 - Every decision with a rule of its own is made by the stage path's own
   functions: ``checked_scores``, ``best_of_each_content``, ``score_order``,
-  ``budget.effective``, ``greedy_density_order`` / ``greedy_take`` (GreedySlice's
-  own), ``truncate``, and the placer's own ``place``. What is written out here is
-  only the plumbing between them.
+  ``effective_limits`` (``budget.effective``'s numbers), ``greedy_density_order`` /
+  ``greedy_take`` (GreedySlice's own), ``truncate``, and the placers' own orders
+  (``chronological_order``, ``u_shaped_order``, what their ``place`` runs). What is
+  written out here is only the plumbing between them.
 - ``tests/pipeline/test_fused.py`` runs the conformance vectors and a Hypothesis
   property (items, budgets, configurations, error cases) through both paths and
   compares results and exceptions.
@@ -33,13 +34,15 @@ What keeps it equal to the stage path (``_run.Run``, the oracle):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from operator import attrgetter
 
-from ._model import ContextBudget, ContextItem, OverflowStrategy, ScoredItems
+from ._model import ContextBudget, ContextItem, OverflowStrategy, effective_limits
 from ._run import Configured, best_of_each_content, checked_scores, score_order, truncate
 from .exceptions import BudgetOverflowError, PinnedBudgetError
 from .placing import ChronologicalPlacer, UShapedPlacer
+from .placing._chronological import chronological_order
+from .placing._u_shaped import u_shaped_order
 from .slicing import GreedySlice
 from .slicing._greedy import greedy_density_order, greedy_take
 
@@ -47,9 +50,11 @@ __all__ = ["fused_run"]
 
 _TOKENS = attrgetter("tokens")
 _PINNED = attrgetter("pinned")
-#: The placers whose ``place`` is known to return a fresh list that is a permutation
-#: of its input: the stage path's checks of a placer's answer cannot fail for them.
-_PLACERS = frozenset({ChronologicalPlacer, UShapedPlacer})
+#: The built-in placers' orders over plain lists (what their ``place`` runs after
+#: checking its input): each returns a fresh list that is a permutation of its input,
+#: so the stage path's checks of a placer's answer cannot fail for them.
+_PLACE_ORDERS: dict[type, Callable[[list[ContextItem], list[float]], list[ContextItem]]] = {
+    ChronologicalPlacer: chronological_order, UShapedPlacer: u_shaped_order}
 _ITEM_TYPES = {ContextItem}
 
 
@@ -59,7 +64,8 @@ def fused_run(pipeline: Configured, candidates: Sequence[ContextItem],
     fused path takes (the caller then runs the stages): a slicer other than
     GreedySlice, a placer other than the built-in ones, or candidates that are not
     all plain ContextItems with non-negative token counts."""
-    if type(pipeline.slicer) is not GreedySlice or type(pipeline.placer) not in _PLACERS:
+    place = _PLACE_ORDERS.get(type(pipeline.placer))
+    if place is None or type(pipeline.slicer) is not GreedySlice:
         return None
     # Classify's fast case (``Run.classify``): only real items, none negative.
     if candidates and (not set(map(type, candidates)) <= _ITEM_TYPES
@@ -80,8 +86,7 @@ def fused_run(pipeline: Configured, candidates: Sequence[ContextItem],
     if pinned_tokens > available:
         raise PinnedBudgetError(pinned_tokens, available)
     items, scores, tokens = _ranked(pipeline, scoreable, scoreable_idx)
-    effective = budget.effective(pinned_tokens)
-    target = effective.target_tokens
+    target = effective_limits(budget, pinned_tokens)[1]  # budget.effective()'s target
     chosen: list[int] = []
     if items and target > 0:
         chosen = greedy_take(greedy_density_order(tokens, scores), tokens, target)
@@ -92,7 +97,7 @@ def fused_run(pipeline: Configured, candidates: Sequence[ContextItem],
     if merged_tokens > budget.target_tokens:
         merged, merged_scores = _overflow(pipeline.overflow_strategy, budget, merged,
                                           merged_scores, merged_tokens)
-    return pipeline.placer.place(ScoredItems._trusted(merged, merged_scores))
+    return place(merged, merged_scores)
 
 
 def _ranked(pipeline: Configured, scoreable: list[ContextItem], scoreable_idx: Sequence[int]
