@@ -10,7 +10,7 @@ declines every run (so ``Pipeline.run`` walks ``_run.Run``'s stages, as before t
 fused path), set before its calls are timed and restored after: no per-call cost is
 added to either side. Every round times each variant at every size (the starting
 variant alternating), by per-call thread CPU time in loop mode (back-to-back calls,
-garbage collection left on, one untimed lead-in call). Reported: medians with
+garbage collection left on, one untimed lead-in call, about 50 ms of calls). Reported: medians with
 min-max over rounds per size, each round's stage/fused ratio, and the least-squares
 fixed cost over bench_pipeline's FIT_SIZES per round, with the 1-minute load average
 before and after (a shared machine: compare ratios within a round).
@@ -44,6 +44,8 @@ from bench_pipeline import FIT_SIZES, SEED, fit  # noqa: E402
 __all__ = ["main"]
 
 VARIANTS = ("stage", "fused")
+#: CPU seconds of calls per variant, size and round.
+ROUND_SECONDS = 0.05
 #: The name Pipeline.run calls the fused path by, in cupellation._pipeline.
 _DISPATCH = "fused_run"
 
@@ -72,7 +74,9 @@ def measure(sizes: Sequence[int], rounds: int) -> dict[str, dict[int, list[float
     for n in sorted(set(sizes) | set(FIT_SIZES)):
         items = make_items(n, SEED + n)
         calls_of[n] = partial(pipeline.run, items, budget_for(items), None)
-    counts = {n: calls_for(fn) for n, fn in calls_of.items()}
+    # Rounds of about 50 ms of calls per variant and size: the shared machine's noise
+    # averages out within a round, while the variants still alternate often.
+    counts = {n: calls_for(fn, ROUND_SECONDS) for n, fn in calls_of.items()}
     times: dict[str, dict[int, list[float]]] = {v: {n: [] for n in calls_of} for v in VARIANTS}
     for round_ in range(rounds):
         order = VARIANTS if round_ % 2 == 0 else VARIANTS[::-1]
@@ -99,12 +103,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         ratio = Spread.of([s / f for s, f in zip(stage, fused, strict=True)])
         print(f"  {n:>4} items: stage {Spread.of(stage).text(1, ' us')}, "
               f"fused {Spread.of(fused).text(1, ' us')}, stage/fused {ratio.text(2, 'x')}")
+    fixed: dict[str, list[float]] = {}
     for variant in VARIANTS:
         fits = [fit(FIT_SIZES, [times[variant][n][r] for n in FIT_SIZES])
                 for r in range(args.rounds)]
+        fixed[variant] = [f[0] for f in fits]
         print(f"  fixed cost ({variant}, fit over {', '.join(map(str, FIT_SIZES))} items): "
-              f"{Spread.of([f[0] for f in fits]).text(1, ' us')}; per item "
+              f"{Spread.of(fixed[variant]).text(1, ' us')}; per item "
               f"{Spread.of([f[1] for f in fits]).text(3, ' us')}")
+    # Fixed costs differ by less than their noise between rounds: subtract per round.
+    saved = [s - f for s, f in zip(fixed["stage"], fixed["fused"], strict=True)]
+    print(f"  fixed cost saved per round (stage - fused): {Spread.of(saved).text(1, ' us')}")
     return 0
 
 
