@@ -218,7 +218,7 @@ _LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("collectors", frozenset({"_collectors"})),
     ("strategies", frozenset({"_tables", "scoring", "slicing", "placing"})),
     ("registry", frozenset({"_registry"})),
-    ("pipeline", frozenset({"_pipeline", "_run", "_attribution"})),
+    ("pipeline", frozenset({"_pipeline", "_run", "_fused", "_attribution"})),
     ("projections", frozenset({"otel", "logs", "_tracecontext"})),
     ("store", frozenset({"store"})),
     ("built", frozenset({"policy", "conformance", "chat", "analytics"})),

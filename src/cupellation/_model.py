@@ -8,7 +8,7 @@ ContextBudget are declared once, in :mod:`cupellation._datamodel.wire`.
 
 from __future__ import annotations
 
-from ._datamodel.budget import ContextBudget, OverflowStrategy
+from ._datamodel.budget import ContextBudget, OverflowStrategy, effective_limits
 from ._datamodel.item import ContextItem
 from ._datamodel.jsondata import (
     EMPTY_METADATA,
@@ -38,6 +38,7 @@ __all__ = [
     "ascii_fold",
     "check_finite",
     "check_text",
+    "effective_limits",
     "first_wide_int",
     "fits_int64",
     "format_timestamp",

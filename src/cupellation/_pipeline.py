@@ -32,6 +32,7 @@ from ._collectors import (
     TraceDetailLevel,
     check_collector,
 )
+from ._fused import fused_run
 from ._model import ContextBudget, ContextItem, OverflowStrategy
 from ._policytext import parse_document
 from ._registry import (
@@ -321,6 +322,12 @@ class Pipeline:
         items = candidate_sequence(candidates)
         level = _level_of(collector)
         if level is None:
+            # Nobody listens: a built-in configuration takes the fused path (_fused),
+            # which returns None for anything it does not take.
+            placed = None if run_info is not None and not isinstance(run_info, RunInfo) else (
+                fused_run(self, items, resolved))
+            if placed is not None:
+                return placed
             return Run(self, items, resolved, collector, "", None, run_info).execute()
         run_id = _new_run_id()
         run = Run(self, items, resolved, collector, run_id, level, run_info)

@@ -57,7 +57,8 @@ from .placing import Placer
 from .scoring import Scorer, score_array
 from .slicing import Slicer, slice_with_details
 
-__all__ = ["Configured", "Run", "TraceContextSource", "candidate_sequence",
+__all__ = ["SMALL_SORT", "Configured", "Run", "TraceContextSource", "best_of_each_content",
+           "candidate_sequence", "checked_scores", "score_order", "truncate",
            "use_trace_context"]
 
 #: Gives the (trace id, span id) current when a run starts, or None: how the
@@ -89,6 +90,7 @@ SMALL_SORT = 64
 
 _TOKENS = attrgetter("tokens")
 _PINNED = attrgetter("pinned")
+_SEQUENCES = (list, tuple)
 _CLASSIFY = PipelineStage.CLASSIFY
 _SCORE = PipelineStage.SCORE
 _DEDUPLICATE = PipelineStage.DEDUPLICATE
@@ -121,7 +123,8 @@ class Configured(Protocol):
 def candidate_sequence(candidates: Iterable[ContextItem]) -> Sequence[ContextItem]:
     """``candidates`` as a sequence (a list or tuple as it is, any other iterable
     listed); text, a mapping, ``None`` or a non-iterable raise InvalidTypeError."""
-    if isinstance(candidates, list | tuple):
+    # A tuple of types: ``list | tuple`` would build a union on every call (4x the check).
+    if isinstance(candidates, _SEQUENCES):
         return candidates
     if candidates is None or isinstance(candidates, str | bytes | Mapping) or (
             not isinstance(candidates, Iterable)):
@@ -326,7 +329,7 @@ class Run:
         """Positions that survive, in input order; None when nothing was removed."""
         count = len(scoreable)
         start = self._stage_start(_DEDUPLICATE, count)
-        best = (_best_of_each_content(scoreable, scores)
+        best = (best_of_each_content(scoreable, scores)
                 if self.pipeline.deduplication else None)
         survivors = None
         if best is not None:
@@ -344,24 +347,7 @@ class Run:
                     scores: npt.NDArray[np.float64], survivors: list[int] | None) -> Ranked:
         count = len(scoreable) if survivors is None else len(survivors)
         start = self._stage_start(_SORT, count)
-        order: list[int]
-        if count <= SMALL_SORT:
-            # Few items: Python's stable sort, descending with reverse=True (which keeps
-            # equal scores in position order), is (score desc, index asc) as well, and
-            # costs less than numpy's fixed cost per call at this size.
-            score_list: list[float] = scores.tolist()
-            order = sorted(range(count) if survivors is None else survivors,
-                           key=score_list.__getitem__, reverse=True)
-            ranked_scores = [score_list[p] for p in order]
-        else:
-            # A stable sort of the negated scores is (score desc, index asc), P1.
-            if survivors is None:
-                order_arr = np.argsort(-scores, kind="stable")
-            else:
-                kept = np.asarray(survivors, dtype=np.intp)
-                order_arr = kept[np.argsort(-scores[kept], kind="stable")]
-            order = order_arr.tolist()
-            ranked_scores = scores[order_arr].tolist()
+        order, ranked_scores = score_order(scores, survivors, count)
         # Token counts travel beside the items, read once in input order: the
         # later stages then need not chase every item in score order again.
         scoreable_tokens = list(map(_TOKENS, scoreable))
@@ -453,7 +439,7 @@ class Run:
                     tokens_over_budget=merged.tokens - target,
                     item_indices=tuple(merged.indices), budget=budget),))
             return merged
-        kept, removed, kept_tokens, pinned_kept = _truncate(merged.items, target)
+        kept, removed, kept_tokens, pinned_kept = truncate(merged.items, target)
         if self.exclusions_on and removed:
             self._decisions(_PLACE, truncation_exclusions(merged, removed, kept_tokens,
                                                           pinned_kept, pinned))
@@ -464,9 +450,20 @@ class Run:
 
 
 def _checked_scores(scorer: Scorer, scoreable: list[ContextItem],
-                    scoreable_idx: list[int]) -> npt.NDArray[np.float64]:
+                    scoreable_idx: Sequence[int]) -> npt.NDArray[np.float64]:
+    """The scorer's scores of ``scoreable``, checked (:func:`checked_scores`), as an array."""
+    scores = checked_scores(scorer, scoreable, scoreable_idx)
+    return np.array(scores, dtype=np.float64) if isinstance(scores, list) else scores
+
+
+def checked_scores(scorer: Scorer, scoreable: list[ContextItem], scoreable_idx: Sequence[int]
+                   ) -> list[float] | npt.NDArray[np.float64]:
     """The scorer's scores of ``scoreable``, checked: a ScorerError names the
-    candidate index of a score that is not a finite real number."""
+    candidate index of a score that is not a finite real number.
+
+    The scorer's own list when it returned plain finite floats for at most
+    SMALL_SORT items (nothing to convert, name or refuse), else a float64 array.
+    """
     if not scoreable:
         return np.zeros(0, dtype=np.float64)
     try:
@@ -474,7 +471,7 @@ def _checked_scores(scorer: Scorer, scoreable: list[ContextItem],
         count = len(scoreable)
         if count <= SMALL_SORT and type(raw) is list and len(raw) == count and all(
                 type(value) is float and isfinite(value) for value in raw):
-            return np.array(raw, dtype=np.float64)  # nothing to convert, name or refuse
+            return raw
         scores = score_array(_name(scorer), raw, count)
     except OverflowError as exc:
         # A Python int beyond float64's range, met inside the scorer.
@@ -499,8 +496,8 @@ def _checked_scores(scorer: Scorer, scoreable: list[ContextItem],
     return scores
 
 
-def _best_of_each_content(scoreable: list[ContextItem], scores: npt.NDArray[np.float64]
-                          ) -> dict[str, int] | None:
+def best_of_each_content(scoreable: list[ContextItem],
+                         scores: list[float] | npt.NDArray[np.float64]) -> dict[str, int] | None:
     """For each content, the position of the item that keeps it (the best score;
     on equal scores the earlier item, P3); None when every content is distinct."""
     if not scoreable:
@@ -508,7 +505,7 @@ def _best_of_each_content(scoreable: list[ContextItem], scores: npt.NDArray[np.f
     contents = [item.content for item in scoreable]
     if len(set(contents)) == len(contents):
         return None  # the common case, settled by one set of (cached) string hashes
-    score_list: list[float] = scores.tolist()
+    score_list: list[float] = scores if isinstance(scores, list) else scores.tolist()
     best: dict[str, int] = {}
     for position, content in enumerate(contents):
         held = best.get(content)
@@ -518,7 +515,31 @@ def _best_of_each_content(scoreable: list[ContextItem], scores: npt.NDArray[np.f
     return best
 
 
-def _truncate(items: list[ContextItem], target: int) -> tuple[list[int], list[int], int, int]:
+def score_order(scores: list[float] | npt.NDArray[np.float64], survivors: list[int] | None,
+                count: int) -> tuple[list[int], list[float]]:
+    """Sort's order of the ``count`` survivors (all scoreable positions when
+    ``survivors`` is None) by score descending, then position ascending (P1), and
+    their scores in that order."""
+    if count <= SMALL_SORT:
+        # Few items: Python's stable sort, descending with reverse=True (which keeps
+        # equal scores in position order), is (score desc, index asc) as well, and
+        # costs less than numpy's fixed cost per call at this size.
+        score_list: list[float] = scores if isinstance(scores, list) else scores.tolist()
+        order = sorted(range(count) if survivors is None else survivors,
+                       key=score_list.__getitem__, reverse=True)
+        return order, [score_list[p] for p in order]
+    array = np.asarray(scores, dtype=np.float64)
+    # A stable sort of the negated scores is (score desc, index asc), P1.
+    if survivors is None:
+        order_arr = np.argsort(-array, kind="stable")
+    else:
+        kept = np.asarray(survivors, dtype=np.intp)
+        order_arr = kept[np.argsort(-array[kept], kind="stable")]
+    ranked: list[float] = array[order_arr].tolist()
+    return order_arr.tolist(), ranked
+
+
+def truncate(items: list[ContextItem], target: int) -> tuple[list[int], list[int], int, int]:
     """Truncate: the merged positions kept (pinned items always, others while they
     fit, in merged order) and removed, the kept tokens, and how many are pinned."""
     kept: list[int] = []

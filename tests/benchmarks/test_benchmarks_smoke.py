@@ -16,6 +16,9 @@ from typing import Any
 
 import pytest
 
+import cupellation._pipeline as pipeline_module
+from cupellation._fused import fused_run
+
 BENCHMARKS_DIR = Path(__file__).resolve().parents[2] / "benchmarks"
 
 #: The benchmark scripts take seconds each: the exhaustive run (scripts/test.sh) has them.
@@ -214,3 +217,25 @@ def test_command_line_defaults_quick_and_mode(components: ModuleType) -> None:
     assert (explicit.sizes, explicit.repeats, explicit.mode.value) == ([5, 50], 2, "harness")
     with pytest.raises(SystemExit):
         parse("x", ["--sizes", "ten"], default_sizes=(1,))
+
+
+def test_ab_fused_prints_both_paths_and_restores_the_dispatch(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """ab_fused (one round, 5 items) prints each size's two paths and ratio, both fixed
+    costs and the saving, and leaves Pipeline.run's dispatch to the fused path as it
+    found it (the stage variant swaps it only while its calls are timed)."""
+    assert vars(pipeline_module)["fused_run"] is fused_run
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(str(BENCHMARKS_DIR))
+        module = _load("ab_fused")
+        try:
+            assert module.main(["--rounds", "1", "--sizes", "5"]) == 0
+        finally:
+            sys.modules.pop(module.__name__, None)
+    output = capsys.readouterr().out
+    assert "5 items: stage " in output
+    assert "stage/fused" in output
+    assert "fixed cost (stage," in output
+    assert "fixed cost (fused," in output
+    assert "fixed cost saved per round" in output
+    assert vars(pipeline_module)["fused_run"] is fused_run

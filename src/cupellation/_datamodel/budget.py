@@ -14,7 +14,7 @@ from .jsondata import check_int, check_nonneg_int, dumps_json, loads_json
 from .names import ContextKind, ascii_fold, check_text
 from .wire import BUDGET_FIELDS, from_seed, to_seed
 
-__all__ = ["ContextBudget", "OverflowStrategy"]
+__all__ = ["ContextBudget", "OverflowStrategy", "effective_limits"]
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -115,17 +115,7 @@ class ContextBudget:
         chapter; where its rounding would lift a value above the one it was
         taken from (only possible near 2**53 tokens), the value is kept.
         """
-        reserved = self.reserved_tokens
-        effective_max = max(0, self.max_tokens - self.output_reserve - pinned_tokens - reserved)
-        effective_target = min(max(0, self.target_tokens - pinned_tokens - reserved),
-                               effective_max)
-        margin = self.estimation_safety_margin_percent
-        if margin > 0:
-            multiplier = 1.0 - margin / 100.0
-            effective_max = min(math.floor(effective_max * multiplier), effective_max)
-            effective_target = min(math.floor(effective_target * multiplier),
-                                   effective_target, effective_max)
-        return _checked_already(effective_max, effective_target)
+        return _checked_already(*effective_limits(self, pinned_tokens))
 
     def to_dict(self) -> dict[str, Any]:
         """camelCase JSON as a plain mapping, as the specification names the
@@ -156,6 +146,22 @@ class ContextBudget:
     def from_json(cls, text: str | bytes) -> ContextBudget:
         """Build a budget from JSON text; see :meth:`from_dict`."""
         return cls.from_dict(loads_json(text, "ContextBudget"))
+
+
+def effective_limits(budget: ContextBudget, pinned_tokens: int) -> tuple[int, int]:
+    """``budget.effective(pinned_tokens)``'s ``(max_tokens, target_tokens)``, without
+    building the budget: the pipeline's fused path needs only the two numbers."""
+    reserved = budget.reserved_tokens
+    effective_max = max(0, budget.max_tokens - budget.output_reserve - pinned_tokens - reserved)
+    effective_target = min(max(0, budget.target_tokens - pinned_tokens - reserved),
+                           effective_max)
+    margin = budget.estimation_safety_margin_percent
+    if margin > 0:
+        multiplier = 1.0 - margin / 100.0
+        effective_max = min(math.floor(effective_max * multiplier), effective_max)
+        effective_target = min(math.floor(effective_target * multiplier),
+                               effective_target, effective_max)
+    return effective_max, effective_target
 
 
 def _checked_already(max_tokens: int, target_tokens: int) -> ContextBudget:

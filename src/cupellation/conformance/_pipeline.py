@@ -1,5 +1,6 @@
 """Runs a pipeline conformance vector: output order and every
-``[expected.diagnostics]`` assertion, through the real event stream and report.
+``[expected.diagnostics]`` assertion, through the real event stream and report,
+and the same output from an untraced run (the fused path, where it applies).
 
 The pipeline's strategies are built by the strategy registry from the tables
 the stage runners' renaming gives (``[[config.scorers]]`` entries, the
@@ -78,6 +79,12 @@ def run_pipeline_vector(doc: Mapping[str, Any]) -> None:
     actual = [item.content for item in output]
     if actual != expected:
         raise VectorFailure(f"output order: expected {expected}, got {actual}")
+    # The same run untraced: a built-in configuration then takes the fused path,
+    # which must return the very items the stage path (traced above) returned.
+    untraced = pipeline.run(items, budget)
+    if list(map(id, untraced)) != list(map(id, output)):
+        raise VectorFailure(f"untraced run: got {[item.content for item in untraced]}, the "
+                            f"traced run {actual}")
     diagnostics = doc.get("expected", {}).get("diagnostics")
     if diagnostics is not None:
         epsilon = float(doc.get("tolerance", {}).get("score_epsilon", _DEFAULT_EPSILON))

@@ -10,7 +10,7 @@ from .._model import ContextItem, ScoredItem
 from ._common import checked_items
 from ._protocol import PLACERS
 
-__all__ = ["ChronologicalPlacer"]
+__all__ = ["ChronologicalPlacer", "chronological_order"]
 
 
 def _timestamp_key(item: ContextItem) -> int:
@@ -46,15 +46,21 @@ class ChronologicalPlacer:
 
     def place(self, items: Sequence[ScoredItem], /) -> list[ContextItem]:
         """Return the items of ``items`` in chronological order (see the class doc)."""
-        context_items = checked_items(items, "ChronologicalPlacer")
-        # Partitioning then stable-sorting the timestamped part is the spec's
-        # comparator exactly: timestamped before null, ascending instant, index
-        # tie-break (Python's sort is stable), null items in input order.
-        timed = [item for item in context_items if item.timestamp is not None]
-        if len(timed) == len(context_items):
-            timed.sort(key=_timestamp_key)
-            return timed
-        untimed = [item for item in context_items if item.timestamp is None]
+        return chronological_order(checked_items(items, "ChronologicalPlacer"))
+
+
+def chronological_order(items: Sequence[ContextItem], _scores: object = None
+                        ) -> list[ContextItem]:
+    """ChronologicalPlacer's order of ``items`` (checked), as a new list: the placer
+    and the pipeline's fused path both place through it (scores are ignored)."""
+    # Partitioning then stable-sorting the timestamped part is the spec's
+    # comparator exactly: timestamped before null, ascending instant, index
+    # tie-break (Python's sort is stable), null items in input order.
+    timed = [item for item in items if item.timestamp is not None]
+    if len(timed) == len(items):
         timed.sort(key=_timestamp_key)
-        timed.extend(untimed)
         return timed
+    untimed = [item for item in items if item.timestamp is None]
+    timed.sort(key=_timestamp_key)
+    timed.extend(untimed)
+    return timed

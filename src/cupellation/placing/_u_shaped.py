@@ -10,7 +10,7 @@ from .._model import ContextItem, ScoredItem
 from ._common import checked_items_and_scores
 from ._protocol import PLACERS
 
-__all__ = ["UShapedPlacer"]
+__all__ = ["UShapedPlacer", "u_shaped_order"]
 
 
 @PLACERS.register
@@ -39,14 +39,19 @@ class UShapedPlacer:
 
     def place(self, items: Sequence[ScoredItem], /) -> list[ContextItem]:
         """Return the items of ``items`` in U-shaped order (see the class doc)."""
-        context_items, scores = checked_items_and_scores(items, "UShapedPlacer")
-        # reverse=True keeps the sort stable, so equal scores stay in ascending
-        # index order: the spec's "score descending, then index ascending".
-        ranked = sorted(range(len(scores)), key=scores.__getitem__, reverse=True)
-        # Even ranks fill left to right; odd ranks fill right to left, so they
-        # appear reversed after the even ones.
-        odd = ranked[1::2]
-        odd.reverse()
-        result = [context_items[i] for i in ranked[0::2]]
-        result.extend([context_items[i] for i in odd])
-        return result
+        return u_shaped_order(*checked_items_and_scores(items, "UShapedPlacer"))
+
+
+def u_shaped_order(items: list[ContextItem], scores: list[float]) -> list[ContextItem]:
+    """UShapedPlacer's order of ``items`` (checked) by their finite ``scores``, as a
+    new list: the placer and the pipeline's fused path both place through it."""
+    # reverse=True keeps the sort stable, so equal scores stay in ascending
+    # index order: the spec's "score descending, then index ascending".
+    ranked = sorted(range(len(scores)), key=scores.__getitem__, reverse=True)
+    # Even ranks fill left to right; odd ranks fill right to left, so they
+    # appear reversed after the even ones.
+    odd = ranked[1::2]
+    odd.reverse()
+    result = [items[i] for i in ranked[0::2]]
+    result.extend([items[i] for i in odd])
+    return result
