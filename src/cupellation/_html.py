@@ -16,9 +16,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ._datamodel.wire import ITEM_FIELDS
 from ._htmlstyle import STYLE
 from ._model import ContextBudget
+from ._model.wire import ITEM_FIELDS
 from .exceptions import DecodeError, InvalidTypeError
 from .reasons import exclusion_reason_from_dict, inclusion_reason_from_dict, reason_styles
 

@@ -20,7 +20,6 @@ from hypothesis import HealthCheck, given, settings
 
 from cupellation import ContextBudget, ContextItem, Pipeline, PriorityScorer, SelectionReport
 from cupellation import settings as spine_settings
-from cupellation._events.lines import LineEncoder
 from cupellation.events import (
     ContentCapture,
     ItemEventBatch,
@@ -29,6 +28,7 @@ from cupellation.events import (
     event_from_json,
     event_to_json,
 )
+from cupellation.events._lines import LineEncoder
 from cupellation.logs import AuditLog, read_runs
 from pipeline._runs import RecordedRun, runs
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from cupellation import ContextBudget, ContextItem, Pipeline, RecencyScorer
-from cupellation._events.capture import placeholder_content
 from cupellation.events import apply_content_capture
+from cupellation.events._capture import placeholder_content
 from cupellation.otel import runs_from_spans
 
 from ._support import make_sdk

@@ -19,7 +19,6 @@ from pathlib import Path
 
 from opentelemetry import trace
 
-from .._events.lines import RunLineEncoder
 from ..events import (
     ContentCapture,
     PipelineEvent,
@@ -29,6 +28,7 @@ from ..events import (
     resolve_capture,
     stamp_service,
 )
+from ..events._lines import RunLineEncoder
 from ..exceptions import InvalidTypeError, InvalidValueError
 from ..settings import check_service, resolve_digest_key, resolve_service
 

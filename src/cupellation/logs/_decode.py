@@ -4,7 +4,7 @@ slow path.
 **Fast path.** Most lines an audit log holds are one record at the top level of
 a JSON object, with no other key. For the frequent event types (stage events,
 item decisions, the run's end) ``msgspec`` decodes such a line straight into a
-typed record generated from the declarations (:mod:`cupellation._events.records`),
+typed record generated from the declarations (:mod:`cupellation.events._records`),
 validating every field in C (integers within int64, a non-empty content, a
 timezone-aware time) and refusing any key the record does not declare. A few
 checks the types cannot make are made here: a known reason with exactly its own
@@ -30,7 +30,9 @@ from typing import Any, Final
 
 import msgspec
 
-from .._events.records import (
+from .._model import ContextKind, ContextSource
+from ..events import EVENT_SCHEMA_VERSION, PipelineEvent
+from ..events._records import (
     EXCLUDED_RECORD,
     INCLUDED_RECORD,
     INCLUSIONS,
@@ -43,8 +45,6 @@ from .._events.records import (
     item_metadata,
     name_of,
 )
-from .._model import ContextKind, ContextSource
-from ..events import EVENT_SCHEMA_VERSION, PipelineEvent
 from ..reasons import KNOWN_EXCLUSION_REASONS, reason_field_types
 
 __all__ = ["ENVELOPE_KEYS", "RECORD_KEYS", "FastDecoder", "canonical_bytes", "checked_record",

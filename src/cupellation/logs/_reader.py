@@ -11,15 +11,6 @@ from typing import Any, Final
 
 import msgspec
 
-from .._events.digest import DigestCheck, RunHasher, Verification, digest_verdict
-from .._events.lines import LineEncoder
-from .._events.records import (
-    EXCLUDED_RECORD,
-    INCLUDED_RECORD,
-    RECORD_CLASSES,
-    RUN_COMPLETED_RECORD,
-    RUN_FAILED_RECORD,
-)
 from .._model import check_text, listed
 from .._report import ReportBuilder
 from ..events import (
@@ -30,6 +21,15 @@ from ..events import (
     RunFailed,
     RunStarted,
     event_from_dict,
+)
+from ..events._digest import DigestCheck, RunHasher, Verification, digest_verdict
+from ..events._lines import LineEncoder
+from ..events._records import (
+    EXCLUDED_RECORD,
+    INCLUDED_RECORD,
+    RECORD_CLASSES,
+    RUN_COMPLETED_RECORD,
+    RUN_FAILED_RECORD,
 )
 from ..exceptions import DecodeError, InvalidTypeError, InvalidValueError
 from ..settings import resolve_digest_key

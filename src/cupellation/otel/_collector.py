@@ -13,7 +13,6 @@ from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 from opentelemetry.trace import Span, Status, StatusCode
 
-from .._events.lines import LineEncoder, RunLineEncoder
 from ..events import (
     ContentCapture,
     CountShortfall,
@@ -35,6 +34,7 @@ from ..events import (
     resolve_capture,
     stamp_service,
 )
+from ..events._lines import LineEncoder, RunLineEncoder
 from ..exceptions import InvalidValueError
 from ..settings import check_service, resolve_digest_key, resolve_service
 from ._columns import LAYOUT, ColumnSet, SpanLayout

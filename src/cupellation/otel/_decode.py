@@ -27,15 +27,6 @@ from typing import Any
 
 from msgspec.structs import replace as replace_struct
 
-from .._events.digest import (
-    COLUMNS_HMAC_PREFIX,
-    COLUMNS_SHA256_PREFIX,
-    DigestCheck,
-    Verification,
-    check_digest,
-    digest_verdict,
-)
-from .._events.lines import LineEncoder, verify_events
 from .._report import ReportBuilder, SelectionReport
 from ..events import (
     ContentCapture,
@@ -46,6 +37,15 @@ from ..events import (
     RunCompleted,
     RunFailed,
 )
+from ..events._digest import (
+    COLUMNS_HMAC_PREFIX,
+    COLUMNS_SHA256_PREFIX,
+    DigestCheck,
+    Verification,
+    check_digest,
+    digest_verdict,
+)
+from ..events._lines import LineEncoder, verify_events
 from ..exceptions import DecodeError
 from ..settings import resolve_digest_key
 from ._backends import backend_of, documents_in, merged_spans, spans_from_backend_document

@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from operator import attrgetter
 from typing import Any
 
-from .._datamodel.wire import ITEM_FIELDS, column_writer, flat_writer
 from .._model import ContextItem
+from .._model.wire import ITEM_FIELDS, column_writer, flat_writer
 from ..events import (
     ContentCapture,
     ItemEventBatch,

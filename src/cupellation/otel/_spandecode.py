@@ -11,8 +11,6 @@ from typing import Any, Final
 
 import msgspec
 
-from .._events.capture import placeholder_content
-from .._events.records import INCLUSIONS, RECORD_DECODER
 from ..events import (
     ContentCapture,
     ItemExcluded,
@@ -21,6 +19,8 @@ from ..events import (
     apply_content_capture,
     event_from_dict,
 )
+from ..events._capture import placeholder_content
+from ..events._records import INCLUSIONS, RECORD_DECODER
 from ..exceptions import DecodeError
 from ..logs._decode import checked_record, fast_record
 from ..reasons import KNOWN_EXCLUSION_REASONS, reason_field_types

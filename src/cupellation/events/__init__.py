@@ -54,10 +54,10 @@ names the service a sink records in ``run_started`` when neither the run's
 (:func:`cupellation.settings.resolve_service`).
 """
 
-from ._events.batch import ItemEventBatch
-from ._events.capture import apply_content_capture, content_digest, stamp_service
-from ._events.digest import RunDigest, Verification
-from ._events.flat import (
+from ._batch import ItemEventBatch
+from ._capture import apply_content_capture, content_digest, stamp_service
+from ._digest import RunDigest, Verification
+from ._flat import (
     EVENT_SCHEMA_VERSION,
     READABLE_SCHEMAS,
     event_from_dict,
@@ -66,9 +66,9 @@ from ._events.flat import (
     event_to_json,
     events_from_json_lines,
 )
-from ._events.levels import ContentCapture, TraceDetailLevel, resolve_capture
-from ._events.lines import RunLineEncoder
-from ._events.types import (
+from ._levels import ContentCapture, TraceDetailLevel, resolve_capture
+from ._lines import RunLineEncoder
+from ._types import (
     PIPELINE_KEYS,
     CountShortfall,
     ItemExcluded,

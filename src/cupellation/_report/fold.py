@@ -20,8 +20,6 @@ from typing import Any, Final
 
 import msgspec
 
-from .._events.digest import DigestCheck, digest_verdict
-from .._events.lines import verify_events
 from .._model import ContextItem, ContextKind, CountRequirementShortfall
 from ..events import (
     CountShortfall,
@@ -39,6 +37,8 @@ from ..events import (
     StageStarted,
     UnknownEvent,
 )
+from ..events._digest import DigestCheck, digest_verdict
+from ..events._lines import verify_events
 from ..exceptions import InvalidValueError
 from ..reasons import KNOWN_EXCLUSION_REASONS, ExclusionReason, references_of
 from ..settings import resolve_digest_key

@@ -25,16 +25,16 @@ from typing import Any, Final
 
 import msgspec
 
-from .._datamodel.wire import ITEM_FIELDS, to_flat
 from .._model import ContextItem
+from .._model.wire import ITEM_FIELDS, to_flat
 from ..reasons import KNOWN_EXCLUSION_REASONS, ExclusionReason, InclusionReason
 from ..settings import resolve_digest_key
-from .batch import ItemEventBatch
-from .capture import apply_content_capture, captured_item, placeholder_content
-from .digest import DigestCheck, RunDigest, RunHasher
-from .flat import EVENT_SCHEMA_VERSION, event_to_json, reason_to_flat
-from .levels import ContentCapture
-from .types import (
+from ._batch import ItemEventBatch
+from ._capture import apply_content_capture, captured_item, placeholder_content
+from ._digest import DigestCheck, RunDigest, RunHasher
+from ._flat import EVENT_SCHEMA_VERSION, event_to_json, reason_to_flat
+from ._levels import ContentCapture
+from ._types import (
     ItemExcluded,
     ItemIncluded,
     PipelineEvent,

@@ -18,8 +18,8 @@ from typing import Any, Final, Protocol
 
 import msgspec
 
-from .._datamodel.jsondata import hint_to_json
-from .._datamodel.wire import ITEM_FIELDS, REQUIRED, WireField, WireKind, seed_struct
+from .._model.jsondata import hint_to_json
+from .._model.wire import ITEM_FIELDS, REQUIRED, WireField, WireKind, seed_struct
 from ..reasons import KNOWN_EXCLUSION_REASONS, ExclusionReason, InclusionReason, reason_to_dict
 from .entries import ExcludedItem, IncludedItem, OverflowReport, TraceEvent, shortfall_to_dict
 
