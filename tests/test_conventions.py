@@ -72,7 +72,7 @@ _TOP_LEVEL = frozenset({
     "EventCollector", "FanOutCollector", "FrequencyScorer", "FunctionScorer", "GreedySlice",
     "KindScorer", "KnapsackSlice", "MessageHistory", "MetadataKeyScorer",
     "MetadataTrustScorer", "OverflowStrategy", "Pipeline", "PriorityScorer", "QuotaSlice",
-    "RecencyScorer", "ReflexiveScorer", "ReportBuilder", "RunInfo", "ScaledScorer",
+    "RecencyScorer", "ReflexiveScorer", "ReportBuilder", "RunInfo", "ScaledScorer", "ScoredItem",
     "SelectOptions", "SelectionReport", "TagScorer", "TraceCollector", "TraceDetailLevel",
     "UShapedPlacer", "__version__", "build_report", "events", "exceptions", "reasons",
     "select_messages", "select_messages_with_report",

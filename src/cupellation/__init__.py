@@ -26,7 +26,14 @@ from ._collectors import (
     TraceCollector,
     TraceDetailLevel,
 )
-from ._model import ContextBudget, ContextItem, ContextKind, ContextSource, OverflowStrategy
+from ._model import (
+    ContextBudget,
+    ContextItem,
+    ContextKind,
+    ContextSource,
+    OverflowStrategy,
+    ScoredItem,
+)
 from ._pipeline import Pipeline
 from ._report import ReportBuilder, SelectionReport, build_report
 from ._run import use_trace_context as _use_trace_context
@@ -103,6 +110,7 @@ __all__ = [
     "ReportBuilder",
     "RunInfo",
     "ScaledScorer",
+    "ScoredItem",
     "SelectOptions",
     "SelectionReport",
     "TagScorer",

@@ -17,6 +17,7 @@ from cupellation import (
     ContextItem,
     DiagnosticTraceCollector,
     Pipeline,
+    ScoredItem,
     TraceDetailLevel,
 )
 from cupellation._registry import PLACER_TYPES, SCORER_TYPES, SLICER_TYPES
@@ -58,7 +59,6 @@ from cupellation.slicing import (
     KnapsackSlice,
     QuotaEntry,
     QuotaSlice,
-    ScoredItem,
     Slicer,
 )
 

@@ -129,8 +129,8 @@ class CountRequirementShortfall:
     (the specification's ``CountRequirementShortfall``).
 
     It lives with the data model, so that the SelectionReport, which carries
-    shortfalls, does not depend on the slicers that find them;
-    ``cupellation.slicing`` re-exports it under the same name.
+    shortfalls, does not depend on the slicers that find them; it is imported
+    from ``cupellation.slicing``.
     """
 
     kind: ContextKind

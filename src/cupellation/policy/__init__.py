@@ -82,17 +82,6 @@ A policy round-trips exactly: ``Policy.from_dict(p.to_dict()) == p``, and
 from __future__ import annotations
 
 from .._registry import PLACER_TYPES, SCORER_TYPES, SLICER_TYPES
-from ..placing import ChronologicalPlacer, UShapedPlacer
-from ..scoring import ExponentialCurve, StepCurve, WindowCurve
-from ..slicing import (
-    CountConstrainedKnapsackSlice,
-    CountQuotaEntry,
-    CountQuotaSlice,
-    GreedySlice,
-    KnapsackSlice,
-    QuotaEntry,
-    QuotaSlice,
-)
 from ._load import PolicyFormat, load_policy
 from ._policy import Policy
 from ._presets import PRESET_NAMES, get_preset, presets
@@ -102,20 +91,8 @@ __all__ = [
     "PRESET_NAMES",
     "SCORER_TYPES",
     "SLICER_TYPES",
-    "ChronologicalPlacer",
-    "CountConstrainedKnapsackSlice",
-    "CountQuotaEntry",
-    "CountQuotaSlice",
-    "ExponentialCurve",
-    "GreedySlice",
-    "KnapsackSlice",
     "Policy",
     "PolicyFormat",
-    "QuotaEntry",
-    "QuotaSlice",
-    "StepCurve",
-    "UShapedPlacer",
-    "WindowCurve",
     "get_preset",
     "load_policy",
     "presets",

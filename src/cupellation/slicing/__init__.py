@@ -11,7 +11,7 @@
 Any object with a ``slice(scored, budget, /)`` method satisfies
 :class:`Slicer`; :func:`slice_with_details` also returns the cap exclusions
 and count shortfalls of slicers that record them. A slicer's input is a
-sequence of :class:`ScoredItem` (an item and its score), as the Sort stage
+sequence of :class:`~cupellation.ScoredItem` (an item and its score), as the Sort stage
 hands it; :class:`ScoredItems` is the pipeline's column-wise form of it.
 
 Every built-in slicer is an immutable value with a table form, the ``slicer``
@@ -25,7 +25,7 @@ is a nested table. Adding a built-in slicer: its module (the class with
 
 from __future__ import annotations
 
-from .._model import ScoredItem, ScoredItems
+from .._model import ScoredItems
 from ._count_quota import CountConstrainedKnapsackSlice, CountQuotaEntry, CountQuotaSlice
 from ._greedy import GreedySlice
 from ._knapsack import KnapsackSlice
@@ -52,7 +52,6 @@ __all__ = [
     "QuotaEntry",
     "QuotaSlice",
     "ScarcityBehavior",
-    "ScoredItem",
     "ScoredItems",
     "SliceOutcome",
     "Slicer",
