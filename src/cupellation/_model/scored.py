@@ -20,6 +20,10 @@ class ScoredItem(NamedTuple):
 
     A named tuple rather than a dataclass: the pipeline builds one per
     candidate, and tuple construction is several times cheaper.
+
+    .. versionchanged:: 0.4
+       Imported from ``cupellation``; no longer from ``cupellation.placing`` or
+       ``cupellation.slicing``.
     """
 
     item: ContextItem

@@ -260,6 +260,8 @@ class RunLineEncoder:
 
     A run's digest is kept from its first delivery to its end; :meth:`forget`
     drops a run that will not end (a sink giving up on it).
+
+    .. versionadded:: 0.3
     """
 
     __slots__ = ("_digests", "_encoder", "_key")

@@ -132,6 +132,9 @@ decisions page gives its canonical form); the events layout's is the line
 form, ``sha256:`` (``hmac-sha256:``). Readers tell the form by its prefix. A reader
 holding a key lists a run not signed with it (no digest, a plain form) in
 ``incomplete``; one without a key lists a keyed run as "signature not checked".
+
+.. versionchanged:: 0.4
+   The fetch errors are imported from :mod:`cupellation.exceptions` only.
 """
 
 from __future__ import annotations

@@ -126,6 +126,9 @@ class SpanCollector:
     :class:`~cupellation.RunInfo` names none; without it, the tracer provider's
     resource ``service.name`` (what the backend shows), else ``OTEL_SERVICE_NAME``
     (see :func:`~cupellation.settings.resolve_service`).
+
+    .. versionchanged:: 0.3
+       ``layout="columns"`` is the default.
     """
 
     __slots__ = ("_capture", "_closed", "_encoder", "_key", "_layout", "_level", "_lines",

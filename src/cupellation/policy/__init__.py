@@ -77,6 +77,10 @@ mean" suggestion; every error names its path, such as
 
 A policy round-trips exactly: ``Policy.from_dict(p.to_dict()) == p``, and
 ``load_policy`` of ``p.to_toml()`` or ``p.to_json()`` gives ``p`` back.
+
+.. versionchanged:: 0.4
+   Placers, slicers and decay curves are imported from their own packages
+   (``cupellation.placing``, ``cupellation.slicing``, ``cupellation.scoring``) only.
 """
 
 from __future__ import annotations
