@@ -79,7 +79,7 @@ _TOP_LEVEL = frozenset({
 })
 
 
-def test_the_top_level_holds_the_reviewed_names_and_the_spine_modules_are_public() -> None:
+def test_the_top_level_holds_the_reviewed_names_and_events_and_reasons_are_public() -> None:
     """The top level holds exactly the reviewed list of names (the pipeline's parts,
     the agent builder's select_messages, select_messages_with_report, SelectOptions,
     MessageHistory and RunInfo); events and reasons have public modules whose JSON

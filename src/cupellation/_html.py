@@ -214,7 +214,7 @@ def _preview(content: str) -> str:
         first[:_PREVIEW].rstrip() + "…")
 
 
-#: The seeds' JSON keys of an item's other fields, from its wire declaration (content,
+#: The wire format's JSON keys of an item's other fields, from its wire declaration (content,
 #: kind and tokens have their own columns; metadata its own block).
 _ITEM_FIELDS = tuple(field.key for field in ITEM_FIELDS
                      if field.name not in ("content", "kind", "tokens", "metadata"))

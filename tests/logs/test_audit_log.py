@@ -45,7 +45,7 @@ def _entries(run: RecordedRun) -> list[Sequence[PipelineEvent]]:
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(runs)
 def test_every_line_is_exactly_event_to_json_under_each_policy(run: RecordedRun) -> None:
-    """For random runs, the fast batch encoder writes, byte for byte, the line the spine's
+    """For random runs, the fast batch encoder writes, byte for byte, the line the events module's
     event_to_json gives for the event after apply_content_capture, for every policy."""
     for capture in ContentCapture:
         encoder = LineEncoder(capture)

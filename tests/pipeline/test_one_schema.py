@@ -60,8 +60,8 @@ def _excluded(**changes: Any) -> dict[str, Any]:
 
 
 def test_the_item_declaration_is_every_field_and_every_json_key() -> None:
-    """ITEM_FIELDS names ContextItem's fields in order and the seeds' keys; an item
-    with every field set writes exactly those keys, and both the seeds' JSON and the
+    """ITEM_FIELDS names ContextItem's fields in order and the wire format's keys; an item
+    with every field set writes exactly those keys, and both the wire format's JSON and the
     flat form read back to the same item."""
     assert [f.name for f in ITEM_FIELDS] == [
         n for n in ContextItem.__slots__ if n != "_timestamp_us"]

@@ -1,7 +1,7 @@
 """ReportBuilder: the one fold that makes a SelectionReport from a run's events.
 
 The report is a pure fold of a run's events (``spec/src/diagnostics/selection-report.md``
-and the seeds): it is never assembled from side data, so a report rebuilt from a
+and the wire format): it is never assembled from side data, so a report rebuilt from a
 log file or from spans is the same value as the one folded in process.
 :func:`build_report` is a loop over a :class:`ReportBuilder`; a log reader keeps
 one builder per run id and so folds interleaved runs with bounded memory.

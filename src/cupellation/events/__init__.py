@@ -3,6 +3,13 @@
 The SelectionReport, OpenTelemetry spans, log records and files are all
 projections of this one stream, and decoders turn spans and logs back into it.
 
+Most programs never import this module: a collector
+(:class:`~cupellation.DiagnosticTraceCollector`, :mod:`cupellation.otel`,
+:mod:`cupellation.logs`) turns the events into what it needs. Import it to write
+a sink of your own, to read or write event files yourself, or to choose a
+run's detail level (:class:`TraceDetailLevel`) and content capture
+(:class:`ContentCapture`).
+
 - **Declared once.** Events are frozen, slotted ``msgspec`` structs, built by
   keyword and read by name. ``msgspec`` was chosen over plain slotted classes
   for speed that matters at 100,000 candidates: construction runs in C, and

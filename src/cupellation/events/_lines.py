@@ -7,7 +7,7 @@ events through a template of their scalar fields). A whole
 :class:`~cupellation.events.ItemEventBatch` is encoded column by column with
 C-level ``map`` calls: each line is a fixed template filled with its ``seq``,
 candidate index (and position), score, and two JSON fragments — the item's
-``item.*`` keys and the reason's ``reason.*`` keys — made by the spine's flat
+``item.*`` keys and the reason's ``reason.*`` keys — made by the events' flat
 codec and cached: an item by identity (the cache holds the item, so its id
 cannot be reused), a reason by value when its fields are integers and strings
 only. Tests compare every line with the definition.
@@ -221,7 +221,7 @@ class LineEncoder:
     def _batch(self, batch: ItemEventBatch) -> bytes:
         scores = batch.scores
         if not all(map(math.isfinite, scores)):
-            raise _SlowPath  # event_to_json raises the spine's error for it
+            raise _SlowPath  # event_to_json raises the events module's error for it
         kind = b"item_excluded" if batch.excluded else b"item_included"
         head = (b'{"type":"' + kind + b'","schema":' + _SCHEMA + b',"run_id":'
                 + _escape(_encode(batch.run_id)) + b',"seq":%d')

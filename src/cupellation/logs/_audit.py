@@ -57,7 +57,7 @@ class AuditLog:
     """A collector that appends every event of every run to a JSON-lines file.
 
     Each line is exactly ``event_to_json(event)`` (after the content-capture
-    policy): the spine's flat form, readable with :func:`read_runs`, ``jq`` or
+    policy): the events' flat form, readable with :func:`read_runs`, ``jq`` or
     any log shipper. One instance may serve any number of threads, and any
     number of processes may write the same file::
 

@@ -12,13 +12,13 @@ fields, names and metadata the data model accepts, a reason's token count equal
 to its item's. Anything else — another schema version, an unknown type, key or
 reason, a record nested in a shipper's envelope, a value the checks refuse —
 makes the fast path give up, and the line goes the slow way, so the fast path
-never decides anything the spine would not: tests check that it yields exactly
+never decides anything the events module would not: tests check that it yields exactly
 what :func:`~cupellation.events.event_from_dict` yields, on random runs and on
 fuzzed lines.
 
 **Slow path.** The line is decoded as generic JSON (after any text before its
 first ``{``, such as a timestamp or a ``stdout F`` prefix), the record is found
-(:func:`find_record`), and the spine's :func:`~cupellation.events.event_from_dict`
+(:func:`find_record`), and the events module's :func:`~cupellation.events.event_from_dict`
 decodes it with its full validation and error messages.
 """
 
@@ -109,7 +109,7 @@ def _item_ok(record: Any) -> bool:
 
 def fast_record(line: bytes) -> Any:
     """The record of a line holding one record of a frequent type and no other key,
-    checked as the spine checks it; None when the line needs the slow path (which
+    checked as the events module checks it; None when the line needs the slow path (which
     may still find an event in it)."""
     try:
         record = _decode(line)

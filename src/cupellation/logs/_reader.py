@@ -529,7 +529,7 @@ def read_runs(*sources: Source, run_id: str | None = None,
     (``{"log": "{\\"schema\\": 3, ...}"}``), up to three levels deep.
 
     Events are grouped by ``run_id`` whatever their interleaving and folded by
-    the spine's :class:`~cupellation.ReportBuilder`; a run is yielded when its
+    :class:`~cupellation.ReportBuilder`; a run is yielded when its
     ``run_completed`` or ``run_failed`` is read, and its state is dropped, so
     memory follows the number of runs open at once, not the file's size. Runs
     still open at the end of the input are yielded then, incomplete; past

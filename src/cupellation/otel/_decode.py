@@ -1,7 +1,7 @@
 """Rebuilding runs from their spans: spans -> the event stream -> the SelectionReport.
 
 The decoder reads only what :mod:`._names` says the encoder writes, through the
-inverse functions there, then folds the events with the spine's
+inverse functions there, then folds the events with the events module's
 :class:`~cupellation.ReportBuilder`, which checks the stream's integrity. What
 spans lose that the fold cannot see in the events themselves (events or
 attributes a span limit dropped, truncated strings, a missing stage span, a

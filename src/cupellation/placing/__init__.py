@@ -1,5 +1,8 @@
 """Placers: the final ordering of the selected items (``spec/src/placers.md``).
 
+The built-in placers are also importable from :mod:`cupellation`; import this
+module for :class:`Placer` when you write a placer of your own.
+
 - :class:`ChronologicalPlacer` — oldest first by timestamp, untimestamped last.
 - :class:`UShapedPlacer` — highest scores at both edges, lowest in the middle.
 

@@ -1,6 +1,10 @@
 """Slicers: choosing the scored items that fit the token budget
 (``spec/src/slicers.md``).
 
+The built-in slicers are also importable from :mod:`cupellation`; import this
+module for their quota entries, for :class:`Slicer` when you write a slicer of
+your own, and for what a slicer reports beside its choice.
+
 - :class:`GreedySlice` — value density (score per token), highest first.
 - :class:`KnapsackSlice` — 0/1 knapsack over discretised token counts.
 - :class:`QuotaSlice` — per-kind percentage budgets around an inner slicer.
