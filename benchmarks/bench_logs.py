@@ -64,8 +64,8 @@ from _harness import (  # noqa: E402
 from cupellation import (  # noqa: E402
     TraceDetailLevel,
 )
-from cupellation._events.records import RECORD_DECODER  # noqa: E402
 from cupellation.events import PipelineEvent, RunDigest  # noqa: E402
+from cupellation.events._records import RECORD_DECODER  # noqa: E402
 from cupellation.logs import AuditLog, read_runs  # noqa: E402
 
 __all__ = ["main"]

@@ -16,6 +16,12 @@ drift from their source.
 - The docstrings' Sphinx roles (``:class:`~cupellation.X` ``) show as code, without the
   role (and, after ``~``, with the last name only), and their literal-block markers
   (a paragraph ending ``::``, or ``::`` alone) show as one colon, or nothing.
+- The docstrings' version marks, Sphinx's ``.. versionadded:: 0.4`` and
+  ``.. versionchanged:: 0.4`` (and ``.. deprecated::``) as a paragraph of their own,
+  the version's note on the lines right under it (no blank line between), show as a
+  note titled "Added in 0.4" / "Changed in 0.4": mkdocstrings renders the docstrings
+  as Markdown, which would print the directive as text. The docstrings keep Sphinx's
+  form, which ``help()`` and editors read as it is.
 
 A placeholder whose source is missing (a README heading renamed, an empty examples/)
 stops the build with an error naming it. Nothing here reaches the network.
@@ -41,6 +47,12 @@ _ROLE = re.compile(r":(?:func|class|meth|attr|mod|exc|data|obj):<code>(~?)([^<]*
 #: paragraph, or at a paragraph's end.
 _LONE_MARKER = re.compile(r"<p>\s*::\s*</p>\n?")
 _END_MARKER = re.compile(r"(?<=[^\s:]):: ?</p>")
+#: A docstring's version mark, as Markdown renders it: a paragraph starting
+#: ``.. versionadded:: 0.4``, its note (if any) the rest of the paragraph.
+_VERSION_MARK = re.compile(
+    r"<p>\.\. (versionadded|versionchanged|deprecated):: ([\w.]+)[ \t]*\n?(.*?)</p>", re.S)
+_VERSION_TITLES = {"versionadded": "Added in", "versionchanged": "Changed in",
+                   "deprecated": "Deprecated since"}
 
 
 def api_modules() -> list[str]:
@@ -151,8 +163,16 @@ def _role(match: re.Match[str]) -> str:
     return f"<code>{name.rsplit('.', 1)[-1] if match.group(1) else name}</code>"
 
 
+def _version_mark(match: re.Match[str]) -> str:
+    kind, version, note = match.group(1), match.group(2), match.group(3).strip()
+    body = f"<p>{note}</p>" if note else ""
+    return (f'<div class="admonition note version-mark"><p class="admonition-title">'
+            f"{_VERSION_TITLES[kind]} {version}</p>{body}</div>")
+
+
 def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
-    """Show the docstrings' Sphinx roles as plain code, and their literal-block markers
-    as one colon (or nothing)."""
+    """Show the docstrings' Sphinx roles as plain code, their literal-block markers
+    as one colon (or nothing), and their version marks as notes."""
     html = _LONE_MARKER.sub("", _ROLE.sub(_role, html))
+    html = _VERSION_MARK.sub(_version_mark, html)
     return _END_MARKER.sub(":</p>", html)

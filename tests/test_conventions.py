@@ -38,8 +38,8 @@ def test_public_modules_declare_all_and_export_what_exists() -> None:
     problems = []
     for info in pkgutil.walk_packages(cupellation.__path__, "cupellation."):
         last = info.name.split(".")[-1]
-        if last == "__main__" or (info.ispkg and last.startswith("_")):
-            continue  # runs the CLI; a private package's __init__ holds only its docstring
+        if last == "__main__":
+            continue  # runs the CLI
         module = importlib.import_module(info.name)
         names = getattr(module, "__all__", None)
         if names is None:
@@ -72,14 +72,14 @@ _TOP_LEVEL = frozenset({
     "EventCollector", "FanOutCollector", "FrequencyScorer", "FunctionScorer", "GreedySlice",
     "KindScorer", "KnapsackSlice", "MessageHistory", "MetadataKeyScorer",
     "MetadataTrustScorer", "OverflowStrategy", "Pipeline", "PriorityScorer", "QuotaSlice",
-    "RecencyScorer", "ReflexiveScorer", "ReportBuilder", "RunInfo", "ScaledScorer",
+    "RecencyScorer", "ReflexiveScorer", "ReportBuilder", "RunInfo", "ScaledScorer", "ScoredItem",
     "SelectOptions", "SelectionReport", "TagScorer", "TraceCollector", "TraceDetailLevel",
     "UShapedPlacer", "__version__", "build_report", "events", "exceptions", "reasons",
     "select_messages", "select_messages_with_report",
 })
 
 
-def test_the_top_level_holds_the_reviewed_names_and_the_spine_modules_are_public() -> None:
+def test_the_top_level_holds_the_reviewed_names_and_events_and_reasons_are_public() -> None:
     """The top level holds exactly the reviewed list of names (the pipeline's parts,
     the agent builder's select_messages, select_messages_with_report, SelectOptions,
     MessageHistory and RunInfo); events and reasons have public modules whose JSON
@@ -211,10 +211,10 @@ _EXPORTERS = ROOT / "exporters" / "src"
 #: module's name under ``cupellation`` (``otel`` covers ``cupellation.otel._names``).
 #: A module may import from its own layer and the layers above it, never below.
 _LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
-    ("model", frozenset({"_model", "_datamodel", "reasons", "exceptions", "_version", "files",
+    ("model", frozenset({"_model", "reasons", "exceptions", "_version", "files",
                        "settings", "_toml", "_policytext"})),
-    ("events", frozenset({"events", "_events"})),
-    ("report", frozenset({"_report", "_reporting"})),
+    ("events", frozenset({"events"})),
+    ("report", frozenset({"_report"})),
     ("collectors", frozenset({"_collectors"})),
     ("strategies", frozenset({"_tables", "scoring", "slicing", "placing"})),
     ("registry", frozenset({"_registry"})),
@@ -322,15 +322,15 @@ def test_the_layer_checker_sees_what_it_must() -> None:
     """The import checker itself: relative imports resolve (also from a function body),
     a lower layer and a private name are told apart from a private module's public
     names."""
-    source = ("from ..events import RunStarted\nfrom .._events.flat import flat_keys\n"
+    source = ("from ..events import RunStarted\nfrom ..events._flat import flat_keys\n"
               "from . import _decode\ndef f():\n    from ..otel._names import _SHARED\n")
     found = _imports_of(source, "cupellation.logs._reader", is_package=False)
-    assert found == [("cupellation.events", "RunStarted"), ("cupellation._events.flat",
+    assert found == [("cupellation.events", "RunStarted"), ("cupellation.events._flat",
                                                               "flat_keys"),
                      ("cupellation.logs", "_decode"), ("cupellation.otel._names", "_SHARED")]
     assert _layer("cupellation.otel._names") > _layer("cupellation.events")
-    assert _layer("cupellation._events.flat") == _layer("cupellation.events")
-    assert _layer("cupellation._reporting.fold") < _layer("cupellation._pipeline")
+    assert _layer("cupellation.events._flat") == _layer("cupellation.events")
+    assert _layer("cupellation._report.fold") < _layer("cupellation._pipeline")
     assert _is_module("cupellation.logs._decode")
     assert not _is_module("cupellation.otel._names._SHARED")
 

@@ -117,7 +117,7 @@ def test_the_test_command_installs_each_component_and_runs_every_test() -> None:
 
 
 def test_python_example_prints_the_report_as_json(capsys: pytest.CaptureFixture[str]) -> None:
-    """The README's ``print(report.to_json())`` prints JSON text in the seeds' shape."""
+    """The README's ``print(report.to_json())`` prints JSON text in the wire format's shape."""
     blocks = re.findall(r"```python\n(.*?)```", README, re.S)
     exec(compile(next(b for b in blocks if "to_json()" in b), "README.md", "exec"), {})
     printed = capsys.readouterr().out.strip().splitlines()[-1]

@@ -1,6 +1,6 @@
 """The data vendored in tests/data stays what scripts/vendor_spec.py and
 scripts/vendor_seeds.py made of the upstream files: all 58 required conformance vectors
-with their data and no comments, the seeds' 13 JSON examples, and the MIT notice and
+with their data and no comments, the wire format's 13 JSON examples, and the MIT notice and
 commit beside them. The scripts' stripping and extraction are checked on hard cases."""
 
 from __future__ import annotations

@@ -9,6 +9,25 @@ the Cupel specification, and explain every decision.
     window = pipeline.run(candidates, collector=collector)
     report = collector.build_report()   # why each candidate was or was not chosen
 
+The top level holds what most programs import: the data model, the pipeline and
+its built-in strategies, the collectors, the report, and the chat helpers. The
+rest lives in one module per concern:
+
+- :mod:`cupellation.scoring`, :mod:`~cupellation.slicing`,
+  :mod:`~cupellation.placing`: the strategies, and how to write your own;
+- :mod:`cupellation.policy`: a whole pipeline configuration as a value or a file;
+- :mod:`cupellation.events`, :mod:`~cupellation.reasons`: the decisions a run
+  makes, as events and reasons;
+- :mod:`cupellation.otel`, :mod:`~cupellation.logs`, :mod:`~cupellation.store`:
+  those decisions as spans, log records and rows in ClickHouse, and read back;
+- :mod:`cupellation.chat`, :mod:`~cupellation.integrations`: chat messages and
+  agent frameworks;
+- :mod:`cupellation.analytics`, :mod:`~cupellation.testing`,
+  :mod:`~cupellation.html`: questions about runs, assertions in tests, a report
+  as a web page;
+- :mod:`cupellation.exceptions` and :mod:`~cupellation.settings`: every error and
+  every environment variable.
+
 The library logs only through the ``cupellation`` logger, which stays silent
 (a ``NullHandler``) until the application configures logging.
 """
@@ -26,7 +45,14 @@ from ._collectors import (
     TraceCollector,
     TraceDetailLevel,
 )
-from ._model import ContextBudget, ContextItem, ContextKind, ContextSource, OverflowStrategy
+from ._model import (
+    ContextBudget,
+    ContextItem,
+    ContextKind,
+    ContextSource,
+    OverflowStrategy,
+    ScoredItem,
+)
 from ._pipeline import Pipeline
 from ._report import ReportBuilder, SelectionReport, build_report
 from ._run import use_trace_context as _use_trace_context
@@ -103,6 +129,7 @@ __all__ = [
     "ReportBuilder",
     "RunInfo",
     "ScaledScorer",
+    "ScoredItem",
     "SelectOptions",
     "SelectionReport",
     "TagScorer",

@@ -237,7 +237,7 @@ def inclusions(placed: Sequence[ContextItem], where: list[int], merged: Merged,
         for j, item in enumerate(placed):
             if item.tokens == 0 and not item.pinned:
                 reasons[j] = InclusionReason.ZERO_TOKEN
-                scores[j] = 0.0  # the seeds: zero-token items are reported with 0.0
+                scores[j] = 0.0  # the wire format: zero-token items are reported with 0.0
     return Decisions(map(merged.indices.__getitem__, where), placed, scores, reasons,
                      range(len(placed)))
 

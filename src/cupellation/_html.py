@@ -16,9 +16,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ._datamodel.wire import ITEM_FIELDS
 from ._htmlstyle import STYLE
 from ._model import ContextBudget
+from ._model.wire import ITEM_FIELDS
 from .exceptions import DecodeError, InvalidTypeError
 from .reasons import exclusion_reason_from_dict, inclusion_reason_from_dict, reason_styles
 
@@ -214,7 +214,7 @@ def _preview(content: str) -> str:
         first[:_PREVIEW].rstrip() + "…")
 
 
-#: The seeds' JSON keys of an item's other fields, from its wire declaration (content,
+#: The wire format's JSON keys of an item's other fields, from its wire declaration (content,
 #: kind and tokens have their own columns; metadata its own block).
 _ITEM_FIELDS = tuple(field.key for field in ITEM_FIELDS
                      if field.name not in ("content", "kind", "tokens", "metadata"))

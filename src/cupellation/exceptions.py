@@ -244,6 +244,8 @@ class InvalidTextError(InvalidValueError):
     cause. The data model refuses it where it is built; ``field`` names the
     field (``content``, ``tags[2]``, ``metadata['a'][0]``, ...) and ``index``
     the position of the first lone surrogate.
+
+    .. versionadded:: 0.3
     """
 
     def __init__(self, field: str, value: str, index: int) -> None:
@@ -404,14 +406,22 @@ class FormatMismatchError(DecodeError):
 class BackendError(CupelError):
     """A backend could not be asked, or could not answer what was asked (unreachable,
     unauthorised, an unknown project, experiment or trace). The message is one line
-    and never holds a header's value."""
+    and never holds a header's value.
+
+    .. versionchanged:: 0.4
+       Imported from ``cupellation.exceptions``; no longer from
+       ``cupellation.otel``.
+    """
 
 
 class RedirectRefusedError(BackendError):
     """A redirect that is not followed: to another origin (scheme, host or port; the
     one exception is ``http`` on its default port to ``https`` on its default port of
     the same host), to a scheme other than ``http``/``https``, or past the fifth hop.
-    ``target`` is the refused location, without its query or credentials."""
+    ``target`` is the refused location, without its query or credentials.
+
+    .. versionadded:: 0.4
+    """
 
     def __init__(self, message: str, *, target: str) -> None:
         super().__init__(message)
@@ -421,13 +431,19 @@ class RedirectRefusedError(BackendError):
 class MalformedAnswerError(BackendError):
     """An answer that is not well-formed HTTP: a bad status line (an HTTP/0.9 body),
     more than 100 headers, a header line over 64 KiB, a body shorter than its
-    ``Content-Length``, bad chunked encoding, a connection closed mid-answer."""
+    ``Content-Length``, bad chunked encoding, a connection closed mid-answer.
+
+    .. versionadded:: 0.4
+    """
 
 
 class FetchLimitError(BackendError):
     """A fetch reached one of its bounds before any of the data asked for was read:
     ``limit`` is ``"timeout"`` (the deadline of the whole fetch), ``"max_body_bytes"``
-    (one answer's size) or ``"max_requests"`` (requests per fetch)."""
+    (one answer's size) or ``"max_requests"`` (requests per fetch).
+
+    .. versionadded:: 0.4
+    """
 
     def __init__(self, message: str, *, limit: str) -> None:
         super().__init__(message)
@@ -439,7 +455,10 @@ class PartialFetchError(FetchLimitError):
     after part of the data was read. ``spans`` holds what was read whole (pages and
     traces), ``missing`` says in words what was not (``"4 of 10 traces"``), and
     ``requests`` counts the requests made. Nothing read is thrown away: a caller can
-    show it, saying it is not whole."""
+    show it, saying it is not whole.
+
+    .. versionadded:: 0.4
+    """
 
     def __init__(self, message: str, *, limit: str, spans: Sequence[Any], missing: str,
                  requests: int) -> None:
@@ -449,13 +468,19 @@ class PartialFetchError(FetchLimitError):
         self.requests = requests
 class StoreError(CupelError):
     """The fleet store could not be opened, reached or queried; the message names the
-    store and what failed."""
+    store and what failed.
+
+    .. versionadded:: 0.4
+    """
 
 
 class StoreInUseError(StoreError):
     """An embedded store (``chdb://``) was opened while another embedded path is open
     in this process: chDB runs one engine per process. Close the first store (or open
-    the same path again) first. ``open_path`` is the path that is open."""
+    the same path again) first. ``open_path`` is the path that is open.
+
+    .. versionadded:: 0.4
+    """
 
     def __init__(self, wanted: str, open_path: str) -> None:
         super().__init__(f"cannot open the embedded store at {wanted!r}: chDB runs one "
@@ -467,7 +492,10 @@ class StoreInUseError(StoreError):
 class StoreSchemaError(StoreError):
     """A table the store reads exists in a shape cupellation does not read: the
     Collector's JSON mode (``LogAttributes JSON``) or a column missing or of another
-    type. ``table`` and ``column`` name it."""
+    type. ``table`` and ``column`` name it.
+
+    .. versionadded:: 0.4
+    """
 
     def __init__(self, table: str, column: str, problem: str) -> None:
         super().__init__(f"table {table}: column {column} {problem}")

@@ -22,6 +22,7 @@ from cupellation import (
     PriorityScorer,
     QuotaSlice,
     ReflexiveScorer,
+    ScoredItem,
     UShapedPlacer,
 )
 from cupellation.analytics import (
@@ -37,7 +38,7 @@ from cupellation.exceptions import (
     NonMonotonicSlicerError,
     SpecArgumentError,
 )
-from cupellation.slicing import CountQuotaEntry, QuotaEntry, ScoredItem
+from cupellation.slicing import CountQuotaEntry, QuotaEntry
 
 
 class CountingScorer:

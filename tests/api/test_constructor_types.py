@@ -43,10 +43,10 @@ from cupellation import (
 )
 from cupellation.analytics import MessageUnit
 from cupellation.exceptions import CupelError, InvalidTypeError
-from cupellation.policy import CountQuotaEntry, Policy, WindowCurve
+from cupellation.policy import Policy
 from cupellation.reasons import InclusionReason
-from cupellation.scoring import FixedClock
-from cupellation.slicing import CapExclusion
+from cupellation.scoring import FixedClock, WindowCurve
+from cupellation.slicing import CapExclusion, CountQuotaEntry
 
 AT = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
 ITEM = ContextItem(content="a", tokens=3)

@@ -53,6 +53,7 @@ from cupellation import (
     ReflexiveScorer,
     RunInfo,
     ScaledScorer,
+    ScoredItem,
     SelectionReport,
     TagScorer,
     UShapedPlacer,
@@ -67,18 +68,11 @@ from cupellation import (
     store,
 )
 from cupellation._report import ExcludedItem, IncludedItem, OverflowReport, TraceEvent
-from cupellation.placing import ScoredItem
-from cupellation.policy import (
-    CountQuotaEntry,
-    ExponentialCurve,
-    Policy,
-    QuotaEntry,
-    StepCurve,
-    WindowCurve,
-)
+from cupellation.policy import Policy
 from cupellation.reasons import Rivals
-from cupellation.scoring import FixedClock
+from cupellation.scoring import ExponentialCurve, FixedClock, StepCurve, WindowCurve
 from cupellation.settings import Variable
+from cupellation.slicing import CountQuotaEntry, QuotaEntry
 
 AT = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
 BUDGET = ContextBudget(100, 60)

@@ -60,7 +60,7 @@ def test_help_names_the_default_preset_stdout_rules_and_exit_codes() -> None:
 
 def test_stdout_is_the_placed_items_in_placed_order(
         items_file: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    """Without options stdout is a JSON array of the seeds' item shape, in the order
+    """Without options stdout is a JSON array of the wire format's item shape, in the order
     the report's ``included`` gives, each equal to its input item."""
     status, out, _ = _run(capsys, "select", items_file, *BUDGET, "--report",
                           tmp_path / "r.json")

@@ -27,8 +27,8 @@ def test_the_site_builds_strictly_with_no_network(tmp_path: Path) -> None:
     port; the pages hold their generated content (the README's telemetry reference,
     every command's --help, every example, an API page per public module with the
     docstrings), no page loads a script, stylesheet or font from another site, and none
-    shows a docstring's "::" marker, a private module's name or "the four agent loops
-    above"."""
+    shows a docstring's "::" marker, a version mark's directive (it shows as a note,
+    "Added in 0.4"), a private module's name or "the four agent loops above"."""
     env = {**os.environ, "HTTP_PROXY": NO_NETWORK, "HTTPS_PROXY": NO_NETWORK,
            "http_proxy": NO_NETWORK, "https_proxy": NO_NETWORK, "NO_PROXY": "", "no_proxy": ""}
     site = tmp_path / "site"
@@ -52,6 +52,8 @@ def test_the_site_builds_strictly_with_no_network(tmp_path: Path) -> None:
     assert "include_item_with_kind" in page("api/cupellation.testing")
     assert "select_messages" in page("api/cupellation")
     assert "The testing vocabulary" in page("decisions")
+    assert 'version-mark"><p class="admonition-title">Added in 0.4</p>' in page(
+        "api/cupellation.store")
     remote = []
     for html in (path for path in site.rglob("*.html") if path.is_file()):
         text = html.read_text(encoding="utf-8")
@@ -67,8 +69,8 @@ def test_the_site_builds_strictly_with_no_network(tmp_path: Path) -> None:
         shown = re.sub(r"<[^>]+>", " ", text)  # what a reader sees (tags, ids aside)
         stray += [f"{html.relative_to(site)}: {found}" for found in re.findall(
             r"<p>\s*::\s*</p>|\w::\s*</p>", text) + re.findall(
-            r"cupellation(?:_exporters)?(?:\.\w+)*\._[a-z]\w*|the four agent loops above",
-            shown)]
+            r"cupellation(?:_exporters)?(?:\.\w+)*\._[a-z]\w*|the four agent loops above"
+            r"|\.\. (?:versionadded|versionchanged|deprecated)::", shown)]
     assert stray == []
 
 

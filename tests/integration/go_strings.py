@@ -18,8 +18,8 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any, get_type_hints
 
-from cupellation._datamodel.wire import BUDGET_FIELDS, ITEM_FIELDS, WireKind
-from cupellation._events.types import KNOWN_EVENTS
+from cupellation._model.wire import BUDGET_FIELDS, ITEM_FIELDS, WireKind
+from cupellation.events._types import KNOWN_EVENTS
 from cupellation.reasons import reason_field_types
 
 __all__ = ["go_as_string", "go_float", "go_json", "row_from_attributes", "typed_attributes"]

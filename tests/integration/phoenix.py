@@ -26,7 +26,8 @@ from typing import Final
 
 import pytest
 
-from cupellation.otel import BackendError, SpanData, fetch_spans
+from cupellation.exceptions import BackendError
+from cupellation.otel import SpanData, fetch_spans
 
 from ._server import ROOT, STOP_TIMEOUT, Server, clean_env, serving, start, venv_executable
 from .fake_otlp import free_port

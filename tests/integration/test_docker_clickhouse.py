@@ -16,8 +16,8 @@ import pytest
 import yaml
 
 from cupellation import ContextBudget, ContextItem, Pipeline, PriorityScorer, RunInfo
-from cupellation._events.flat import flat_keys
-from cupellation._events.types import KNOWN_EVENTS
+from cupellation.events._flat import flat_keys
+from cupellation.events._types import KNOWN_EVENTS
 from cupellation.logs import AuditLog
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -20,7 +20,6 @@ from hypothesis import HealthCheck, given, settings
 
 from cupellation import ContextBudget, ContextItem, Pipeline, PriorityScorer, SelectionReport
 from cupellation import settings as spine_settings
-from cupellation._events.lines import LineEncoder
 from cupellation.events import (
     ContentCapture,
     ItemEventBatch,
@@ -29,6 +28,7 @@ from cupellation.events import (
     event_from_json,
     event_to_json,
 )
+from cupellation.events._lines import LineEncoder
 from cupellation.logs import AuditLog, read_runs
 from pipeline._runs import RecordedRun, runs
 
@@ -45,7 +45,7 @@ def _entries(run: RecordedRun) -> list[Sequence[PipelineEvent]]:
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(runs)
 def test_every_line_is_exactly_event_to_json_under_each_policy(run: RecordedRun) -> None:
-    """For random runs, the fast batch encoder writes, byte for byte, the line the spine's
+    """For random runs, the fast batch encoder writes, byte for byte, the line the events module's
     event_to_json gives for the event after apply_content_capture, for every policy."""
     for capture in ContentCapture:
         encoder = LineEncoder(capture)

@@ -25,9 +25,9 @@ from cupellation import (
     TraceDetailLevel,
     build_report,
 )
-from cupellation._events.digest import DigestCheck, Verification, digest_verdict
 from cupellation.cli import main
 from cupellation.events import events_from_json_lines
+from cupellation.events._digest import DigestCheck, Verification, digest_verdict
 from cupellation.logs import AuditLog, StructlogSink, read_runs
 
 from ._workload import run_once

@@ -18,8 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cupellation import SelectionReport
-from cupellation._events import records as _records
-from cupellation.events import EVENT_SCHEMA_VERSION, event_from_dict, event_to_json
+from cupellation.events import EVENT_SCHEMA_VERSION, _records, event_from_dict, event_to_json
 from cupellation.logs import AuditLog, _decode, _reader, read_runs
 from cupellation.logs._decode import FastDecoder, fast_event
 from pipeline._runs import RecordedRun, runs

@@ -62,7 +62,7 @@ class JsonFormatter(logging.Formatter):
 
 def test_capture_logs_sees_one_named_record_per_event_with_the_flat_fields() -> None:
     """Under structlog, each event becomes one record named cupel.<type> whose fields
-    are exactly the spine's flat mapping (plus the level capture_logs adds)."""
+    are exactly the events' flat mapping (plus the level capture_logs adds)."""
     with capture_logs() as records:
         collector = _run(StructlogSink())
     events = collector.events

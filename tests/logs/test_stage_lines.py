@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from cupellation._events.lines import LineEncoder
 from cupellation.events import (
     ContentCapture,
     PipelineStage,
@@ -16,6 +15,7 @@ from cupellation.events import (
     StageStarted,
     event_to_json,
 )
+from cupellation.events._lines import LineEncoder
 from cupellation.exceptions import CupelError
 
 _USUAL: list[Any] = [

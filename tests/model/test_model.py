@@ -83,7 +83,7 @@ def test_kind_and_source_compare_with_ascii_folding_only() -> None:
     assert ContextKind("Custom").value == "Custom"
 
 
-def test_json_shape_is_the_seeds() -> None:
+def test_json_shape_is_the_wire_format() -> None:
     """content, tokens and kind always; other fields only when set; camelCase names;
     timestamps ISO 8601 UTC with Z; decoding gives the same item back."""
     item = ContextItem("a", 5, kind="ToolOutput", source="Tool", priority=2, tags=["x"],

@@ -31,7 +31,7 @@ MINUS_FIVE = timezone(timedelta(hours=-5))
     ("metdata", "metadata"),
 ])
 def test_unknown_item_key_is_a_decode_error_with_a_suggestion(key: str, suggestion: str) -> None:
-    """A key that is not one of the seed's eleven is refused, never dropped, and
+    """A key that is not one of the wire format's eleven is refused, never dropped, and
     the error suggests the field meant (case-insensitive match first)."""
     with pytest.raises(DecodeError) as info:
         ContextItem.from_dict({"content": "a", "tokens": 1, key: True})

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from cupellation._datamodel.wire import ITEM_FIELDS, _finite_value, column_writer
+from cupellation._model.wire import ITEM_FIELDS, _finite_value, column_writer
 from cupellation.exceptions import InvalidValueError
 
 _HINT = [field for field in ITEM_FIELDS if field.name == "future_relevance_hint"]

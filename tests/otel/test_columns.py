@@ -344,11 +344,11 @@ def test_two_span_collectors_in_one_fan_out_leave_no_span_current() -> None:
         assert rebuilt.report == diagnostics.build_report()
 
 
-def test_column_rows_decode_alike_through_the_typed_record_and_the_spine(
+def test_column_rows_decode_alike_through_the_typed_record_and_the_events_module(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Column rows go through the log reader's typed records of their JSON array (or,
     row by row, of their JSON lines); the events and report are exactly those the
-    spine's own decoding gives, for a whole run and for one with a row whose reason
+    events module's own decoding gives, for a whole run and for one with a row whose reason
     disagrees with its item (incomplete either way)."""
     import cupellation.otel._spandecode as decode  # noqa: PLC0415
 
@@ -456,7 +456,7 @@ def test_a_batch_of_column_rows_decodes_exactly_as_row_by_row(damage: object) ->
     row's JSON line gives: undamaged, and with one row's value replaced by a lone
     surrogate, a NaN or infinity, a bool, an integer past int64, a negative count,
     or a reason name that does not fit the row (each either makes the whole batch
-    fall back to the row-by-row path, or leaves the row to the spine's path)."""
+    fall back to the row-by-row path, or leaves the row to the events module's path)."""
     import cupellation.otel._spandecode as decode  # noqa: PLC0415
 
     flats = _column_rows(120, 3)

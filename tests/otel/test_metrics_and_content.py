@@ -144,7 +144,7 @@ def test_the_variable_sets_capture_and_the_parameter_wins(
         monkeypatch: pytest.MonkeyPatch, env: str, parameter: str | None,
         expected: str) -> None:
     """CUPELLATION_CAPTURE_CONTENT decides when content_capture is not given; the
-    parameter wins over it. full keeps contents, hash writes the spine's digest."""
+    parameter wins over it. full keeps contents, hash writes the events module's digest."""
     monkeypatch.setenv(CAPTURE_CONTENT_ENV, env)
     sdk = make_sdk()
     collector = SpanCollector(tracer_provider=sdk.tracer_provider, tier="Full",

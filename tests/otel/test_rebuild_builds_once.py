@@ -1,5 +1,5 @@
 """Rebuilding a run from spans at the default content capture (``none``) builds each
-decision's item once: the decoder fills the spine's placeholder from the row's
+decision's item once: the decoder fills the events module's placeholder from the row's
 candidate index before decoding, instead of decoding a stand-in and building the
 item again under ``none`` capture (a third of the rebuild's time)."""
 
@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from cupellation import ContextBudget, ContextItem, Pipeline, RecencyScorer
-from cupellation._events.capture import placeholder_content
 from cupellation.events import apply_content_capture
+from cupellation.events._capture import placeholder_content
 from cupellation.otel import runs_from_spans
 
 from ._support import make_sdk

@@ -17,7 +17,8 @@ import pytest
 
 from cupellation import SelectionReport
 from cupellation.cli import main
-from cupellation.otel import BackendError, fetch_spans
+from cupellation.exceptions import BackendError
+from cupellation.otel import fetch_spans
 
 from ._support import jaeger_document, otlp_document, otlp_proto_bytes
 from .test_backend_formats import DATA, _runs, mlflow_batch_get, phoenix_otlpv1_spans

@@ -1,6 +1,6 @@
 """Spans decode back to the event stream they came from: the attribute mapping is the
 exact inverse of the encoder, the fast item encoder agrees with the definition over
-the spine's flat mapping, and a run rebuilt from spans equals the in-process one."""
+the events' flat mapping, and a run rebuilt from spans equals the in-process one."""
 
 from __future__ import annotations
 

@@ -19,12 +19,13 @@ from cupellation import (
     OverflowStrategy,
     Pipeline,
     RecencyScorer,
+    ScoredItem,
     TraceDetailLevel,
 )
 from cupellation.events import PipelineStage, StageCompleted
 from cupellation.exceptions import ScorerError
 from cupellation.scoring import FunctionScorer
-from cupellation.slicing import CountQuotaEntry, ScoredItem
+from cupellation.slicing import CountQuotaEntry
 
 from ._support import Sdk, attrs, make_sdk, no_context_leak, run_both
 

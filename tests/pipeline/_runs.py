@@ -1,4 +1,4 @@
-"""Random whole runs for the spine's property tests: candidates, a pipeline that
+"""Random whole runs for the event stream's property tests: candidates, a pipeline that
 exercises every decision kind, and the run's recorded events."""
 
 from __future__ import annotations

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-#: The seeds' JSON examples, vendored as fixtures (see its README.md).
+#: The wire format's JSON examples, vendored as fixtures (see its README.md).
 SEEDS_DIR = Path(__file__).resolve().parents[1] / "data" / "seeds"
 
 
 @pytest.fixture
 def seeds_dir() -> Path:
-    """The folder of the seeds' JSON examples inside the repository."""
+    """The folder of the wire format's JSON examples inside the repository."""
     assert SEEDS_DIR.is_dir(), f"expected the vendored seed examples at {SEEDS_DIR}"
     return SEEDS_DIR

@@ -180,7 +180,7 @@ def test_item_events_are_gated_by_detail_level(level: TraceDetailLevel, exclusio
     batches from StageAndExclusions up, inclusion batches only at Full). Every
     other call is a one-event tuple of a run- or stage-level event.
 
-    Changed deliberately with the event spine: the gate used to sit in
+    Changed deliberately with the event stream: the gate used to sit in
     DiagnosticTraceCollector.record_item_event; the pipeline now gates delivery to its
     caller, and a collector fed by hand discards what its level does not record."""
     spy = _Spy(level)
@@ -281,7 +281,7 @@ def test_fan_out_feeds_every_collector_at_its_own_level(
     not stop them. The StageOnly child gets exactly the Full child's run and
     stage events, except that its run_started names its own level and its events
     are numbered as its own level's stream (a fan-out rewrites both per child —
-    new with the event spine)."""
+    new with the event stream)."""
     items_level = DiagnosticTraceCollector(TraceDetailLevel.FULL)
     stage_level = DiagnosticTraceCollector(TraceDetailLevel.STAGE_ONLY)
     broken = _Broken()

@@ -19,10 +19,8 @@ from cupellation import (
     RunInfo,
     TraceDetailLevel,
 )
-from cupellation._datamodel.wire import BUDGET_FIELDS, ITEM_FIELDS, WireKind
-from cupellation._events.flat import flat_keys
-from cupellation._events.records import REASON_FIELDS, RECORD_DECODER, record_types
-from cupellation._reporting.writer import encode_report
+from cupellation._model.wire import BUDGET_FIELDS, ITEM_FIELDS, WireKind
+from cupellation._report.writer import encode_report
 from cupellation.events import (
     EVENT_SCHEMA_VERSION,
     PIPELINE_KEYS,
@@ -34,6 +32,8 @@ from cupellation.events import (
     event_to_dict,
     event_to_json,
 )
+from cupellation.events._flat import flat_keys
+from cupellation.events._records import REASON_FIELDS, RECORD_DECODER, record_types
 from cupellation.exceptions import DecodeError, InvalidTypeError
 from cupellation.reasons import (
     KNOWN_EXCLUSION_REASONS,
@@ -60,8 +60,8 @@ def _excluded(**changes: Any) -> dict[str, Any]:
 
 
 def test_the_item_declaration_is_every_field_and_every_json_key() -> None:
-    """ITEM_FIELDS names ContextItem's fields in order and the seeds' keys; an item
-    with every field set writes exactly those keys, and both the seeds' JSON and the
+    """ITEM_FIELDS names ContextItem's fields in order and the wire format's keys; an item
+    with every field set writes exactly those keys, and both the wire format's JSON and the
     flat form read back to the same item."""
     assert [f.name for f in ITEM_FIELDS] == [
         n for n in ContextItem.__slots__ if n != "_timestamp_us"]
@@ -220,7 +220,7 @@ def test_the_generated_flat_writer_is_the_declaration() -> None:
     """The flat form's writer (generated from the declaration, one step per field)
     writes exactly the fields WireField.is_default keeps, converted as the declaration
     says, for items and budgets with and without their optional fields."""
-    from cupellation._datamodel.wire import flat_writer, to_flat  # noqa: PLC0415
+    from cupellation._model.wire import flat_writer, to_flat  # noqa: PLC0415
 
     items = [FULL_ITEM, ContextItem("x", 0), ContextItem("y", -3, source="chat", tags=[],
                                                          metadata={}, pinned=False,

@@ -18,6 +18,7 @@ from cupellation import (
     ContextItem,
     DiagnosticTraceCollector,
     Pipeline,
+    ScoredItem,
     TraceDetailLevel,
 )
 from cupellation._model import OverflowStrategy
@@ -60,7 +61,6 @@ from cupellation.slicing import (
     KnapsackSlice,
     QuotaEntry,
     QuotaSlice,
-    ScoredItem,
     Slicer,
 )
 

@@ -184,7 +184,7 @@ def test_report_from_json_round_tripped_events_equals_live_report(
     the same report as folding the live events (failed runs included). Every
     event decodes equal to the live one, save that run_failed's exception object
     stays in process: its flat form keeps the error's type and text (new with
-    the event spine), and a failed run's live event holds the very exception
+    the event stream), and a failed run's live event holds the very exception
     raised."""
     _, collector, error = _run_catching(pipeline, items, budget)
     lines = [event_to_json(e) for e in collector.events]
@@ -221,7 +221,7 @@ def test_every_exclusion_reason_is_true_of_its_item(
     comes only when the item did not fit, NegativeTokens only for negative
     counts, Deduplicated only against another candidate of identical content;
     no reserved variant. Reasons that point at another candidate hold its
-    index in events (new with the event spine) and its content in the report."""
+    index in events (new with the event stream) and its content in the report."""
     out, collector = _run(pipeline, items, budget)
     if out is None:
         return

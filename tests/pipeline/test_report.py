@@ -1,4 +1,5 @@
-"""The SelectionReport: the seeds' JSON shape to the letter, and build_report as a pure fold."""
+"""The SelectionReport: the wire format's JSON shape to the letter, and build_report as a
+pure fold."""
 
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ from cupellation.testing import expect
 
 
 def test_seed_complete_example_round_trips_exactly(seeds_dir: Path) -> None:
-    """The seed's complete SelectionReport example decodes and re-encodes to the
+    """The wire format's complete SelectionReport example decodes and re-encodes to the
     identical JSON: field names, reason envelopes, omitted absent fields. Both
     the mapping (from_dict/to_dict) and the text (from_json/to_json) forms. The
     example is abridged (4 items listed, total_candidates 5, tokens 4736 against
@@ -135,8 +136,8 @@ D = ContextItem("d", -5)
 def test_excluded_sorted_by_score_descending_stable_on_ties() -> None:
     """Excluded entries are ordered by score descending; equal scores keep the
     order in which they were excluded. The Deduplicated event names the kept
-    copy by candidate index; the report gives its content (the seeds' form) —
-    new with the event spine, where reasons refer to candidates by index."""
+    copy by candidate index; the report gives its content (the wire format's form) —
+    new with the event stream, where reasons refer to candidates by index."""
     a_copy = ContextItem("a", 10)
     events = _run([
         _excluded(PipelineStage.CLASSIFY, 3, D, 0.0, NegativeTokens(tokens=-5)),
@@ -179,7 +180,7 @@ def test_stage_events_become_trace_events_without_sort() -> None:
     """Stage completions become the report's TraceEvents (items in as item_count,
     with their durations); the internal Sort stage, which the specification's
     PipelineStage omits, is left out. Each stage is a stage_started and
-    stage_completed pair (stage_started is new with the event spine)."""
+    stage_completed pair (stage_started is new with the event stream)."""
     events = _run([
         StageStarted(run_id="r", seq=0, stage=PipelineStage.CLASSIFY, items_in=4),
         _excluded(PipelineStage.CLASSIFY, 3, D, 0.0, NegativeTokens(tokens=-5)),
@@ -261,7 +262,7 @@ def test_a_candidate_decided_twice_is_reported() -> None:
 def test_a_candidate_both_included_and_excluded_is_reported() -> None:
     """An inclusion and an exclusion for one candidate index make the report say
     the candidate was both included and excluded. (Changed deliberately with the
-    event spine: this case used to read "decided more than once"; the fold now
+    event stream: this case used to read "decided more than once"; the fold now
     names the contradiction.)"""
     report = build_report(_run([
         _included(0, 0, A, 0.5, InclusionReason.SCORED),

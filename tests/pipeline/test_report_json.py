@@ -18,8 +18,7 @@ from cupellation import (
     SelectionReport,
     build_report,
 )
-from cupellation._report import ExcludedItem, IncludedItem
-from cupellation._reporting import writer
+from cupellation._report import ExcludedItem, IncludedItem, writer
 from cupellation.events import event_from_json, event_to_json
 from cupellation.reasons import InclusionReason, UnknownExclusionReason
 

@@ -1,4 +1,4 @@
-"""SelectionReport.from_json / from_dict check the seeds' MUST rules:
+"""SelectionReport.from_json / from_dict check the report format's MUST rules:
 total_candidates = len(included) + len(excluded), total_tokens_considered = the sum
 of both lists' tokens, and excluded sorted by score descending. A report that breaks
 one reads, saying so in ``incomplete``; ``strict=True`` refuses it."""
@@ -53,7 +53,7 @@ def test_total_candidates_99_with_four_items_is_not_complete() -> None:
     assert not report.is_complete
     assert report.total_candidates == 99
     assert report.incomplete == (
-        "total_candidates is 99 but included and excluded list 4 items (the seeds' rule: "
+        "total_candidates is 99 but included and excluded list 4 items (the report format's rule: "
         "total_candidates = len(included) + len(excluded))",)
     with pytest.raises(DecodeError) as info:
         SelectionReport.from_json(text, strict=True)
@@ -67,7 +67,7 @@ def test_total_tokens_considered_must_be_the_sum_of_both_lists() -> None:
     data = _report(total_tokens_considered=101)
     report = SelectionReport.from_dict(data)
     assert report.incomplete == (
-        "total_tokens_considered is 101 but the listed items hold 100 tokens (the seeds' "
+        "total_tokens_considered is 101 but the listed items hold 100 tokens (the report format's "
         "rule: total_tokens_considered = the sum of tokens over included and excluded)",)
     with pytest.raises(DecodeError) as info:
         SelectionReport.from_dict(data, strict=True)
@@ -106,7 +106,7 @@ def test_every_broken_rule_is_named_and_said_once_across_round_trips() -> None:
 
 
 def test_an_abridged_copy_of_the_seeds_example_reads_and_says_so() -> None:
-    """The seeds' complete example lists 4 items under total_candidates 5 and 4736
+    """The wire format's complete example lists 4 items under total_candidates 5 and 4736
     tokens for 2688 listed (abridged: the fifth candidate is not shown). Its shape,
     with those numbers, reads with both broken rules named, and is_complete False."""
     data = {

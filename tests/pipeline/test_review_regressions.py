@@ -98,7 +98,7 @@ def test_diagnostic_collector_accepts_tier_member_and_legacy_names(
         level: Any, expected: TraceDetailLevel) -> None:
     """The OpenTelemetry tier names, the member names and the legacy aliases
     (ITEM, STAGE) all name a level, in any case. Changed deliberately with the
-    event spine: "item" used to be refused; it is now the legacy name of FULL."""
+    event stream: "item" used to be refused; it is now the legacy name of FULL."""
     assert DiagnosticTraceCollector(level).detail_level is expected
 
 

@@ -230,7 +230,7 @@ def test_full_capture_is_the_identity() -> None:
 
 def test_report_json_keeps_the_seeds_string_reference_fields() -> None:
     """The report resolves candidate indices to content: Deduplicated and
-    PinnedOverride are strings in the report's JSON, as the seeds have them."""
+    PinnedOverride are strings in the report's JSON, as the wire format has them."""
     pipeline = Pipeline(scorer=RecencyScorer(),
                         budget=ContextBudget(max_tokens=100, target_tokens=40))
     items = [ContextItem(content="pin", tokens=30, pinned=True),

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
 
-from cupellation import ContextItem
-from cupellation.placing import ChronologicalPlacer, ScoredItem
+from cupellation import ContextItem, ScoredItem
+from cupellation.placing import ChronologicalPlacer
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 

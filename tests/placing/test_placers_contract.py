@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cupellation import ContextItem
+from cupellation import ContextItem, ScoredItem
 from cupellation.exceptions import InvalidTypeError, InvalidValueError
-from cupellation.placing import ChronologicalPlacer, Placer, ScoredItem, UShapedPlacer
+from cupellation.placing import ChronologicalPlacer, Placer, UShapedPlacer
 
 PLACERS: list[Placer] = [ChronologicalPlacer(), UShapedPlacer()]
 T0 = datetime(2024, 1, 1, tzinfo=UTC)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from cupellation import ContextItem
-from cupellation.placing import ScoredItem, UShapedPlacer
+from cupellation import ContextItem, ScoredItem
+from cupellation.placing import UShapedPlacer
 
 
 def scored(content: str, score: float, *, pinned: bool = False) -> ScoredItem:

@@ -10,25 +10,12 @@ from hypothesis import strategies as st
 
 from cupellation import ContextBudget, OverflowStrategy
 from cupellation._model import ascii_fold
-from cupellation.placing import Placer
-from cupellation.policy import (
-    ChronologicalPlacer,
-    CountConstrainedKnapsackSlice,
-    CountQuotaEntry,
-    CountQuotaSlice,
-    ExponentialCurve,
-    GreedySlice,
-    KnapsackSlice,
-    Policy,
-    QuotaEntry,
-    QuotaSlice,
-    StepCurve,
-    UShapedPlacer,
-    WindowCurve,
-)
+from cupellation.placing import ChronologicalPlacer, Placer, UShapedPlacer
+from cupellation.policy import Policy
 from cupellation.scoring import (
     CompositeScorer,
     DecayScorer,
+    ExponentialCurve,
     FixedClock,
     FrequencyScorer,
     KindScorer,
@@ -39,10 +26,22 @@ from cupellation.scoring import (
     ReflexiveScorer,
     ScaledScorer,
     Scorer,
+    StepCurve,
     TagScorer,
+    WindowCurve,
     utc_now,
 )
-from cupellation.slicing import ScarcityBehavior, Slicer
+from cupellation.slicing import (
+    CountConstrainedKnapsackSlice,
+    CountQuotaEntry,
+    CountQuotaSlice,
+    GreedySlice,
+    KnapsackSlice,
+    QuotaEntry,
+    QuotaSlice,
+    ScarcityBehavior,
+    Slicer,
+)
 
 __all__ = ["budgets", "curves", "json_like", "placers", "policies", "scorers", "slicers",
            "text"]

@@ -20,21 +20,17 @@ from cupellation import (
     ScaledScorer,
     TagScorer,
 )
-from cupellation.policy import (
+from cupellation.placing import UShapedPlacer
+from cupellation.policy import Policy, load_policy
+from cupellation.scoring import ExponentialCurve, FixedClock, StepCurve, WindowCurve, utc_now
+from cupellation.slicing import (
     CountConstrainedKnapsackSlice,
     CountQuotaEntry,
     CountQuotaSlice,
-    ExponentialCurve,
     GreedySlice,
-    Policy,
     QuotaEntry,
     QuotaSlice,
-    StepCurve,
-    UShapedPlacer,
-    WindowCurve,
-    load_policy,
 )
-from cupellation.scoring import FixedClock, utc_now
 
 _EVERYTHING = """
 name = "everything"

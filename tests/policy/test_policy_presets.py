@@ -14,15 +14,9 @@ from cupellation import (
     OverflowStrategy,
 )
 from cupellation.exceptions import InvalidTypeError, InvalidValueError
-from cupellation.policy import (
-    PRESET_NAMES,
-    ChronologicalPlacer,
-    GreedySlice,
-    KnapsackSlice,
-    UShapedPlacer,
-    get_preset,
-    presets,
-)
+from cupellation.placing import ChronologicalPlacer, UShapedPlacer
+from cupellation.policy import PRESET_NAMES, get_preset, presets
+from cupellation.slicing import GreedySlice, KnapsackSlice
 
 #: The documented definitions (scorer type and weight, slicer, placer).
 EXPECTED = {

@@ -8,22 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from cupellation import ContextBudget, ContextItem
+from cupellation import ContextBudget, ContextItem, ScoredItem
 from cupellation.exceptions import (
     ConfigurationError,
     DecodeError,
     InvalidTypeError,
     InvalidValueError,
 )
-from cupellation.policy import (
-    CountQuotaEntry,
-    CountQuotaSlice,
-    GreedySlice,
-    Policy,
-    QuotaSlice,
-    WindowCurve,
-    load_policy,
-)
+from cupellation.policy import Policy, load_policy
 from cupellation.scoring import (
     CompositeScorer,
     DecayScorer,
@@ -32,8 +24,9 @@ from cupellation.scoring import (
     KindScorer,
     RecencyScorer,
     ScaledScorer,
+    WindowCurve,
 )
-from cupellation.slicing import ScoredItem
+from cupellation.slicing import CountQuotaEntry, CountQuotaSlice, GreedySlice, QuotaSlice
 
 _COMPOSITE = """
 [scorer]

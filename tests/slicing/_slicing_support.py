@@ -9,8 +9,8 @@ from pathlib import Path
 
 from hypothesis import strategies as st
 
-from cupellation import ContextBudget, ContextItem
-from cupellation.slicing import CapExclusion, CountQuotaEntry, ScoredItem
+from cupellation import ContextBudget, ContextItem, ScoredItem
+from cupellation.slicing import CapExclusion, CountQuotaEntry
 
 #: The specification's required slicing vectors, vendored in tests/data.
 SLICING_VECTORS = (

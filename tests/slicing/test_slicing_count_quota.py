@@ -20,7 +20,7 @@ from _slicing_support import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cupellation import ContextBudget, ContextItem, ContextKind
+from cupellation import ContextBudget, ContextItem, ContextKind, ScoredItem
 from cupellation.exceptions import (
     ConfigurationError,
     CountRequirementError,
@@ -39,7 +39,6 @@ from cupellation.slicing import (
     KnapsackSlice,
     QuotaSlice,
     ScarcityBehavior,
-    ScoredItem,
     SliceOutcome,
     Slicer,
     slice_with_details,

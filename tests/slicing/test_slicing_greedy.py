@@ -9,9 +9,9 @@ from _slicing_support import budget, contents, reference_greedy, scored, scored_
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cupellation import ContextItem
+from cupellation import ContextItem, ScoredItem
 from cupellation.exceptions import InvalidTypeError, InvalidValueError
-from cupellation.slicing import GreedySlice, ScoredItem, Slicer
+from cupellation.slicing import GreedySlice, Slicer
 
 GREEDY = GreedySlice()
 

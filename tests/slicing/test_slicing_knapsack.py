@@ -10,7 +10,7 @@ from _slicing_support import budget, contents, reference_knapsack, scored, score
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cupellation import ContextItem
+from cupellation import ContextItem, ScoredItem
 from cupellation.exceptions import (
     ConfigurationError,
     InvalidTypeError,
@@ -18,7 +18,7 @@ from cupellation.exceptions import (
     PipelineError,
     TableTooLargeError,
 )
-from cupellation.slicing import KnapsackSlice, ScoredItem, Slicer
+from cupellation.slicing import KnapsackSlice, Slicer
 from cupellation.slicing._knapsack import MAX_TABLE_CELLS, knapsack_select
 
 KNAPSACK = KnapsackSlice()

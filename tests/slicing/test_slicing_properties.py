@@ -29,7 +29,7 @@ from _slicing_support import budgets, same_shape_copies, scored_lists
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cupellation import ContextBudget, ContextItem, ContextKind
+from cupellation import ContextBudget, ContextItem, ContextKind, ScoredItem
 from cupellation.exceptions import InvalidValueError
 from cupellation.slicing import (
     CountConstrainedKnapsackSlice,
@@ -39,7 +39,6 @@ from cupellation.slicing import (
     KnapsackSlice,
     QuotaEntry,
     QuotaSlice,
-    ScoredItem,
     Slicer,
     slice_with_details,
 )

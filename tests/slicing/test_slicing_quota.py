@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import pytest
 from _slicing_support import budget, contents, scored
 
-from cupellation import ContextBudget, ContextItem, ContextKind
+from cupellation import ContextBudget, ContextItem, ContextKind, ScoredItem
 from cupellation.exceptions import ConfigurationError, InvalidTypeError
 from cupellation.slicing import (
     CapExclusion,
@@ -20,7 +20,6 @@ from cupellation.slicing import (
     KnapsackSlice,
     QuotaEntry,
     QuotaSlice,
-    ScoredItem,
     Slicer,
     slice_with_details,
 )

@@ -28,6 +28,8 @@ Names follow the specification in snake_case (``GetMarginalItems`` is
 :class:`~cupellation.exceptions.NonMonotonicSlicerError` and
 :class:`~cupellation.exceptions.SpecArgumentError`. The choices the chapters leave
 open are in docs/decisions.md ("Analytics").
+
+.. versionadded:: 0.3
 """
 
 from .._pipeline import PreparedCandidates

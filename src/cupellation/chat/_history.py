@@ -67,6 +67,8 @@ class MessageHistory(Generic[_M]):
     selection sees the messages appended before it started. :meth:`copy` branches a
     history without reading anything again; a pickled or deep-copied history reads its
     messages again (its options are pickled with it, a collector in them too).
+
+    .. versionadded:: 0.3
     """
 
     __slots__ = ("_append_lock", "_limits", "_options", "_reading", "_state")

@@ -298,7 +298,7 @@ def html_for_terminal(text: str) -> str:
 
 
 def dumps_items(items: Iterable[Any]) -> str:
-    """Items as the seeds' JSON array (``ContextItem.to_dict`` each), indented."""
+    """Items as the wire format's JSON array (``ContextItem.to_dict`` each), indented."""
     return json.dumps([item.to_dict() for item in items], indent=2, ensure_ascii=False,
                       allow_nan=False) + "\n"
 

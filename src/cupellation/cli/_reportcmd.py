@@ -70,7 +70,7 @@ class _Report:
             "report", help="show one run's SelectionReport from logs or a trace file",
             description="Rebuild one run's SelectionReport from log files (or from a trace "
                         "file: OTLP/JSON lines with resourceSpans, or Jaeger JSON) and print "
-                        "it as a table, or as the seeds' JSON with --format json. Without "
+                        "it as a table, or as the wire format's JSON with --format json. Without "
                         "--run, the last run read (a note on standard error says how many "
                         "there were; with --store, the newest run). --html FILE also writes "
                         "the run as one self-contained HTML page ('-': the page on standard "

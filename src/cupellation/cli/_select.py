@@ -70,7 +70,7 @@ _DEMO_POLICY = "_data/demo_policy.json"
 _SELECT_DESCRIPTION = f"""\
 Run a selection policy on candidate context items and explain every decision.
 
-ITEMS is a JSON array of ContextItem objects (the seeds' shape: content, tokens,
+ITEMS is a JSON array of ContextItem objects (the wire format's shape: content, tokens,
 kind, source, priority, tags, metadata, timestamp, futureRelevanceHint, pinned,
 originalTokens), JSON Lines of them, or a chat transcript (an OpenAI-style list
 of messages with roles, or an Anthropic-style {{"system", "messages"}} object,
@@ -84,7 +84,7 @@ policy's [budget] and the budget flags; one of them must give it (--target-token
 defaults to --max-tokens).
 
 Standard output gets exactly one thing: the placed items as a JSON array in
-placed order (the seeds' item shape) by default; the summary tables with
+placed order (the wire format's item shape) by default; the summary tables with
 --format text; or the one output named '-' (--report -, --events - or --html -)
 instead. --quiet prints nothing there. Notes (such as a chronological placer
 putting items without a timestamp after the timestamped ones) and errors go to

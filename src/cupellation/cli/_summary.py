@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .._events.digest import UNCHECKED_NOTE, UNSIGNED_NOTE
 from .._model import ContextBudget
 from .._report import SelectionReport
 from ..events import StageCompleted
+from ..events._digest import UNCHECKED_NOTE, UNSIGNED_NOTE
 from ..reasons import reason_to_dict
 from ._common import safe
 

@@ -19,6 +19,8 @@ was not sent), and ``on_select=`` is called with each one.
 
 This package imports no framework; each module imports its own, so import the one
 you use.
+
+.. versionadded:: 0.4
 """
 
 from __future__ import annotations

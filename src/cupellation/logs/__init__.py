@@ -27,7 +27,7 @@ Three pieces, all projections of the one event stream:
         print(run.run_id, run.report.is_complete, len(run.report.excluded))
     print(reader.stats.damaged_lines)
 
-**Log record fields.** A record carries the spine's flat mapping
+**Log record fields.** A record carries the events' flat mapping
 (:func:`~cupellation.events.event_to_dict`): ``schema``, ``type``, ``run_id``,
 ``seq``, then the event's fields with dotted keys (``item.content``,
 ``item.tokens``, ``reason.name``, ``reason.item_tokens``, ``budget.max_tokens``,
@@ -36,7 +36,7 @@ OpenTelemetry span. No key clashes with a ``logging.LogRecord`` attribute.
 
 **Content capture.** Each sink applies one policy — ``full``, ``hash``
 (``sha256:<hex>``, metadata dropped) or ``none`` (a placeholder) — through the
-spine's :func:`~cupellation.events.apply_content_capture`, and records it in
+events module's :func:`~cupellation.events.apply_content_capture`, and records it in
 ``run_started``. The ``content_capture`` parameter wins; without it, the
 ``CUPELLATION_CAPTURE_CONTENT`` environment variable (an invalid value warns
 once, and the default applies); without that, ``full``.

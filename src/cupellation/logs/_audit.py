@@ -19,7 +19,6 @@ from pathlib import Path
 
 from opentelemetry import trace
 
-from .._events.lines import RunLineEncoder
 from ..events import (
     ContentCapture,
     PipelineEvent,
@@ -29,6 +28,7 @@ from ..events import (
     resolve_capture,
     stamp_service,
 )
+from ..events._lines import RunLineEncoder
 from ..exceptions import InvalidTypeError, InvalidValueError
 from ..settings import check_service, resolve_digest_key, resolve_service
 
@@ -57,7 +57,7 @@ class AuditLog:
     """A collector that appends every event of every run to a JSON-lines file.
 
     Each line is exactly ``event_to_json(event)`` (after the content-capture
-    policy): the spine's flat form, readable with :func:`read_runs`, ``jq`` or
+    policy): the events' flat form, readable with :func:`read_runs`, ``jq`` or
     any log shipper. One instance may serve any number of threads, and any
     number of processes may write the same file::
 

@@ -4,7 +4,7 @@ slow path.
 **Fast path.** Most lines an audit log holds are one record at the top level of
 a JSON object, with no other key. For the frequent event types (stage events,
 item decisions, the run's end) ``msgspec`` decodes such a line straight into a
-typed record generated from the declarations (:mod:`cupellation._events.records`),
+typed record generated from the declarations (:mod:`cupellation.events._records`),
 validating every field in C (integers within int64, a non-empty content, a
 timezone-aware time) and refusing any key the record does not declare. A few
 checks the types cannot make are made here: a known reason with exactly its own
@@ -12,13 +12,13 @@ fields, names and metadata the data model accepts, a reason's token count equal
 to its item's. Anything else — another schema version, an unknown type, key or
 reason, a record nested in a shipper's envelope, a value the checks refuse —
 makes the fast path give up, and the line goes the slow way, so the fast path
-never decides anything the spine would not: tests check that it yields exactly
+never decides anything the events module would not: tests check that it yields exactly
 what :func:`~cupellation.events.event_from_dict` yields, on random runs and on
 fuzzed lines.
 
 **Slow path.** The line is decoded as generic JSON (after any text before its
 first ``{``, such as a timestamp or a ``stdout F`` prefix), the record is found
-(:func:`find_record`), and the spine's :func:`~cupellation.events.event_from_dict`
+(:func:`find_record`), and the events module's :func:`~cupellation.events.event_from_dict`
 decodes it with its full validation and error messages.
 """
 
@@ -30,7 +30,9 @@ from typing import Any, Final
 
 import msgspec
 
-from .._events.records import (
+from .._model import ContextKind, ContextSource
+from ..events import EVENT_SCHEMA_VERSION, PipelineEvent
+from ..events._records import (
     EXCLUDED_RECORD,
     INCLUDED_RECORD,
     INCLUSIONS,
@@ -43,8 +45,6 @@ from .._events.records import (
     item_metadata,
     name_of,
 )
-from .._model import ContextKind, ContextSource
-from ..events import EVENT_SCHEMA_VERSION, PipelineEvent
 from ..reasons import KNOWN_EXCLUSION_REASONS, reason_field_types
 
 __all__ = ["ENVELOPE_KEYS", "RECORD_KEYS", "FastDecoder", "canonical_bytes", "checked_record",
@@ -109,7 +109,7 @@ def _item_ok(record: Any) -> bool:
 
 def fast_record(line: bytes) -> Any:
     """The record of a line holding one record of a frequent type and no other key,
-    checked as the spine checks it; None when the line needs the slow path (which
+    checked as the events module checks it; None when the line needs the slow path (which
     may still find an event in it)."""
     try:
         record = _decode(line)

@@ -11,15 +11,6 @@ from typing import Any, Final
 
 import msgspec
 
-from .._events.digest import DigestCheck, RunHasher, Verification, digest_verdict
-from .._events.lines import LineEncoder
-from .._events.records import (
-    EXCLUDED_RECORD,
-    INCLUDED_RECORD,
-    RECORD_CLASSES,
-    RUN_COMPLETED_RECORD,
-    RUN_FAILED_RECORD,
-)
 from .._model import check_text, listed
 from .._report import ReportBuilder
 from ..events import (
@@ -30,6 +21,15 @@ from ..events import (
     RunFailed,
     RunStarted,
     event_from_dict,
+)
+from ..events._digest import DigestCheck, RunHasher, Verification, digest_verdict
+from ..events._lines import LineEncoder
+from ..events._records import (
+    EXCLUDED_RECORD,
+    INCLUDED_RECORD,
+    RECORD_CLASSES,
+    RUN_COMPLETED_RECORD,
+    RUN_FAILED_RECORD,
 )
 from ..exceptions import DecodeError, InvalidTypeError, InvalidValueError
 from ..settings import resolve_digest_key
@@ -529,7 +529,7 @@ def read_runs(*sources: Source, run_id: str | None = None,
     (``{"log": "{\\"schema\\": 3, ...}"}``), up to three levels deep.
 
     Events are grouped by ``run_id`` whatever their interleaving and folded by
-    the spine's :class:`~cupellation.ReportBuilder`; a run is yielded when its
+    :class:`~cupellation.ReportBuilder`; a run is yielded when its
     ``run_completed`` or ``run_failed`` is read, and its state is dropped, so
     memory follows the number of runs open at once, not the file's size. Runs
     still open at the end of the input are yielded then, incomplete; past

@@ -1,6 +1,6 @@
 """Log records: one structured record per event, for structlog or stdlib ``logging``.
 
-A record is the spine's flat mapping (:func:`~cupellation.events.event_to_dict`)
+A record is the events' flat mapping (:func:`~cupellation.events.event_to_dict`)
 after the sink's content-capture policy, plus ``trace_id``/``span_id`` of the
 OpenTelemetry span current when it was written. Its name (structlog's
 ``event``, stdlib's message) is ``cupel.<event type>``.
@@ -79,7 +79,7 @@ class StructlogSink:
     Pass it to :meth:`~cupellation.Pipeline.run` (alone or in a
     :class:`~cupellation.FanOutCollector`): creating it is how the application
     opts in, and the library writes no record without it. Each record is named
-    ``cupel.<event type>`` and carries the spine's flat fields (dotted keys such
+    ``cupel.<event type>`` and carries the events' flat fields (dotted keys such
     as ``item.content`` and ``reason.name``, plus ``schema``, ``type``,
     ``run_id`` and ``seq``) under the sink's content-capture policy, and
     ``trace_id``/``span_id`` of the current OpenTelemetry span when there is

@@ -78,7 +78,7 @@ class ReadStats:
 class LoggedRun:
     """One run rebuilt from log lines: its SelectionReport and what framed it.
 
-    ``report`` is the spine's fold of the run's events; its ``incomplete``
+    ``report`` is the report fold of the run's events; its ``incomplete``
     says what was missing or wrong (a gap in ``seq``, no ``run_completed``,
     hashed content, ...). ``started``/``completed``/``failed`` are the run's
     own events when found; ``source`` and ``line`` locate its first line.

@@ -116,7 +116,9 @@ object, hex or base64 ids), Tempo's ``/api/traces`` (``batches``) and ``/api/v2/
 Jaeger or Tempo over HTTP(S) for a trace, a run or the runs since a time (``cupellation
 report --from BACKEND URL`` on the command line), within one deadline for the whole
 fetch, a size limit per answer and a request limit, following redirects only within
-the URL's origin so that its headers never reach another server. With ``full``
+the URL's origin so that its headers never reach another server; what it raises
+(:class:`~cupellation.exceptions.BackendError` and its subclasses) is in
+:mod:`cupellation.exceptions`. With ``full``
 capture, the Full tier and span limits large enough, a rebuilt report equals the in-process one;
 otherwise its ``incomplete`` says what is missing. Every reader recomputes the
 run's digest from the rebuilt events (``RebuiltRun.verification``: ``verified``,
@@ -130,6 +132,9 @@ decisions page gives its canonical form); the events layout's is the line
 form, ``sha256:`` (``hmac-sha256:``). Readers tell the form by its prefix. A reader
 holding a key lists a run not signed with it (no digest, a plain form) in
 ``incomplete``; one without a key lists a keyed run as "signature not checked".
+
+.. versionchanged:: 0.4
+   The fetch errors are imported from :mod:`cupellation.exceptions` only.
 """
 
 from __future__ import annotations
@@ -149,11 +154,6 @@ from ._decode import (
 from ._fetch import (
     BACKENDS,
     DEFAULT_PHOENIX_PROJECT,
-    BackendError,
-    FetchLimitError,
-    MalformedAnswerError,
-    PartialFetchError,
-    RedirectRefusedError,
     fetch_spans,
 )
 from ._jaeger import spans_from_jaeger_json
@@ -164,12 +164,7 @@ __all__ = [
     "BACKENDS",
     "DEFAULT_PHOENIX_PROJECT",
     "SCOPE_NAME",
-    "BackendError",
-    "FetchLimitError",
-    "MalformedAnswerError",
-    "PartialFetchError",
     "RebuiltRun",
-    "RedirectRefusedError",
     "SpanCollector",
     "SpanData",
     "SpanEventData",

@@ -13,7 +13,6 @@ from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 from opentelemetry.trace import Span, Status, StatusCode
 
-from .._events.lines import LineEncoder, RunLineEncoder
 from ..events import (
     ContentCapture,
     CountShortfall,
@@ -35,6 +34,7 @@ from ..events import (
     resolve_capture,
     stamp_service,
 )
+from ..events._lines import LineEncoder, RunLineEncoder
 from ..exceptions import InvalidValueError
 from ..settings import check_service, resolve_digest_key, resolve_service
 from ._columns import LAYOUT, ColumnSet, SpanLayout
@@ -127,6 +127,9 @@ class SpanCollector:
     :class:`~cupellation.RunInfo` names none; without it, the tracer provider's
     resource ``service.name`` (what the backend shows), else ``OTEL_SERVICE_NAME``
     (see :func:`~cupellation.settings.resolve_service`).
+
+    .. versionchanged:: 0.3
+       ``layout="columns"`` is the default.
     """
 
     __slots__ = ("_capture", "_closed", "_encoder", "_key", "_layout", "_level", "_lines",

@@ -1,7 +1,7 @@
 """Rebuilding runs from their spans: spans -> the event stream -> the SelectionReport.
 
 The decoder reads only what :mod:`._names` says the encoder writes, through the
-inverse functions there, then folds the events with the spine's
+inverse functions there, then folds the events with the events module's
 :class:`~cupellation.ReportBuilder`, which checks the stream's integrity. What
 spans lose that the fold cannot see in the events themselves (events or
 attributes a span limit dropped, truncated strings, a missing stage span, a
@@ -29,15 +29,6 @@ from typing import Any
 
 from msgspec.structs import replace as replace_struct
 
-from .._events.digest import (
-    COLUMNS_HMAC_PREFIX,
-    COLUMNS_SHA256_PREFIX,
-    DigestCheck,
-    Verification,
-    check_digest,
-    digest_verdict,
-)
-from .._events.lines import LineEncoder, verify_events
 from .._report import ReportBuilder, SelectionReport
 from ..events import (
     ContentCapture,
@@ -48,6 +39,15 @@ from ..events import (
     RunCompleted,
     RunFailed,
 )
+from ..events._digest import (
+    COLUMNS_HMAC_PREFIX,
+    COLUMNS_SHA256_PREFIX,
+    DigestCheck,
+    Verification,
+    check_digest,
+    digest_verdict,
+)
+from ..events._lines import LineEncoder, verify_events
 from ..exceptions import DecodeError
 from ..settings import resolve_digest_key
 from ._backends import backend_of, documents_in, merged_spans, spans_from_backend_document

@@ -1,6 +1,6 @@
 """The columns layout's run digest: a digest over what the spans carry.
 
-The line form (``sha256:``, :mod:`cupellation._events.digest`) hashes every
+The line form (``sha256:``, :mod:`cupellation.events._digest`) hashes every
 event's canonical JSON line, which for a span trace means re-encoding every item
 decision a second time. Under the columns layout the item decisions already
 travel as chunk texts the collector produced, so the digest hashes those bytes
@@ -36,7 +36,7 @@ import hmac
 from collections.abc import Iterable, Sequence
 from typing import Final
 
-from .._events.digest import COLUMNS_HMAC_PREFIX, COLUMNS_SHA256_PREFIX
+from ..events._digest import COLUMNS_HMAC_PREFIX, COLUMNS_SHA256_PREFIX
 
 __all__ = ["DIGEST", "block_digest", "columns_digest"]
 

@@ -1,4 +1,4 @@
-"""Span event attributes for item decisions: the reference path over the spine's flat
+"""Span event attributes for item decisions: the reference path over the events' flat
 mapping, and a column-wise fast path that gives the same attributes.
 
 The reference is ``exclusion_attributes(event_to_dict(apply_content_capture(e)))``
@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from operator import attrgetter
 from typing import Any
 
-from .._datamodel.wire import ITEM_FIELDS, column_writer, flat_writer
 from .._model import ContextItem
+from .._model.wire import ITEM_FIELDS, column_writer, flat_writer
 from ..events import (
     ContentCapture,
     ItemEventBatch,

@@ -320,6 +320,12 @@ def fetch_spans(backend: str, url: str, *, trace_id: str | None = None,
     :class:`~cupellation.exceptions.PartialFetchError` (holding what was read) for
     one reached after; :class:`~cupellation.exceptions.DecodeError` for an answer
     that is not the backend's.
+
+    .. versionadded:: 0.3
+
+    .. versionchanged:: 0.4
+       One deadline for the whole fetch, ``max_body_bytes``, ``max_requests``,
+       ``verify`` and ``clock``; redirects only within the URL's origin.
     """
     _check_request(backend, url, (trace_id, run_id, since, project, experiment, service))
     _check_limits(backend, timeout, max_body_bytes, max_requests)

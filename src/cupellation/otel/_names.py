@@ -37,8 +37,8 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
-from .._events.flat import flat_keys
 from ..events import EVENT_SCHEMA_VERSION, PipelineStage
+from ..events._flat import flat_keys
 from ..reasons import KNOWN_EXCLUSION_REASONS
 
 # -- names ------------------------------------------------------------------------

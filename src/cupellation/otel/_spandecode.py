@@ -11,8 +11,6 @@ from typing import Any, Final
 
 import msgspec
 
-from .._events.capture import placeholder_content
-from .._events.records import INCLUSIONS, RECORD_DECODER
 from ..events import (
     ContentCapture,
     ItemExcluded,
@@ -21,6 +19,8 @@ from ..events import (
     apply_content_capture,
     event_from_dict,
 )
+from ..events._capture import placeholder_content
+from ..events._records import INCLUSIONS, RECORD_DECODER
 from ..exceptions import DecodeError
 from ..logs._decode import checked_record, fast_record
 from ..reasons import KNOWN_EXCLUSION_REASONS, reason_field_types
@@ -77,7 +77,7 @@ _encode_json = msgspec.json.encode
 #: How many undecodable events a report names one by one before it only counts them.
 _NAMED_FAILURES = 5
 #: A placeholder content for an item decoded without one and without a usable
-#: candidate index; replaced by the spine's ``none`` capture placeholder right after
+#: candidate index; replaced by the events module's ``none`` capture placeholder right after
 #: decoding.
 _NO_CONTENT = "-"
 
@@ -102,7 +102,7 @@ class RunDecoding:
         """Decode one flat event, or note why it could not be. ``json_native``: every
         value is what ``json.loads`` makes (a column row), so the event may come
         through the log reader's typed record of its JSON line, which checks it as the
-        spine does (anything that record does not decide takes the spine's path)."""
+        events module does (anything that record does not decide takes the events module's path)."""
         fill = self._fill(flat)
         try:
             record = _fast_record(flat) if json_native else None
@@ -137,7 +137,7 @@ class RunDecoding:
         fill = (flat.get("type") in ("item_excluded", "item_included")
                 and "item.content" not in flat and self.capture in ("none", None))
         if fill:
-            # The spine's own placeholder when the index allows it, so that the item
+            # The events module's own placeholder when the index allows it, so that the item
             # decoded is already the one ``none`` capture shows and ``_add`` need not
             # build every item a second time (rebuilding 1,000 decisions at the default
             # capture spent a third of its time on that second item).
@@ -167,8 +167,8 @@ class RunDecoding:
 
 def _fast_record(flat: dict[str, Any]) -> Any:
     """The log reader's typed record of ``flat`` (a column row), or None for the
-    spine's path: also when ``flat`` holds a lone surrogate (which ``json.loads`` makes
-    of a ``\\ud800`` escape and no JSON line can hold), which the spine's path then
+    events module's path: also when ``flat`` holds a lone surrogate (which ``json.loads`` makes
+    of a ``\\ud800`` escape and no JSON line can hold), which the events module's path then
     names as a decoding failure instead of raising UnicodeEncodeError."""
     try:
         line = _encode_json(flat)

@@ -77,23 +77,16 @@ mean" suggestion; every error names its path, such as
 
 A policy round-trips exactly: ``Policy.from_dict(p.to_dict()) == p``, and
 ``load_policy`` of ``p.to_toml()`` or ``p.to_json()`` gives ``p`` back.
+
+.. versionchanged:: 0.4
+   Placers, slicers and decay curves are imported from their own packages
+   (``cupellation.placing``, ``cupellation.slicing``, ``cupellation.scoring``) only.
 """
 
 from __future__ import annotations
 
 from .._pipeline import Policy
 from .._registry import PLACER_TYPES, SCORER_TYPES, SLICER_TYPES
-from ..placing import ChronologicalPlacer, UShapedPlacer
-from ..scoring import ExponentialCurve, StepCurve, WindowCurve
-from ..slicing import (
-    CountConstrainedKnapsackSlice,
-    CountQuotaEntry,
-    CountQuotaSlice,
-    GreedySlice,
-    KnapsackSlice,
-    QuotaEntry,
-    QuotaSlice,
-)
 from ._load import PolicyFormat, load_policy
 from ._presets import PRESET_NAMES, get_preset, presets
 
@@ -102,20 +95,8 @@ __all__ = [
     "PRESET_NAMES",
     "SCORER_TYPES",
     "SLICER_TYPES",
-    "ChronologicalPlacer",
-    "CountConstrainedKnapsackSlice",
-    "CountQuotaEntry",
-    "CountQuotaSlice",
-    "ExponentialCurve",
-    "GreedySlice",
-    "KnapsackSlice",
     "Policy",
     "PolicyFormat",
-    "QuotaEntry",
-    "QuotaSlice",
-    "StepCurve",
-    "UShapedPlacer",
-    "WindowCurve",
     "get_preset",
     "load_policy",
     "presets",

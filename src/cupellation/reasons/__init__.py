@@ -1,5 +1,9 @@
 """Why a candidate was excluded or included (``spec/src/diagnostics/exclusion-reasons.md``).
 
+Import it to tell reasons apart in a report (``isinstance(entry.reason,
+BudgetExceeded)``), to decode one from JSON, or to register a reason of your own
+(:func:`register_exclusion_reason`).
+
 Every reason is a frozen, slotted value built by keyword and read by name::
 
     BudgetExceeded(item_tokens=400, available_tokens=120).available_tokens
@@ -9,7 +13,7 @@ point at another candidate: :class:`Deduplicated` (the copy that was kept) and
 :class:`PinnedOverride` (the pinned item that took the room). In the event
 stream they hold that candidate's **index**, so no reason ever carries another
 item's content and a sink's content-capture policy applies in one place; a
-SelectionReport resolves the index to the item's content, which is the seeds'
+SelectionReport resolves the index to the item's content, which is the wire format's
 wire form (``"deduplicated_against": "<content>"``).
 
 The wire envelope is ``{"reason": "<Name>", ...fields}`` with absent fields

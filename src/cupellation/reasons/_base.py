@@ -73,6 +73,8 @@ class BaseExclusionReason(msgspec.Struct, frozen=True, gc=False, kw_only=True,
     envelope itself (the report's JSON writer relies on it). A subclass declares
     its wire fields and what it means (the class variables and methods below),
     and joins the known reasons by :func:`register_exclusion_reason`.
+
+    .. versionadded:: 0.4
     """
 
     #: The reason in the words of a span summary ("dropped 6: 4 budget").
@@ -123,6 +125,8 @@ def register_exclusion_reason(cls: _R) -> _R:
     another candidate); a field name another reason declares must keep that
     reason's type (the log reader holds one column per field name). Raises
     :class:`~cupellation.exceptions.ConfigurationError` naming the problem.
+
+    .. versionadded:: 0.4
     """
     if not (isinstance(cls, type) and issubclass(cls, BaseExclusionReason)):
         raise ConfigurationError("reason", cls, "must be a subclass of BaseExclusionReason")
@@ -148,7 +152,10 @@ def register_exclusion_reason(cls: _R) -> _R:
 def unregister_exclusion_reason(cls: type[BaseExclusionReason]) -> None:
     """Forget a reason :func:`register_exclusion_reason` made known (its name then
     decodes as an :class:`UnknownExclusionReason` again). For an application's own
-    reasons and tests; a class that is not registered is left alone."""
+    reasons and tests; a class that is not registered is left alone.
+
+    .. versionadded:: 0.4
+    """
     if _KNOWN_EXCLUSIONS.get(cls.__name__) is cls:
         del _KNOWN_EXCLUSIONS[cls.__name__]
         del _TYPES[cls]

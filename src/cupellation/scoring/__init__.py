@@ -1,5 +1,9 @@
 """Scorers (``spec/src/scorers``): the relevance score of every candidate item.
 
+The built-in scorers are also importable from :mod:`cupellation`; import this
+module for the decay curves and clocks, and for :class:`Scorer`,
+:class:`ScorerBase` and :class:`FunctionScorer` when you write a scorer of your own.
+
 A scorer's :meth:`~Scorer.score_all` takes the scoreable items and returns one
 score per item, in order. Built-ins are immutable and validate their
 configuration when constructed::

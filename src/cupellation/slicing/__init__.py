@@ -1,6 +1,10 @@
 """Slicers: choosing the scored items that fit the token budget
 (``spec/src/slicers.md``).
 
+The built-in slicers are also importable from :mod:`cupellation`; import this
+module for their quota entries, for :class:`Slicer` when you write a slicer of
+your own, and for what a slicer reports beside its choice.
+
 - :class:`GreedySlice` — value density (score per token), highest first.
 - :class:`KnapsackSlice` — 0/1 knapsack over discretised token counts.
 - :class:`QuotaSlice` — per-kind percentage budgets around an inner slicer.
@@ -11,7 +15,7 @@
 Any object with a ``slice(scored, budget, /)`` method satisfies
 :class:`Slicer`; :func:`slice_with_details` also returns the cap exclusions
 and count shortfalls of slicers that record them. A slicer's input is a
-sequence of :class:`ScoredItem` (an item and its score), as the Sort stage
+sequence of :class:`~cupellation.ScoredItem` (an item and its score), as the Sort stage
 hands it; :class:`ScoredItems` is the pipeline's column-wise form of it.
 
 Every built-in slicer is an immutable value with a table form, the ``slicer``
@@ -25,7 +29,7 @@ is a nested table. Adding a built-in slicer: its module (the class with
 
 from __future__ import annotations
 
-from .._model import ScoredItem, ScoredItems
+from .._model import ScoredItems
 from ._count_quota import CountConstrainedKnapsackSlice, CountQuotaEntry, CountQuotaSlice
 from ._greedy import GreedySlice
 from ._knapsack import KnapsackSlice
@@ -52,7 +56,6 @@ __all__ = [
     "QuotaEntry",
     "QuotaSlice",
     "ScarcityBehavior",
-    "ScoredItem",
     "ScoredItems",
     "SliceOutcome",
     "Slicer",

@@ -54,6 +54,8 @@ functions), and :meth:`Store.read_runs` also gives the runs found only in
 ``otel_traces`` (a fleet exporting spans through the Collector), rebuilt by the span
 decoder (:func:`~cupellation.otel.runs_from_spans`) from the rows' strings typed back
 (:func:`span_from_row`). A run in both tables is read from its logs.
+
+.. versionadded:: 0.4
 """
 
 from ._accel import CONTENT_INDEXES, PROJECTIONS

@@ -8,7 +8,7 @@ as Go's ``json.Marshal`` writes it (compact; ``<``, ``>``, ``&``, U+2028 and U+2
 escaped). :func:`attribute_text` does the same in Python.
 
 The way back reads each string by the type its key is declared with (the event
-declarations, :data:`~cupellation._datamodel.wire.ITEM_FIELDS` and the reasons), so
+declarations, :data:`~cupellation._model.wire.ITEM_FIELDS` and the reasons), so
 ``1.5e+21`` (Go) and ``1.5e21`` (ClickHouse) are the same float, and
 :func:`canonical_line` gives the event's canonical JSON line: the one its digest was
 computed over. A key of no declared type (an unknown event's field, a pipeline value,
@@ -31,8 +31,8 @@ from typing import Any, Final, get_type_hints
 
 import msgspec
 
-from .._datamodel.wire import BUDGET_FIELDS, ITEM_FIELDS, WireKind
-from .._events.types import KNOWN_EVENTS, PIPELINE_KEYS, StageName
+from .._model.wire import BUDGET_FIELDS, ITEM_FIELDS, WireKind
+from ..events._types import KNOWN_EVENTS, PIPELINE_KEYS, StageName
 from ..reasons import KNOWN_EXCLUSION_REASONS
 
 __all__ = ["UNREADABLE_ROW", "Kind", "attribute_text", "attributes_of", "canonical_line",

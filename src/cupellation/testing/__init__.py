@@ -96,7 +96,7 @@ def assert_excluded(report: SelectionReport, content: str, *, reason: str | None
 
 
 def assert_report_consistent(report: SelectionReport) -> None:
-    """Assert the SelectionReport invariants of the specification and the seeds:
+    """Assert the SelectionReport invariants of the specification and the wire format:
     the totals add up, ``excluded`` is sorted by score descending, and every
     score is finite."""
     if report.total_candidates != len(report.included) + len(report.excluded):

@@ -404,10 +404,16 @@ def _edge_positions(n: int, count: int) -> Sequence[int]:
 
 
 def expect(report: SelectionReport) -> SelectionReportAssertionChain:
-    """The assertion chain over ``report``: ``expect(report).include_item_with_kind(...)``."""
+    """The assertion chain over ``report``: ``expect(report).include_item_with_kind(...)``.
+
+    .. versionadded:: 0.3
+    """
     return SelectionReportAssertionChain(report)
 
 
 def should(report: SelectionReport) -> SelectionReportAssertionChain:
-    """The chapter's name for :func:`expect` (``SelectionReport.Should()``)."""
+    """The chapter's name for :func:`expect` (``SelectionReport.Should()``).
+
+    .. versionadded:: 0.3
+    """
     return SelectionReportAssertionChain(report)

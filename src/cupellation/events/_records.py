@@ -26,7 +26,6 @@ from typing import Annotated, Any, Final, get_type_hints
 
 import msgspec
 
-from .._datamodel.wire import ITEM_FIELDS, flat_struct_fields
 from .._model import (
     EMPTY_METADATA,
     ContextItem,
@@ -34,14 +33,15 @@ from .._model import (
     ContextSource,
     freeze_json,
 )
+from .._model.wire import ITEM_FIELDS, flat_struct_fields
 from ..reasons import (
     KNOWN_EXCLUSION_REASONS,
     ExclusionReason,
     InclusionReason,
     reason_field_types,
 )
-from .flat import stage_from_name
-from .types import (
+from ._flat import stage_from_name
+from ._types import (
     BaseEvent,
     CountShortfall,
     ItemExcluded,

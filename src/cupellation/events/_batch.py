@@ -8,7 +8,7 @@ from typing import Any, overload
 from .._model import ContextItem, tupled
 from ..exceptions import InvalidValueError
 from ..reasons import ExclusionReason, InclusionReason
-from .types import ItemExcluded, ItemIncluded, StageName
+from ._types import ItemExcluded, ItemIncluded, StageName
 
 __all__ = ["ItemEventBatch"]
 

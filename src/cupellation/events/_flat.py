@@ -2,7 +2,7 @@
 
 Each event field gets a codec chosen from its declared type. A codec writes its
 value under one key or, for a nested value, under ``<field>.<name>`` keys: an
-item's and a budget's from their wire declarations (:mod:`cupellation._datamodel.wire`),
+item's and a budget's from their wire declarations (:mod:`cupellation._model.wire`),
 a reason's from the reason's own declaration, the pipeline description from
 :data:`~.types.PIPELINE_KEYS`. Values are only str, int, float, bool or lists of
 those; absent optional values are omitted, never null.
@@ -27,7 +27,8 @@ from typing import Any, Final, get_type_hints
 
 import msgspec
 
-from .._datamodel.wire import (
+from .._model import ContextBudget, ContextItem, first_wide_int, format_timestamp, parse_timestamp
+from .._model.wire import (
     BUDGET_FIELDS,
     INT64_PROBLEM,
     ITEM_FIELDS,
@@ -39,7 +40,6 @@ from .._datamodel.wire import (
     read_flat_value,
     to_flat,
 )
-from .._model import ContextBudget, ContextItem, first_wide_int, format_timestamp, parse_timestamp
 from ..exceptions import DecodeError, InvalidTypeError, InvalidValueError
 from ..reasons import (
     KNOWN_EXCLUSION_REASONS,
@@ -51,7 +51,7 @@ from ..reasons import (
     inclusion_reason_from_dict,
     reason_fields,
 )
-from .types import (
+from ._types import (
     KNOWN_EVENTS,
     PIPELINE_KEYS,
     BaseEvent,

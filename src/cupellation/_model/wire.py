@@ -1,10 +1,10 @@
 """The wire shapes of ContextItem and ContextBudget, declared once.
 
-Each field is declared here one time — its attribute name, its key in the seeds'
+Each field is declared here one time — its attribute name, its key in the wire format's
 JSON, what its values look like, its default and when it is written — and every
 form is derived from the declaration:
 
-- the seeds' JSON (``ContextItem.to_dict``/``from_dict``, ``ContextBudget``'s);
+- the wire format's JSON (``ContextItem.to_dict``/``from_dict``, ``ContextBudget``'s);
 - the event stream's flat form (``item.<name>`` and ``budget.<name>`` keys, which
   JSON lines, log records and span attributes carry): :func:`to_flat`,
   :func:`from_flat`;
@@ -71,11 +71,11 @@ class WireKind(enum.Enum):
     NAME = "name"            #: a kind or source name (``ContextKind``), as its text
     INT = "int"              #: a signed 64-bit integer
     FLOAT = "float"          #: a finite number
-    HINT = "hint"            #: a number; the seeds also spell NaN and infinities as text
+    HINT = "hint"            #: a number; the wire format also spells NaN and infinities as text
     BOOL = "bool"            #: true or false
     TAGS = "tags"            #: a list of strings
-    METADATA = "metadata"    #: JSON data: an object in the seeds, compact JSON text when flat
-    SLOTS = "slots"          #: ``{kind: tokens}``: an object in the seeds, JSON text when flat
+    METADATA = "metadata"    #: JSON data: a JSON object, compact JSON text when flat
+    SLOTS = "slots"          #: ``{kind: tokens}``: a JSON object, JSON text when flat
     TIMESTAMP = "timestamp"  #: ISO 8601 text with an offset (written in UTC with ``Z``)
 
 
@@ -95,8 +95,8 @@ class WireField:
     """One field of a wire shape.
 
     ``name`` is the attribute and the flat key's last part (``item.<name>``);
-    ``key`` the seeds' JSON key. ``default`` is what an absent key stands for
-    (:data:`REQUIRED` when it must be present). The seeds' JSON writes a field
+    ``key`` the wire format's JSON key. ``default`` is what an absent key stands for
+    (:data:`REQUIRED` when it must be present). The wire format's JSON writes a field
     when ``seed_always`` or when it is not at its default; the flat form writes
     it when ``flat_always`` (and then requires it when decoding) or when it is
     not at its default.
@@ -124,7 +124,7 @@ class WireField:
         return bool(value == default)
 
 
-#: ContextItem, in the seeds' order (``seeds/context-item.md``).
+#: ContextItem, in the wire format's order (``seeds/context-item.md``).
 ITEM_FIELDS: Final[tuple[WireField, ...]] = (
     WireField("content", "content", WireKind.TEXT, seed_always=True, flat_always=True),
     WireField("tokens", "tokens", WireKind.INT, seed_always=True, flat_always=True),
@@ -151,11 +151,11 @@ BUDGET_FIELDS: Final[tuple[WireField, ...]] = (
 )
 
 
-# -- the seeds' JSON -----------------------------------------------------------------
+# -- the wire format's JSON -----------------------------------------------------------------
 
 
 def to_seed(fields: Sequence[WireField], value: Any) -> dict[str, Any]:
-    """``value``'s fields as the seeds' JSON object (plain dicts and lists)."""
+    """``value``'s fields as the wire format's JSON object (plain dicts and lists)."""
     out: dict[str, Any] = {}
     for field in fields:
         current = getattr(value, field.name)
@@ -182,7 +182,7 @@ def _seed_value(kind: WireKind, value: Any) -> Any:
 
 def from_seed(owner: str, fields: Sequence[WireField], data: Mapping[str, Any]
               ) -> dict[str, Any]:
-    """The constructor's arguments for the seeds' JSON object ``data``.
+    """The constructor's arguments for the wire format's JSON object ``data``.
 
     Raises :class:`~cupellation.exceptions.DecodeError` naming the key for a
     key ``owner`` does not have (suggesting the closest), a required key that is
@@ -549,7 +549,7 @@ def flat_struct_fields(fields: Sequence[WireField], attribute_prefix: str, key_p
 
 
 def seed_struct(name: str, fields: Sequence[WireField], **options: Any) -> type[msgspec.Struct]:
-    """A struct that encodes as the seeds' JSON object of ``fields`` (defaults left out)."""
+    """A struct that encodes as the wire format's JSON object of ``fields`` (defaults left out)."""
     spec = []
     for field in fields:
         kind = _SEED_TYPES[field.kind]

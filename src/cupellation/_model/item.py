@@ -218,7 +218,7 @@ class ContextItem:
     # -- JSON ---------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        """The seed's JSON shape as a plain mapping: ``content``, ``tokens`` and
+        """The wire format's JSON shape as a plain mapping: ``content``, ``tokens`` and
         ``kind`` always; every other field only when it differs from its
         default (never null). Metadata comes back as plain dicts and lists."""
         return to_seed(ITEM_FIELDS, self)
@@ -229,11 +229,11 @@ class ContextItem:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ContextItem:
-        """Build an item from the seed's JSON shape (a mapping, as :meth:`to_dict` gives).
+        """Build an item from the wire format's JSON shape (a mapping, as :meth:`to_dict` gives).
 
         Raises :class:`~cupellation.exceptions.DecodeError` naming the field
         for a missing or mistyped value, and for a key that is not one of the
-        seed's eleven, suggesting the closest (``Pinned``: "did you mean
+        wire format's eleven, suggesting the closest (``Pinned``: "did you mean
         `pinned`?"): a misspelt field is never silently dropped.
         """
         if not isinstance(data, Mapping):

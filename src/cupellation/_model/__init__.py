@@ -1,16 +1,17 @@
 """The Cupel data model: ContextItem, ContextKind, ContextSource, ContextBudget,
 OverflowStrategy and ScoredItem (``spec/src/data-model``).
 
-The definitions live in :mod:`cupellation._datamodel`; this module gathers the
-names the rest of the package uses. The wire shapes of ContextItem and
-ContextBudget are declared once, in :mod:`cupellation._datamodel.wire`.
+Each concept has its module here (``item``, ``budget``, ``names``, ``scored``,
+``jsondata``); this package's namespace gathers the names the rest of the
+package imports. The wire shapes of ContextItem and ContextBudget are declared
+once, in :mod:`cupellation._model.wire`.
 """
 
 from __future__ import annotations
 
-from ._datamodel.budget import ContextBudget, OverflowStrategy, effective_limits
-from ._datamodel.item import ContextItem
-from ._datamodel.jsondata import (
+from .budget import ContextBudget, OverflowStrategy, effective_limits
+from .item import ContextItem
+from .jsondata import (
     EMPTY_METADATA,
     MAX_METADATA_DEPTH,
     check_finite,
@@ -21,8 +22,8 @@ from ._datamodel.jsondata import (
     parse_timestamp,
     thaw_json,
 )
-from ._datamodel.names import ContextKind, ContextSource, ascii_fold, check_text, listed, tupled
-from ._datamodel.scored import CountRequirementShortfall, ScoredItem, ScoredItems, items_tokens
+from .names import ContextKind, ContextSource, ascii_fold, check_text, listed, tupled
+from .scored import CountRequirementShortfall, ScoredItem, ScoredItems, items_tokens
 
 __all__ = [
     "EMPTY_METADATA",

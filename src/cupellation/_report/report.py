@@ -1,6 +1,6 @@
-"""SelectionReport: why every candidate was or was not selected, as the seeds write it.
+"""SelectionReport: why every candidate was or was not selected, as the wire format writes it.
 
-JSON is the seeds' shape to the letter: ``events``, ``included``, ``excluded``,
+JSON is the wire format's shape to the letter: ``events``, ``included``, ``excluded``,
 ``total_candidates``, ``total_tokens_considered``. Three optional members are
 cupellation's own and appear only when they carry something:
 ``count_requirement_shortfalls``, ``overflow`` and ``incomplete``.
@@ -49,7 +49,7 @@ class SelectionReport:
         return not self.incomplete
 
     def to_dict(self) -> dict[str, Any]:
-        """The seeds' JSON shape (plus the optional members, only when non-empty)."""
+        """The wire format's JSON shape (plus the optional members, only when non-empty)."""
         out: dict[str, Any] = {
             "events": [e.to_dict() for e in self.events],
             "included": [i.to_dict() for i in self.included],
@@ -96,12 +96,12 @@ class SelectionReport:
     def from_dict(cls, data: Mapping[str, Any], *, strict: bool = False) -> SelectionReport:
         """Decode the JSON shape; unknown reason variants and stages are kept.
 
-        The seeds' MUST rules are checked: ``total_candidates`` equals
+        The wire format's MUST rules are checked: ``total_candidates`` equals
         ``len(included) + len(excluded)``, ``total_tokens_considered`` equals the
         sum of both lists' item tokens, and ``excluded`` is sorted by score
         descending. A report that breaks one still reads, with each broken rule
         named in ``incomplete`` (so ``is_complete`` is False): the lists may be
-        an abridged copy of a larger run, as the seeds' own example is. With
+        an abridged copy of a larger run, as the wire format's own example is. With
         ``strict=True`` a broken rule raises
         :class:`~cupellation.exceptions.DecodeError` naming it instead.
 
@@ -128,7 +128,7 @@ class SelectionReport:
                                included, excluded)
         if broken and strict:
             field, value, rule, found = broken[0]
-            raise DecodeError(field, value, f"breaks the seeds' rule {rule}: {found}")
+            raise DecodeError(field, value, f"breaks the report format's rule {rule}: {found}")
         notes = list(incomplete)
         for field, value, rule, found in broken:
             note = _broken_rule_note(field, value, rule, found)
@@ -206,8 +206,8 @@ def _overflow_from_dict(data: Mapping[str, Any]) -> OverflowReport:
 
 def _broken_rules(total_candidates: int, total_tokens: int, included: Sequence[IncludedItem],
                   excluded: Sequence[ExcludedItem]) -> list[tuple[str, Any, str, str]]:
-    """The seeds' MUST rules a decoded report breaks, as (field, value, rule, what the
-    lists hold) quadruples, in the seeds' order."""
+    """The wire format's MUST rules a decoded report breaks, as (field, value, rule, what the
+    lists hold) quadruples, in the wire format's order."""
     broken: list[tuple[str, Any, str, str]] = []
     listed = len(included) + len(excluded)
     if total_candidates != listed:
@@ -232,7 +232,7 @@ def _broken_rules(total_candidates: int, total_tokens: int, included: Sequence[I
 
 def _broken_rule_note(field: str, value: Any, rule: str, found: str) -> str:
     """A broken rule as a line of ``incomplete``."""
-    return f"{field} is {value!r} but {found} (the seeds' rule: {rule})"
+    return f"{field} is {value!r} but {found} (the report format's rule: {rule})"
 
 
 def _short(text: str | bytes | bytearray | memoryview) -> str:

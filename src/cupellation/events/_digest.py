@@ -80,6 +80,8 @@ class RunDigest:
     ``update`` takes the bytes as they are written (one call per chunk is the
     same as one call for their concatenation); ``hexdigest`` gives the text a
     run's end event carries, with its algorithm prefix.
+
+    .. versionadded:: 0.3
     """
 
     __slots__ = ("_hash", "_prefix")
@@ -128,6 +130,8 @@ class Verification(enum.StrEnum):
     The status says what the check found; whether the run is clean is
     :func:`digest_verdict`'s call (with a key at the reader, ``unkeyed`` and
     ``unverified`` are not; without one, ``key missing`` is not).
+
+    .. versionadded:: 0.3
     """
 
     VERIFIED = "verified"

@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 import msgspec
 
 from .._model import EMPTY_METADATA, ContextItem
-from .levels import ContentCapture
-from .types import ItemExcluded, ItemIncluded, PipelineEvent, RunStarted
+from ._levels import ContentCapture
+from ._types import ItemExcluded, ItemIncluded, PipelineEvent, RunStarted
 
 __all__ = ["apply_content_capture", "captured_item", "content_digest", "placeholder_content",
            "stamp_service"]

@@ -1,7 +1,7 @@
 """ReportBuilder: the one fold that makes a SelectionReport from a run's events.
 
 The report is a pure fold of a run's events (``spec/src/diagnostics/selection-report.md``
-and the seeds): it is never assembled from side data, so a report rebuilt from a
+and the wire format): it is never assembled from side data, so a report rebuilt from a
 log file or from spans is the same value as the one folded in process.
 :func:`build_report` is a loop over a :class:`ReportBuilder`; a log reader keeps
 one builder per run id and so folds interleaved runs with bounded memory.
@@ -20,8 +20,6 @@ from typing import Any, Final
 
 import msgspec
 
-from .._events.digest import DigestCheck, digest_verdict
-from .._events.lines import verify_events
 from .._model import ContextItem, ContextKind, CountRequirementShortfall
 from ..events import (
     CountShortfall,
@@ -39,6 +37,8 @@ from ..events import (
     StageStarted,
     UnknownEvent,
 )
+from ..events._digest import DigestCheck, digest_verdict
+from ..events._lines import verify_events
 from ..exceptions import InvalidValueError
 from ..reasons import KNOWN_EXCLUSION_REASONS, ExclusionReason, references_of
 from ..settings import resolve_digest_key

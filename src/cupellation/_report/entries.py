@@ -1,5 +1,5 @@
 """The entries of a SelectionReport: TraceEvent, IncludedItem, ExcludedItem and
-OverflowReport, with their seed JSON objects.
+OverflowReport, with their wire-format JSON objects.
 
 An entry folded from a log record may be *deferred*: it holds the record and
 builds its ContextItem (and its reason) the first time they are read, so a
@@ -42,7 +42,7 @@ class TraceEvent(msgspec.Struct, frozen=True, gc=False):
     message: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The seeds' JSON object (``message`` only when set)."""
+        """The wire format's JSON object (``message`` only when set)."""
         stage = self.stage.value if isinstance(self.stage, PipelineStage) else self.stage
         out: dict[str, Any] = {"stage": stage, "duration_ms": self.duration_ms,
                                "item_count": self.item_count}
@@ -70,7 +70,7 @@ class IncludedItem(msgspec.Struct, frozen=True, gc=False, eq=False):
     reason: InclusionReason
 
     def to_dict(self) -> dict[str, Any]:
-        """The seeds' JSON object."""
+        """The wire format's JSON object."""
         return {"item": self.item.to_dict(), "score": self.score,
                 "reason": reason_to_dict(self.reason)}
 
@@ -99,7 +99,7 @@ class ExcludedItem(msgspec.Struct, frozen=True, gc=False, eq=False):
     """A candidate left out, with its score when excluded and the reason.
 
     A reason that points at another candidate holds that candidate's content
-    here (the seeds' wire form), not its index.
+    here (the wire format's wire form), not its index.
     """
 
     item: ContextItem
@@ -107,7 +107,7 @@ class ExcludedItem(msgspec.Struct, frozen=True, gc=False, eq=False):
     reason: ExclusionReason
 
     def to_dict(self) -> dict[str, Any]:
-        """The seeds' JSON object."""
+        """The wire format's JSON object."""
         return {"item": self.item.to_dict(), "score": self.score,
                 "reason": reason_to_dict(self.reason)}
 

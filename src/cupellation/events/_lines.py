@@ -7,7 +7,7 @@ events through a template of their scalar fields). A whole
 :class:`~cupellation.events.ItemEventBatch` is encoded column by column with
 C-level ``map`` calls: each line is a fixed template filled with its ``seq``,
 candidate index (and position), score, and two JSON fragments — the item's
-``item.*`` keys and the reason's ``reason.*`` keys — made by the spine's flat
+``item.*`` keys and the reason's ``reason.*`` keys — made by the events' flat
 codec and cached: an item by identity (the cache holds the item, so its id
 cannot be reused), a reason by value when its fields are integers and strings
 only. Tests compare every line with the definition.
@@ -25,16 +25,16 @@ from typing import Any, Final
 
 import msgspec
 
-from .._datamodel.wire import ITEM_FIELDS, to_flat
 from .._model import ContextItem
+from .._model.wire import ITEM_FIELDS, to_flat
 from ..reasons import KNOWN_EXCLUSION_REASONS, ExclusionReason, InclusionReason
 from ..settings import resolve_digest_key
-from .batch import ItemEventBatch
-from .capture import apply_content_capture, captured_item, placeholder_content
-from .digest import DigestCheck, RunDigest, RunHasher
-from .flat import EVENT_SCHEMA_VERSION, event_to_json, reason_to_flat
-from .levels import ContentCapture
-from .types import (
+from ._batch import ItemEventBatch
+from ._capture import apply_content_capture, captured_item, placeholder_content
+from ._digest import DigestCheck, RunDigest, RunHasher
+from ._flat import EVENT_SCHEMA_VERSION, event_to_json, reason_to_flat
+from ._levels import ContentCapture
+from ._types import (
     ItemExcluded,
     ItemIncluded,
     PipelineEvent,
@@ -243,7 +243,7 @@ class LineEncoder:
     def _batch(self, batch: ItemEventBatch) -> bytes:
         scores = batch.scores
         if not all(map(math.isfinite, scores)):
-            raise _SlowPath  # event_to_json raises the spine's error for it
+            raise _SlowPath  # event_to_json raises the events module's error for it
         kind = b"item_excluded" if batch.excluded else b"item_included"
         head = (b'{"type":"' + kind + b'","schema":' + _SCHEMA + b',"run_id":'
                 + _escape(_encode(batch.run_id)) + b',"seq":%d')
@@ -282,6 +282,8 @@ class RunLineEncoder:
 
     A run's digest is kept from its first delivery to its end; :meth:`forget`
     drops a run that will not end (a sink giving up on it).
+
+    .. versionadded:: 0.3
     """
 
     __slots__ = ("_digests", "_encoder", "_key")

@@ -4,7 +4,7 @@
 entry costs several microseconds each, which made a report's JSON text cost
 more than the run it describes. Each entry becomes a small struct that msgspec
 encodes in C: the item as a struct generated from ContextItem's wire declaration
-(the seeds' names, defaults left out), and reasons that encode as their own
+(the wire format's names, defaults left out), and reasons that encode as their own
 envelope (``{"reason": name, ...}``). An item met in an earlier report is
 written from its JSON, kept by identity (``_ITEM_JSON``). A test checks that the
 text decodes to exactly ``to_dict()``.
@@ -18,14 +18,14 @@ from typing import Any, Final, Protocol
 
 import msgspec
 
-from .._datamodel.jsondata import hint_to_json
-from .._datamodel.wire import ITEM_FIELDS, REQUIRED, WireField, WireKind, seed_struct
+from .._model.jsondata import hint_to_json
+from .._model.wire import ITEM_FIELDS, REQUIRED, WireField, WireKind, seed_struct
 from ..reasons import KNOWN_EXCLUSION_REASONS, ExclusionReason, InclusionReason, reason_to_dict
 from .entries import ExcludedItem, IncludedItem, OverflowReport, TraceEvent, shortfall_to_dict
 
 __all__ = ["encode_report"]
 
-#: The seeds' JSON of an item, generated from ``ITEM_FIELDS``.
+#: The wire format's JSON of an item, generated from ``ITEM_FIELDS``.
 _WireItem: Final = seed_struct("_WireItem", ITEM_FIELDS, gc=False)
 #: The reasons msgspec encodes as their own wire envelope (tagged structs).
 _TAGGED_REASONS: Final = frozenset(KNOWN_EXCLUSION_REASONS.values())
@@ -51,7 +51,7 @@ def _item_expression(field: WireField, index: int) -> str:
         return f"(dict({value}) if {value} else None)"
     if field.kind is WireKind.HINT:
         return (f"(_h if (_h := {value}) is None or _isfinite(_h) "
-                f"else _hint_to_json(_h))")  # the seeds spell NaN and infinities as text
+                f"else _hint_to_json(_h))")  # the wire format spells NaN and infinities as text
     return value
 
 

@@ -3,6 +3,13 @@
 The SelectionReport, OpenTelemetry spans, log records and files are all
 projections of this one stream, and decoders turn spans and logs back into it.
 
+Most programs never import this module: a collector
+(:class:`~cupellation.DiagnosticTraceCollector`, :mod:`cupellation.otel`,
+:mod:`cupellation.logs`) turns the events into what it needs. Import it to write
+a sink of your own, to read or write event files yourself, or to choose a
+run's detail level (:class:`TraceDetailLevel`) and content capture
+(:class:`ContentCapture`).
+
 - **Declared once.** Events are frozen, slotted ``msgspec`` structs, built by
   keyword and read by name. ``msgspec`` was chosen over plain slotted classes
   for speed that matters at 100,000 candidates: construction runs in C, and
@@ -54,10 +61,10 @@ names the service a sink records in ``run_started`` when neither the run's
 (:func:`cupellation.settings.resolve_service`).
 """
 
-from ._events.batch import ItemEventBatch
-from ._events.capture import apply_content_capture, content_digest, stamp_service
-from ._events.digest import RunDigest, Verification
-from ._events.flat import (
+from ._batch import ItemEventBatch
+from ._capture import apply_content_capture, content_digest, stamp_service
+from ._digest import RunDigest, Verification
+from ._flat import (
     EVENT_SCHEMA_VERSION,
     READABLE_SCHEMAS,
     event_from_dict,
@@ -66,9 +73,9 @@ from ._events.flat import (
     event_to_json,
     events_from_json_lines,
 )
-from ._events.levels import ContentCapture, TraceDetailLevel, resolve_capture
-from ._events.lines import RunLineEncoder
-from ._events.types import (
+from ._levels import ContentCapture, TraceDetailLevel, resolve_capture
+from ._lines import RunLineEncoder
+from ._types import (
     PIPELINE_KEYS,
     CountShortfall,
     ItemExcluded,

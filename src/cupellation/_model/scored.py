@@ -20,6 +20,10 @@ class ScoredItem(NamedTuple):
 
     A named tuple rather than a dataclass: the pipeline builds one per
     candidate, and tuple construction is several times cheaper.
+
+    .. versionchanged:: 0.4
+       Imported from ``cupellation``; no longer from ``cupellation.placing`` or
+       ``cupellation.slicing``.
     """
 
     item: ContextItem
@@ -129,8 +133,8 @@ class CountRequirementShortfall:
     (the specification's ``CountRequirementShortfall``).
 
     It lives with the data model, so that the SelectionReport, which carries
-    shortfalls, does not depend on the slicers that find them;
-    ``cupellation.slicing`` re-exports it under the same name.
+    shortfalls, does not depend on the slicers that find them; it is imported
+    from ``cupellation.slicing``.
     """
 
     kind: ContextKind

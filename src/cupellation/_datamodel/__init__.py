@@ -1,1 +1,0 @@
-"""The data model's modules; :mod:`cupellation._model` gathers their public names."""

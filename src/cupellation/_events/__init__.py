@@ -1,1 +1,0 @@
-"""The event layer's modules; :mod:`cupellation.events` gathers their public names."""

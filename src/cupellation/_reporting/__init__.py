@@ -1,1 +1,0 @@
-"""The SelectionReport and its fold; :mod:`cupellation._report` gathers their names."""
