@@ -3,13 +3,13 @@ the documentation generated from it."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from _docs_hooks import docs_hooks
 from cupellation import settings
 from cupellation.chat._tokens import _tiktoken_cache_file
 from cupellation.cli._tracelinks import trace_lines
@@ -134,22 +134,12 @@ def test_with_the_environment_off_every_reader_takes_its_documented_default(
         "resource": ("cupellation", None)}
 
 
-def _docs_hooks() -> object:
-    spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "scripts" /
-                                                  "docs_hooks.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_documentation_lists_exactly_the_variables_the_module_declares() -> None:
     """docs/settings.md holds the generated table; the table (scripts/docs_hooks.py's
     settings_table) has one row per entry of settings.VARIABLES; VARIABLES holds every
     *_ENV_VAR constant of the module once, each with its meaning and its readers."""
     assert "<!-- settings -->" in (ROOT / "docs" / "settings.md").read_text(encoding="utf-8")
-    table = _docs_hooks().settings_table()  # type: ignore[attr-defined]
+    table = docs_hooks().settings_table()
     documented = re.findall(r"^\| `([A-Z_]+)` \|", table, re.MULTILINE)
     declared = [variable.name for variable in settings.VARIABLES]
     assert documented == declared

@@ -4,11 +4,8 @@ mark as a note titled "Added in 0.4" rather than as the directive's text."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-from typing import Any
-
 import cupellation
+from _docs_hooks import docs_hooks
 from cupellation import (
     analytics,
     events,
@@ -21,8 +18,6 @@ from cupellation import (
     store,
     testing,
 )
-
-ROOT = Path(__file__).resolve().parents[2]
 
 #: What CHANGELOG.md says 0.3 and 0.4 added or changed, and the mark each carries.
 MARKS: tuple[tuple[object, str, str], ...] = (
@@ -58,16 +53,6 @@ MARKS: tuple[tuple[object, str, str], ...] = (
 )
 
 
-def _hooks() -> Any:
-    spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "scripts" /
-                                                  "docs_hooks.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_what_0_3_and_0_4_added_or_changed_carries_its_version_mark() -> None:
     """Each name of the list (new modules, classes, functions and errors of 0.3 and
     0.4, and the names whose import path 0.4 changed) has its mark, on a line of its
@@ -83,7 +68,7 @@ def test_the_site_shows_a_version_mark_as_a_note() -> None:
     """The docs hook turns a mark (as Markdown renders a docstring: one paragraph, the
     note on the lines under it) into a note titled "Added in 0.4" / "Changed in 0.4",
     leaves other paragraphs alone, and leaves no directive text."""
-    hooks = _hooks()
+    hooks = docs_hooks()
     html = ("<p>Reads a trace.</p>\n<p>.. versionadded:: 0.3</p>\n"
             "<p>.. versionchanged:: 0.4\nOne deadline, <code>verify</code>.</p>")
     shown = hooks.on_page_content(html, None, None, None)
