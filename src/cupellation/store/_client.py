@@ -220,14 +220,16 @@ class StoreSession:
         """Create the database, ``otel_logs`` and ``otel_traces`` when absent; refuse
         tables in another shape (:class:`~cupellation.exceptions.StoreSchemaError`)."""
         self.command(f"CREATE DATABASE IF NOT EXISTS `{self.database}`")
-        for table, ddl in ((LOGS_TABLE, logs_ddl), (TRACES_TABLE, traces_ddl)):
+        for table in (LOGS_TABLE, TRACES_TABLE):
             columns = self.rows("SELECT name, type FROM system.columns WHERE database = "
                                 "{db:String} AND table = {t:String}",
                                 {"db": self.database, "t": table})
             if columns:
                 check_columns(table, [(str(n), str(t)) for n, t in columns])
+            elif table == LOGS_TABLE:  # its text index depends on the server's release
+                self.command(logs_ddl(self.table(table), version=self.server_version))
             else:
-                self.command(ddl(self.table(table), version=self.server_version))
+                self.command(traces_ddl(self.table(table)))
 
     def close(self) -> None:
         """Close the connection (and, for chDB, free the engine for another path)."""

@@ -72,17 +72,15 @@ def stored_window(since: datetime | None, until: datetime | None
     beyond the span on its open side is no bound (``since`` before 1900, ``until``
     after 2262) and one beyond it on the other side selects nothing (``empty``): the
     same answer as the file reader's, never an error."""
-    empty = False
-    if since is not None and _aware(since) <= EARLIEST_STORED:
+    since = None if since is None else _aware(since)
+    until = None if until is None else _aware(until)
+    empty = ((since is not None and since > LATEST_STORED)
+             or (until is not None and until < EARLIEST_STORED))
+    if empty or (since is not None and since <= EARLIEST_STORED):
         since = None
-    if until is not None and _aware(until) > LATEST_STORED:
+    if empty or (until is not None and until > LATEST_STORED):
         until = None
-    if since is not None and _aware(since) > LATEST_STORED:
-        since, empty = None, True
-    if until is not None and _aware(until) < EARLIEST_STORED:
-        until, empty = None, True
-    return (None if since is None else _aware(since),
-            None if until is None else _aware(until), empty)
+    return since, until, empty
 
 
 def required_literal(pattern: str) -> str | None:

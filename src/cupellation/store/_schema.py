@@ -167,10 +167,8 @@ def logs_ddl(qualified: str, *, version: tuple[int, ...] = TEXT_INDEX_SINCE) -> 
                                 text_index=has_text_index(version)))
 
 
-def traces_ddl(qualified: str, *, version: tuple[int, ...] = TEXT_INDEX_SINCE) -> str:
-    """The ``CREATE TABLE IF NOT EXISTS`` of ``otel_traces`` (the same for every
-    ``version``: the argument keeps the two builders alike)."""
-    del version
+def traces_ddl(qualified: str) -> str:
+    """The ``CREATE TABLE IF NOT EXISTS`` of ``otel_traces``."""
     return _TRACES_DDL.format(table=qualified, resource_items=_items("ResourceAttributes"),
                               span_items=_items("SpanAttributes"),
                               run_index=TRACE_RUN_ID_INDEX[0],
