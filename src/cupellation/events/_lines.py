@@ -68,11 +68,16 @@ def reason_fragment(reason: ExclusionReason | InclusionReason) -> bytes:
     return b"," + _encode(flat)[1:-1]
 
 
+def _escape(text: bytes) -> bytes:
+    """``text`` as literal bytes inside a %-template."""
+    return text.replace(b"%", b"%%")
+
+
 def _template(kind: Any) -> tuple[bytes, Any]:
     """A known exclusion reason's ``reason.*`` members as a %-template (its fields in
     name order, as the flat form writes them) and the getter of its field values."""
     fields = sorted(kind.__struct_fields__)
-    template = b',"reason.name":' + _encode(kind.__name__).replace(b"%", b"%%") + b"".join(
+    template = b',"reason.name":' + _escape(_encode(kind.__name__)) + b"".join(
         b',"reason.' + field.encode() + b'":%b' for field in fields)
     if not fields:
         return template, lambda reason: ()
@@ -103,17 +108,12 @@ _STAGE_FIELDS: Final[dict[type, tuple[str, ...]]] = {
 }
 
 
-def _escape(text: bytes) -> bytes:
-    """``text`` as literal bytes inside a %-template."""
-    return text.replace(b"%", b"%%")
-
-
 def _stage_template(kind: Any) -> bytes:
     """A stage event's line as a %-template: the run id and every field as ``%b``
     (JSON-encoded), ``seq`` as ``%d``."""
-    return (b'{"type":' + _encode(kind.type).replace(b"%", b"%%") + b',"schema":' + _SCHEMA
+    return (b'{"type":' + _escape(_encode(kind.type)) + b',"schema":' + _SCHEMA
             + b',"run_id":%b,"seq":%d' + b"".join(
-                b',"' + name.encode().replace(b"%", b"%%") + b'":%b'
+                b',"' + _escape(name.encode()) + b'":%b'
                 for name in _STAGE_FIELDS[kind]) + b"}\n")
 
 
