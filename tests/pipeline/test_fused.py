@@ -18,7 +18,9 @@ import tomli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import cupellation._fused as fused_module
 import cupellation._pipeline as pipeline_module
+import cupellation._run as run_module
 from cupellation import ContextBudget, ContextItem, OverflowStrategy, Pipeline
 from cupellation._collectors import NULL_COLLECTOR, DiagnosticTraceCollector, TraceDetailLevel
 from cupellation._fused import fused_run
@@ -72,6 +74,18 @@ def _stage(pipeline: Pipeline, items: Sequence[ContextItem], budget: ContextBudg
 def _fused(pipeline: Pipeline, items: Sequence[ContextItem], budget: ContextBudget
            ) -> Outcome | None:
     return _outcome(lambda: fused_run(pipeline, items, budget))
+
+
+def _fused_arrays(pipeline: Pipeline, items: Sequence[ContextItem], budget: ContextBudget
+                  ) -> Outcome | None:
+    """The fused path with its large-run forms at every size: the columns as arrays
+    (LARGE_RUN) and Deduplicate's hash comparison (HASHED_CONTENTS), restored after."""
+    saved = fused_module.LARGE_RUN, run_module.HASHED_CONTENTS
+    fused_module.LARGE_RUN = run_module.HASHED_CONTENTS = 0
+    try:
+        return _fused(pipeline, items, budget)
+    finally:
+        fused_module.LARGE_RUN, run_module.HASHED_CONTENTS = saved
 
 
 def _vector(path: Path) -> tuple[Pipeline, list[ContextItem], ContextBudget, list[str]]:
@@ -233,6 +247,7 @@ budgets = st.builds(
 def _same_outcome(pipeline: Pipeline, items: list[ContextItem], budget: ContextBudget) -> None:
     stage = _stage(pipeline, items, budget)
     fused = _fused(pipeline, items, budget)
+    assert _fused_arrays(pipeline, items, budget) == fused
     if fused is None:
         # The only candidates it hands back here: a negative token count.
         assert any(item.tokens < 0 for item in items)
@@ -248,7 +263,8 @@ def test_generated_runs_end_the_same_on_both_paths(
     zero and negative tokens), budgets (reserve, reserved slots, safety margin) and
     built-in configurations (every overflow strategy, scorers that return NaN, raise
     or return ints), the fused path returns the same objects in the same order as the
-    stage path, or raises the same exception with the same message and cause."""
+    stage path, or raises the same exception with the same message and cause; and so
+    does the fused path's large-run form (arrays from Sort to Slice) on the same runs."""
     _same_outcome(pipeline, items, budget)
 
 
@@ -287,7 +303,8 @@ def test_the_generated_runs_reach_every_ending() -> None:
 
 def test_larger_runs_take_the_same_numpy_paths() -> None:
     """Past 64 items (numpy's sort, greedy order and scorer paths), with duplicate
-    contents, repeated objects and pinned items, both paths give the same window."""
+    contents, repeated objects and pinned items, both paths give the same window, and
+    so does the fused path's large-run form."""
     rng = random.Random(26)
     for size in (65, 100, 257):
         items = [ContextItem(f"c{rng.randrange(size // 2)}", tokens=rng.randrange(0, 90),
@@ -306,3 +323,23 @@ def test_larger_runs_take_the_same_numpy_paths() -> None:
                 assert fused is not None
                 assert fused[0] == "window"
                 assert fused == _stage(pipeline, items, budget), (size, scorer, dedup)
+                assert _fused_arrays(pipeline, items, budget) == fused
+
+
+def test_a_large_run_names_the_candidate_whose_score_is_refused() -> None:
+    """In the large-run form with pinned candidates ahead (the fused path keeps the
+    scoreable items' candidate indices as an array), a NaN score and a scorer that raises are
+    refused on both paths with the same message, naming the same candidate index."""
+    items = [ContextItem(f"p{k}", tokens=1, pinned=True) for k in range(3)]
+    items += [ContextItem(f"c{k}", tokens=10 + k) for k in range(120)]
+    budget = ContextBudget(max_tokens=10_000, target_tokens=5_000)
+    # c0 (10 tokens, candidate 3) scores NaN; c1 (11 tokens) makes _odd_raise raise.
+    for scorer, where in ((FunctionScorer(_odd_nan), "returned nan (scores must be finite) "
+                                                      "for candidate index 3"),
+                          (FunctionScorer(_odd_raise), "no score for c1")):
+        pipeline = Pipeline(scorer, placer=UShapedPlacer())
+        fused = _fused_arrays(pipeline, items, budget)
+        assert fused is not None
+        assert fused[0] == "raised"
+        assert fused == _stage(pipeline, items, budget)
+        assert where in fused[2]

@@ -8,17 +8,22 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from .._model import ContextItem
 from ._base import SCORERS, BuiltinScorer
 
-__all__ = ["PriorityScorer", "RecencyScorer"]
+__all__ = ["SORTED_RANKS", "PriorityScorer", "RecencyScorer"]
 
 #: Up to this many keys, ``rank_scores`` ranks in plain Python: numpy's fixed cost per
 #: call (array, sort, searchsorted, division, tolist: ~20 µs) outweighs its per-key
 #: speed below about a hundred keys, and small runs are what an agent loop makes.
 #: Both paths give the same floats (see ``_rank_scores_generic``).
 SMALL_RANK = 64
+#: Past this many keys the ranks come from one argsort (``_first_positions``)
+#: instead of a search per key: measured, 0.3 ms against 0.9 at 10,000 keys, but
+#: 33 µs against 22 at 1,000 (its fixed cost is a few more numpy calls).
+SORTED_RANKS = 4096
 
 
 def rank_scores(keys: Sequence[Any]) -> list[float]:
@@ -40,9 +45,12 @@ def rank_scores(keys: Sequence[Any]) -> list[float]:
         values = np.array(present, dtype=np.int64)
     except (OverflowError, TypeError, ValueError):
         return _rank_scores_generic(keys, present, denominator)
-    # searchsorted(side="left") on the sorted keys is the count of keys strictly
-    # below each key: the quadratic loop's rank, ties sharing the lowest rank.
-    ranks = np.searchsorted(np.sort(values), values, side="left")
+    if count > SORTED_RANKS:
+        ranks = _first_positions(values)
+    else:
+        # searchsorted(side="left") on the sorted keys is the count of keys strictly
+        # below each key: the quadratic loop's rank, ties sharing the lowest rank.
+        ranks = np.searchsorted(np.sort(values), values, side="left")
     # float64(rank) / float64(count - 1), both exact below 2**53: the spec's division.
     present_scores = ranks.astype(np.float64) / float(denominator)
     if count == len(keys):
@@ -52,6 +60,28 @@ def rank_scores(keys: Sequence[Any]) -> list[float]:
     scores[np.array([key is not None for key in keys], dtype=bool)] = present_scores
     result = scores.tolist()
     return result
+
+
+def _first_positions(values: npt.NDArray[np.int64]) -> npt.NDArray[np.intp]:
+    """For each value, the position of the first equal value in sorted order: the
+    count of values strictly below it, the quadratic loop's rank (ties share the
+    lowest rank).
+
+    Why not ``searchsorted(sort(values), values)``, which is the same count, past
+    SORTED_RANKS keys: a million searches into a million sorted keys miss the cache
+    at every step (0.2-0.3 s against 0.04-0.09 s here, measured). Here one argsort
+    orders the keys, each run of equal keys takes the position where it starts, and
+    the ranks go back to the keys' own order."""
+    count = values.size
+    order = np.argsort(values)
+    ordered = values[order]
+    starts = np.empty(count, dtype=bool)
+    starts[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=starts[1:])
+    first = np.maximum.accumulate(np.where(starts, np.arange(count), 0))
+    ranks = np.empty(count, dtype=np.intp)
+    ranks[order] = first
+    return ranks
 
 
 def _rank_scores_generic(keys: Sequence[Any], present: list[Any],
