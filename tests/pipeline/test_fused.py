@@ -302,11 +302,11 @@ def test_the_generated_runs_reach_every_ending() -> None:
 
 
 def test_larger_runs_take_the_same_numpy_paths() -> None:
-    """Past 64 items (numpy's sort, greedy order and scorer paths), with duplicate
+    """Past 128 items (numpy's sort, greedy order and scorer paths), with duplicate
     contents, repeated objects and pinned items, both paths give the same window, and
     so does the fused path's large-run form."""
     rng = random.Random(26)
-    for size in (65, 100, 257):
+    for size in (129, 200, 257):
         items = [ContextItem(f"c{rng.randrange(size // 2)}", tokens=rng.randrange(0, 90),
                              priority=rng.choice([None, *range(9)]),
                              timestamp=T0 + timedelta(hours=rng.randrange(500)),

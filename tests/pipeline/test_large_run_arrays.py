@@ -96,7 +96,7 @@ def test_the_density_array_orders_as_the_list_form(tokens: list[int], seed: int)
 
 @settings(max_examples=100, deadline=None)
 @given(keys=st.lists(st.one_of(st.none(), st.integers(-5, 5), st.integers(-2**63, 2**63 - 1)),
-                     min_size=65, max_size=200))
+                     min_size=129, max_size=260))
 def test_rank_scores_equal_the_generic_ranks(keys: list[int | None]) -> None:
     """Past SMALL_RANK keys, the numpy ranks (ties, None keys, int64's ends) equal
     the generic dictionary of first sorted positions, float for float, by search
@@ -123,7 +123,8 @@ def test_score_order_arrays_equal_the_lists(scores: list[float], keep: int) -> N
     survivors = None if keep == 0 else [p for p in range(len(scores)) if p % (keep + 1)]
     count = len(scores) if survivors is None else len(survivors)
     order, ranked = score_order_array(scores, survivors)
-    expected = score_order(np.asarray(scores, dtype=np.float64), survivors, max(count, 65))
+    numpy_count = max(count, run_module.SMALL_SORT + 1)  # score_order's numpy path
+    expected = score_order(np.asarray(scores, dtype=np.float64), survivors, numpy_count)
     assert (order.tolist(), ranked.tolist()) == expected
 
 

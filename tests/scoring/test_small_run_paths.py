@@ -1,6 +1,6 @@
 """The plain-Python paths that small runs take (``SMALL_RANK``, ``SMALL_COMPOSITE``,
 ``SMALL_GREEDY``, the run's ``SMALL_SORT``: numpy's fixed cost per call outweighs its
-speed below about a hundred items) give exactly what the numpy paths give: the same floats, the same
+speed below about 150 items) give exactly what the numpy paths give: the same floats, the same
 order, the same errors, each child scorer called once."""
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def _keys(rng: random.Random, n: int) -> list[int | None]:
 
 
 def test_small_rank_scores_equal_numpys(monkeypatch: pytest.MonkeyPatch) -> None:
-    """For 400 random key lists of 0-64 keys (Nones, ties, 62-bit values) the plain
+    """For 400 random key lists of 0-128 keys (Nones, ties, 62-bit values) the plain
     ranking returns the very floats the numpy ranking returns."""
     rng = random.Random(7)
     cases = [_keys(rng, rng.randrange(0, _rank.SMALL_RANK + 1)) for _ in range(400)]
@@ -55,7 +55,7 @@ def _items(rng: random.Random, n: int) -> list[ContextItem]:
 
 
 def test_small_composite_sums_equal_numpys(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A composite over 1-64 items with weights that round (1/3, 1/7) sums to the same
+    """A composite over 1-128 items with weights that round (1/3, 1/7) sums to the same
     floats on both paths."""
     rng = random.Random(11)
     scorer = CompositeScorer([(RecencyScorer(), 1.0), (PriorityScorer(), 3.0),
@@ -100,7 +100,7 @@ def test_a_child_that_is_not_plain_floats_joins_numpys_path_once() -> None:
 
 
 def test_small_greedy_order_equals_numpys(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The visiting order over 1-64 items (zero tokens, equal densities, -0.0 and 0.0
+    """The visiting order over 1-128 items (zero tokens, equal densities, -0.0 and 0.0
     scores, negative tokens) is the numpy order; NaN scores take numpy's path."""
     rng = random.Random(5)
     cases = []
@@ -122,7 +122,7 @@ def _tied(item: ContextItem, items: Sequence[ContextItem]) -> float:
 
 
 def test_small_sort_ranks_as_numpy_does(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Runs of 1-64 candidates with tied scores and duplicate contents (deduplication
+    """Runs of 1-128 candidates with tied scores and duplicate contents (deduplication
     leaving survivors) give the same window and the same report entries on both sort
     paths, and a NaN score still raises the ScorerError naming its candidate."""
     rng = random.Random(13)
