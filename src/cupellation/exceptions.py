@@ -121,7 +121,28 @@ __all__ = [
 
 
 class CupelError(Exception):
-    """Base class of every exception cupellation raises deliberately."""
+    """Base class of every exception cupellation raises deliberately.
+
+    Every one pickles, so a failure in a worker process (``multiprocessing``,
+    ``concurrent.futures``) reaches its parent whole: it is rebuilt from its
+    message and attributes, not by calling ``__init__`` again, whose arguments
+    differ from class to class.
+
+    .. versionchanged:: 0.4
+       Exceptions with more than one argument pickle (they failed to unpickle).
+    """
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuilt, (type(self), self.args, self.__dict__))
+
+
+def _rebuilt(cls: type[CupelError], args: tuple[Any, ...], state: dict[str, Any]
+             ) -> CupelError:
+    """A pickled exception back, without calling its ``__init__``."""
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error
 
 
 #: How much of a value's repr an error message shows (the value itself is kept whole

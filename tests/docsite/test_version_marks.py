@@ -33,6 +33,7 @@ MARKS: tuple[tuple[object, str, str], ...] = (
     (cupellation.MessageHistory, "versionadded", "0.3"),
     (otel.fetch_spans, "versionchanged", "0.4"),
     (otel, "versionchanged", "0.4"),
+    (exceptions.CupelError, "versionchanged", "0.4"),
     (exceptions.BackendError, "versionchanged", "0.4"),
     (exceptions.RedirectRefusedError, "versionadded", "0.4"),
     (exceptions.MalformedAnswerError, "versionadded", "0.4"),
