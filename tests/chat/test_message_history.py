@@ -268,3 +268,56 @@ def test_appends_from_two_threads_at_once_are_refused_never_lost() -> None:
         assert [i for i in ids if i in set(taken[number])] == taken[number]
     assert seen == sorted(seen)
     assert history.select(max_tokens=10**6) == history.messages
+
+
+def _tool_exchange(k: int) -> list[dict[str, Any]]:
+    call = {"id": f"call_{k}", "type": "function",
+            "function": {"name": "search", "arguments": f'{{"q": "step {k}"}}'}}
+    return [{"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"call_{k}", "content": f"result {k} " * 20}]
+
+
+@pytest.mark.parametrize("typed", [False, True], ids=["openai", "langchain"])
+def test_an_agent_loop_regroups_only_its_last_unit_and_moves_the_turn_pin(
+        typed: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Chat Completions (or LangChain) loop, one user turn then tool exchanges: each
+    append groups from the last unit's start, never again from the turn's start (so
+    a turn costs what it adds); when a new user turn starts, the old turn's unit is
+    unpinned and the new one pinned, and every selection still equals a first
+    select_messages call on the same list."""
+    import cupellation.chat._conversation as conversation_module  # noqa: PLC0415
+    from cupellation.chat._units import group as real_group  # noqa: PLC0415
+
+    starts: list[int] = []
+
+    def recorded(messages: Any, fmt: str, start: int, **options: Any) -> Any:
+        starts.append(start)
+        return real_group(messages, fmt, start, **options)
+
+    monkeypatch.setattr(conversation_module, "group", recorded)
+    messages: list[Any] = [{"role": "system", "content": "Be brief."},
+                           {"role": "user", "content": "Plan the trip."}]
+    for k in range(6):
+        messages += _tool_exchange(k)
+    messages.append({"role": "user", "content": "Now book it."})
+    for k in range(6, 9):
+        messages += _tool_exchange(k)
+    raw = list(messages)
+    if typed:
+        from langchain_core.messages import convert_to_messages  # noqa: PLC0415
+        messages = list(convert_to_messages(messages))
+    history: MessageHistory[Any] = MessageHistory(messages[:4], now=NOW)
+    for count in range(5, len(messages) + 1):
+        del starts[:]
+        history.append(messages[count - 1], now=NOW)
+        assert starts
+        assert min(starts) >= count - 3  # the last unit: at most a call and its result
+        if "tool_calls" in raw[count - 1]:
+            continue  # an assistant's calls, not answered yet: select refuses the list
+        chosen = history.select_with_report(max_tokens=400)
+        clear_message_cache()
+        expected = select_messages_with_report(messages[:count], max_tokens=400, now=NOW)
+        assert _outcome(chosen, messages[:count]) == _outcome(expected, messages[:count])
+    pinned = [e.item.content for e in chosen.report.included if e.item.pinned]
+    assert any("Now book it." in text for text in pinned)
+    assert not any("Plan the trip." in text for text in pinned)

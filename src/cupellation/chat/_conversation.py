@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import operator
 import threading
+from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from .._model import ContextItem, ContextKind, ContextSource, fits_int64
 from ..exceptions import DecodeError, FormatMismatchError
@@ -267,10 +268,10 @@ def _extend(request: Request, known: Conversation | None, common: int) -> Conver
     if request.regroup_from is not None:
         limit = min(limit, request.regroup_from)
     # The unit of the last turn's start is regrouped, pinned until a later turn
-    # starts; Anthropic's trailing turn too (its start is one unit).
-    turns = (trailing_turn(messages), last_turn_start(known.messages)) if fmt == "anthropic" \
-        else (last_turn_start(known.messages),)
-    for turn in turns:
+    # starts; Anthropic's trailing turn too (its start is one unit). Chat Completions
+    # lists regroup only their last unit (``_repin_turns`` moves the pin instead).
+    old_turn = last_turn_start(known.messages)
+    for turn in _regrouped_turns(fmt, messages, old_turn):
         if turn is not None:
             limit = min(limit, turn)
     kept = len(known.units)
@@ -298,6 +299,12 @@ def _extend(request: Request, known: Conversation | None, common: int) -> Conver
                        reusable)
     system_offset = 1 if known.system is not None else 0
     candidates = known.candidates[:kept + system_offset]
+    for at, unit in _repin_turns(units, messages, old_turn, fmt, counter, request.limits):
+        units[at] = unit
+        candidates[at + system_offset] = unit.item
+        positions[id(unit.item)] = at + system_offset
+        outputs[id(unit.item)] = unit.outputs
+        spans[id(unit.item)] = unit.span
     for unit in added:
         positions[id(unit.item)] = len(candidates)
         outputs[id(unit.item)] = unit.outputs
@@ -442,6 +449,60 @@ def _anchor_turn(messages: list[Message], spans: list[Span]) -> list[Span]:
     last = next(k for k in range(first, len(spans)) if spans[k].end > caller)
     anchor = Span(min(spans[first].start, turn), spans[last].end, exchange=True, pinned=True)
     return [*spans[:first], anchor, *spans[last + 1:]]
+
+
+#: Formats whose grouping only ever changes a list's last unit when it grows (a tool
+#: message joins the assistant message just before it; Responses' results can merge
+#: earlier units, Anthropic keeps its trailing turn whole): growing one regroups its
+#: last unit only, and the pin of the last turn's start moves by ``_repin_turns``.
+LAST_UNIT_FORMATS: Final = frozenset({"openai", "langchain"})
+
+
+def _regrouped_turns(fmt: str, messages: list[Message], old_turn: int | None
+                     ) -> tuple[int | None, ...]:
+    """The turn starts that growing a list regroups from, besides its last unit."""
+    if fmt == "anthropic":
+        return trailing_turn(messages), old_turn
+    return () if fmt in LAST_UNIT_FORMATS else (old_turn,)
+
+
+def _repin_turns(units: list[Unit], messages: list[Message], old_turn: int | None,
+                 fmt: str, counter: TextCounter, limits: Mapping[ContextKind, int]
+                 ) -> list[tuple[int, Unit]]:
+    """The kept ``units`` (those not regrouped) whose pin must change because the last
+    turn's start moved from ``old_turn``: at their positions, rebuilt with the same
+    stamp (the unit of the new turn start pinned, the old one's unpinned, as
+    ``_new_units`` would pin them).
+
+    Why: an agent loop's list is one user turn followed by many tool exchanges, and
+    regrouping everything from that turn's start on every append cost more than the
+    selection itself (benchmarks/bench_chat.py); only the units holding the old and
+    the new turn start can change their pin."""
+    if fmt not in LAST_UNIT_FORMATS:
+        return []  # regrouped from the turn's start, which _new_units pins
+    new_turn = last_turn_start(messages)
+    if new_turn == old_turn or not units:
+        return []
+    changed: list[tuple[int, Unit]] = []
+    for turn in (old_turn, new_turn):
+        if turn is None:
+            continue
+        at = bisect_right(units, turn, key=_unit_start) - 1
+        if at < 0 or not units[at].span.start <= turn < units[at].span.end:
+            continue  # in the regrouped part: _new_units pins it
+        # A user message is a unit of its own in these formats (never the first
+        # system message's, the other pin): its pin is whether it starts the last turn.
+        unit = units[at]
+        span = unit.span
+        pinned = turn == new_turn
+        if unit.item.pinned != pinned:
+            changed.append((at, _unit(span, messages[span.start:span.end], fmt, counter,
+                                      limits, unit.stamp, pinned=pinned)))
+    return changed
+
+
+def _unit_start(unit: Unit) -> int:
+    return unit.span.start
 
 
 def _pin_turn_start(messages: list[Message], spans: list[Span]) -> list[Span]:
