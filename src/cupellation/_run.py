@@ -57,17 +57,13 @@ from .placing import Placer
 from .scoring import Scorer, score_array
 from .slicing import Slicer, slice_with_details
 
-__all__ = ["HASHED_CONTENTS", "SMALL_SORT", "Configured", "Positions", "Run", "TraceContextSource",
+__all__ = ["HASHED_CONTENTS", "SMALL_SORT", "Configured", "Run", "TraceContextSource",
            "best_of_each_content", "candidate_sequence", "checked_scores", "score_order",
            "score_order_array", "truncate", "use_trace_context"]
 
 #: Gives the (trace id, span id) current when a run starts, or None: how the
 #: pipeline learns the application's trace without importing OpenTelemetry.
 TraceContextSource = Callable[[], "tuple[str, str] | None"]
-
-#: The scoreable items' candidate indices: a list, a range (no pinned item) or, in
-#: the fused path's large runs, an array (see ``_fused._split_pinned``).
-Positions = Sequence[int] | npt.NDArray[np.intp]
 
 
 def _no_trace_context() -> tuple[str, str] | None:
@@ -468,7 +464,7 @@ def _checked_scores(scorer: Scorer, scoreable: list[ContextItem],
     return np.array(scores, dtype=np.float64) if isinstance(scores, list) else scores
 
 
-def checked_scores(scorer: Scorer, scoreable: list[ContextItem], scoreable_idx: Positions
+def checked_scores(scorer: Scorer, scoreable: list[ContextItem], scoreable_idx: Sequence[int]
                    ) -> list[float] | npt.NDArray[np.float64]:
     """The scorer's scores of ``scoreable``, checked: a ScorerError names the
     candidate index of a score that is not a finite real number.

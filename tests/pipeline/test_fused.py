@@ -343,3 +343,16 @@ def test_a_large_run_names_the_candidate_whose_score_is_refused() -> None:
         assert fused[0] == "raised"
         assert fused == _stage(pipeline, items, budget)
         assert where in fused[2]
+
+
+def test_negative_tokens_are_handed_back_in_the_large_run_form() -> None:
+    """Past LARGE_RUN candidates (lowered here) the fused path reads tokens into an
+    array and checks them there: a negative count, on a pinned candidate or another,
+    hands the run back to the stage path (None) as the small form does."""
+    for pinned in (False, True):
+        items = [ContextItem("a", tokens=5), ContextItem("b", tokens=-2, pinned=pinned),
+                 ContextItem("c", tokens=7, pinned=True)]
+        pipeline = Pipeline(PriorityScorer())
+        budget = ContextBudget(max_tokens=100, target_tokens=50)
+        assert fused_run(pipeline, items, budget) is None
+        assert _fused_arrays(pipeline, items, budget) is None
