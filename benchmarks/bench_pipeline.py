@@ -19,8 +19,9 @@ Also:
   turns (no pinned item); each round's CPU times are fitted by least squares
   (time = fixed + per item x N), and the fit's intercept is the fixed cost;
 - **one process**: ``--one-process-items`` items (1,000,000; ``--quick``: 20,000) in
-  a fresh process: the CPU time of one untraced ``run()`` (after a 1,000-item
-  warm-up) and the process's peak RSS (``ru_maxrss``), items included;
+  each of three fresh processes (``--quick``: one): the CPU time of one untraced
+  ``run()`` (after a 1,000-item warm-up) and the process's peak RSS (``ru_maxrss``),
+  items included, as the median and min-max over the processes;
 - **memory**: the tracemalloc peak of one untraced run against the traced size of
   the candidate list itself;
 - **the Rust crate**: its figures are QUOTED, never measured here (source and date
@@ -85,6 +86,8 @@ SEED = 20_251_123
 FIT_SIZES = (5, 10, 20, 50, 100, 200)
 ONE_PROCESS_ITEMS = 1_000_000
 ONE_PROCESS_QUICK = 20_000
+#: Fresh processes of the one-process run (--quick: one).
+ONE_PROCESS_RUNS = 3
 
 MODE_NONE = "untraced"
 MODE_NULL = "null"
@@ -235,11 +238,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     figures["per_item_us"] = measure(per_item, "us")
     n_one = args.extra.one_process_items
     n_one = (ONE_PROCESS_QUICK if args.quick else ONE_PROCESS_ITEMS) if n_one is None else n_one
-    single = one_process(n_one) if n_one > 0 else None
-    if single is not None:
-        figures[f"one_process_cpu_s@{n_one}"] = measure(Spread.of([single["cpu_s"]]), "s")
-        figures[f"one_process_peak_rss_mib@{n_one}"] = measure(
-            Spread.of([single["peak_rss_mib"]]), "MiB")
+    # Fresh processes, one after another: one run each (a second run in the same
+    # process would measure a different heap), the median and min-max over them.
+    singles = [one_process(n_one) for _ in range(1 if args.quick else ONE_PROCESS_RUNS)
+               ] if n_one > 0 else []
+    single: dict[str, Any] | None = None
+    if singles:
+        cpu = Spread.of([one["cpu_s"] for one in singles])
+        rss = Spread.of([one["peak_rss_mib"] for one in singles])
+        figures[f"one_process_cpu_s@{n_one}"] = measure(cpu, "s")
+        figures[f"one_process_peak_rss_mib@{n_one}"] = measure(rss, "MiB")
+        single = {"n": n_one, "processes": singles, "cpu": cpu.text(3, " s"),
+                  "wall": Spread.of([one["wall_s"] for one in singles]).text(3, " s"),
+                  "rss": rss.text(0, " MiB"),
+                  "items_rss": Spread.of([one["peak_rss_after_items_mib"]
+                                          for one in singles]).text(0, " MiB")}
     _print_report(args.repeats, args.mode, env, by_size, memory, fixed, per_item, single)
     if args.json_path is not None:
         write_json(args.json_path, payload(
@@ -267,9 +280,9 @@ def _print_report(rounds: int, mode: Mode, env: dict[str, Any],
     print(f"\nfixed cost per untraced run (fit over {', '.join(map(str, FIT_SIZES))} items, "
           f"per round): {fixed.text(1, ' us')}; per item {per_item.text(3, ' us')}")
     if single is not None:
-        print(f"one process, {single['n']:,} items: one untraced run {single['cpu_s']:.3f} s "
-              f"CPU ({single['wall_s']:.3f} s wall); peak RSS {single['peak_rss_mib']:.0f} MiB "
-              f"({single['peak_rss_after_items_mib']:.0f} MiB once the items were built)")
+        print(f"one process, {single['n']:,} items, {len(single['processes'])} fresh "
+              f"process(es): one untraced run {single['cpu']} CPU ({single['wall']} wall); "
+              f"peak RSS {single['rss']} ({single['items_rss']} once the items were built)")
     print("\nmemory: input = traced size of the candidate list; peak = tracemalloc peak of "
           "one run(collector=None)")
     print(format_columns(
