@@ -37,6 +37,7 @@ from ._logread import (
     add_log_arguments,
     open_reader,
     read_failure,
+    reason_text,
     safe,
     stats_lines,
     unreadable_sources,
@@ -197,10 +198,7 @@ def next_lines(data: Mapping[str, Any]) -> list[str]:
             lines.append(f"{where}: included")
         else:
             reason = answer["reason"] or {"reason": "?"}
-            data_text = ", ".join(f"{k}={safe(str(v), 60)}" for k, v in reason.items()
-                                  if k != "reason")
-            text = f"{reason['reason']}({data_text})" if data_text else str(reason["reason"])
-            lines.append(f"{where}: excluded ({text})")
+            lines.append(f"{where}: excluded ({reason_text(reason)})")
     return lines
 
 

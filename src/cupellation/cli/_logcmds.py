@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -26,7 +26,7 @@ from ._logread import (
     unreadable_sources,
 )
 
-__all__ = ["STOP", "estimated_counter", "fail", "new_console", "read_each", "reason_text",
+__all__ = ["STOP", "estimated_counter", "fail", "new_console", "read_each",
            "when_text"]
 
 
@@ -42,11 +42,6 @@ def new_console() -> Any:
 
 def when_text(value: datetime | None) -> str:
     return "-" if value is None else value.isoformat().replace("+00:00", "Z")
-
-
-def reason_text(wire: Mapping[str, Any]) -> str:
-    data = ", ".join(f"{k}={safe(str(v), 60)}" for k, v in wire.items() if k != "reason")
-    return f"{wire['reason']}({data})" if data else str(wire["reason"])
 
 
 #: What ``consume`` returns to stop :func:`read_each` early (a page is full).

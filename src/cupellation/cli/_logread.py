@@ -9,7 +9,7 @@ import os
 import re
 import sys
 import zlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import IO, Any
 
@@ -30,6 +30,7 @@ __all__ = [
     "is_trace_file",
     "open_reader",
     "read_failure",
+    "reason_text",
     "safe",
     "read_words",
     "stats_lines",
@@ -254,6 +255,13 @@ def safe(text: str, limit: int | None = None) -> str:
             out.append(f"\\x{code:02x}" if code < 0x100 else
                        f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
     return "".join(out)
+
+
+def reason_text(wire: Mapping[str, Any], width: int = 60) -> str:
+    """A reason's wire mapping as one terminal-safe line: ``Name(field=value, ...)``
+    (each value clipped to ``width``), or the bare name when it has no fields."""
+    data = ", ".join(f"{k}={safe(str(v), width)}" for k, v in wire.items() if k != "reason")
+    return f"{wire['reason']}({data})" if data else safe(str(wire["reason"]))
 
 
 def is_trace_file(path: str) -> bool:

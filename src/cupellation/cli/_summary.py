@@ -12,6 +12,7 @@ from ..events import StageCompleted
 from ..events._digest import UNCHECKED_NOTE, UNSIGNED_NOTE
 from ..reasons import reason_to_dict
 from ._common import safe
+from ._logread import reason_text
 
 __all__ = ["entry_tables", "incomplete_headline", "print_selection"]
 
@@ -36,11 +37,6 @@ def incomplete_headline(report: SelectionReport) -> str | None:
     return f"{lead}: {safe(first, 400)}{more if count > 1 else ''}"
 
 
-def _reason_text(wire: dict[str, Any]) -> str:
-    data = ", ".join(f"{k}={safe(str(v), 40)}" for k, v in wire.items() if k != "reason")
-    return f"{wire['reason']}({data})" if data else str(wire["reason"])
-
-
 def _tokens_cell(item: Any) -> str:
     """The tokens, and the original size of an item trimmed before selection."""
     if item.original_tokens is None or item.original_tokens == item.tokens:
@@ -63,7 +59,7 @@ def entry_tables(report: SelectionReport, *, content_width: int) -> tuple[Any, A
             table.add_column(column, overflow="fold", justify="right" if column in (
                 "#", "score", "tokens") else "left")
         for number, entry in enumerate(entries, start=1):
-            reason = (_reason_text(reason_to_dict(entry.reason)) if excluded
+            reason = (reason_text(reason_to_dict(entry.reason), 40) if excluded
                       else safe(entry.reason.name))
             table.add_row(str(number), f"{entry.score:.3f}", reason,
                           safe(entry.item.kind.value, 20), _tokens_cell(entry.item),

@@ -21,7 +21,6 @@ from ._logcmds import (
     fail,
     new_console,
     read_each,
-    reason_text,
     when_text,
 )
 from ._logread import (
@@ -30,6 +29,7 @@ from ._logread import (
     OK,
     UsageError,
     add_log_arguments,
+    reason_text,
     safe,
     stats_lines,
 )
