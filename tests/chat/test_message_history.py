@@ -321,3 +321,22 @@ def test_an_agent_loop_regroups_only_its_last_unit_and_moves_the_turn_pin(
     pinned = [e.item.content for e in chosen.report.included if e.item.pinned]
     assert any("Now book it." in text for text in pinned)
     assert not any("Plan the trip." in text for text in pinned)
+
+
+def test_a_list_that_replaces_the_cached_turn_start_pins_the_earlier_turn() -> None:
+    """select_messages on a list sharing only a prefix with a cached one, whose last
+    user turn lay past that prefix: the earlier user message becomes the last turn's
+    start again, pinned as a first read pins it (the cached conversation is reused
+    for the prefix, the pin moved back)."""
+    shared: list[Any] = [{"role": "system", "content": "Be brief."},
+                         {"role": "user", "content": "Plan the trip."}, *_tool_exchange(0)]
+    first = [*shared, {"role": "user", "content": "Now book it."}, *_tool_exchange(1)]
+    second = [*shared, *_tool_exchange(2)]
+    clear_message_cache()
+    select_messages_with_report(first, max_tokens=400, now=NOW)
+    reused = select_messages_with_report(second, max_tokens=400, now=NOW)
+    clear_message_cache()
+    fresh = select_messages_with_report(second, max_tokens=400, now=NOW)
+    assert _outcome(reused, second) == _outcome(fresh, second)
+    pinned = [e.item.content for e in reused.report.included if e.item.pinned]
+    assert any("Plan the trip." in text for text in pinned)

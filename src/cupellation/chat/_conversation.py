@@ -299,7 +299,8 @@ def _extend(request: Request, known: Conversation | None, common: int) -> Conver
                        reusable)
     system_offset = 1 if known.system is not None else 0
     candidates = known.candidates[:kept + system_offset]
-    for at, unit in _repin_turns(units, messages, old_turn, fmt, counter, request.limits):
+    for at, unit in _repin_turns(units, messages, common, old_turn, fmt, counter,
+                                 request.limits):
         units[at] = unit
         candidates[at + system_offset] = unit.item
         positions[id(unit.item)] = at + system_offset
@@ -466,13 +467,14 @@ def _regrouped_turns(fmt: str, messages: list[Message], old_turn: int | None
     return () if fmt in LAST_UNIT_FORMATS else (old_turn,)
 
 
-def _repin_turns(units: list[Unit], messages: list[Message], old_turn: int | None,
-                 fmt: str, counter: TextCounter, limits: Mapping[ContextKind, int]
-                 ) -> list[tuple[int, Unit]]:
+def _repin_turns(units: list[Unit], messages: list[Message], common: int,
+                 old_turn: int | None, fmt: str, counter: TextCounter,
+                 limits: Mapping[ContextKind, int]) -> list[tuple[int, Unit]]:
     """The kept ``units`` (those not regrouped) whose pin must change because the last
-    turn's start moved from ``old_turn``: at their positions, rebuilt with the same
-    stamp (the unit of the new turn start pinned, the old one's unpinned, as
-    ``_new_units`` would pin them).
+    turn's start moved from ``old_turn`` (the known messages', whose first ``common``
+    are ``messages``' own): at their positions, rebuilt with the same stamp (the unit
+    of the new turn start pinned, the old one's unpinned, as ``_new_units`` would pin
+    them).
 
     Why: an agent loop's list is one user turn followed by many tool exchanges, and
     regrouping everything from that turn's start on every append cost more than the
@@ -480,7 +482,12 @@ def _repin_turns(units: list[Unit], messages: list[Message], old_turn: int | Non
     the new turn start can change their pin."""
     if fmt not in LAST_UNIT_FORMATS:
         return []  # regrouped from the turn's start, which _new_units pins
-    new_turn = last_turn_start(messages)
+    # Only the new messages are scanned when the old turn start lies in the shared
+    # part (an agent loop's case): it is then the shared part's last one too.
+    new_turn = last_turn_start(messages, common)
+    if new_turn is None:
+        new_turn = old_turn if old_turn is None or old_turn < common else (
+            last_turn_start(messages[:common]))
     if new_turn == old_turn or not units:
         return []
     changed: list[tuple[int, Unit]] = []

@@ -260,10 +260,11 @@ def _check_answered(problem: Callable[[int, str, object, str], None], index: int
                 f"immediately after: {', '.join(missing)}\"")
 
 
-def last_turn_start(messages: Sequence[Message]) -> int | None:
+def last_turn_start(messages: Sequence[Message], stop: int = 0) -> int | None:
     """The index of the last message that starts a turn (an Anthropic user message
-    with more than tool results), or None."""
-    for index in range(len(messages) - 1, -1, -1):
+    with more than tool results), or None; only messages from ``stop`` on are looked
+    at."""
+    for index in range(len(messages) - 1, stop - 1, -1):
         if messages[index].genuine_user:
             return index
     return None
