@@ -346,10 +346,11 @@ def test_two_span_collectors_in_one_fan_out_leave_no_span_current() -> None:
 
 def test_column_rows_decode_alike_through_the_typed_record_and_the_events_module(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """Column rows go through the log reader's typed records of their JSON array (or,
-    row by row, of their JSON lines); the events and report are exactly those the
-    events module's own decoding gives, for a whole run and for one with a row whose reason
-    disagrees with its item (incomplete either way)."""
+    """Column rows go through the column blocks' fast path, or the log reader's typed
+    records of their JSON array (or, row by row, of their JSON lines); the events and
+    report are exactly those the events module's own decoding gives, for a whole run
+    and for one with a row whose reason disagrees with its item (incomplete either
+    way)."""
     import cupellation.otel._spandecode as decode  # noqa: PLC0415
 
     items = _with_wide_text(make_items(300, 4))
@@ -369,6 +370,8 @@ def test_column_rows_decode_alike_through_the_typed_record_and_the_events_module
     attributes.update({"cupel.columns.chunk_count": len(chunks), "cupel.columns.byte_count":
                        len(broken), "cupel.columns.part_count": 0})
     mangled = [*spans[:at], replace(spans[at], attributes=attributes), *spans[at + 1:]]
+    by_block = [runs_from_spans(spans)[0], runs_from_spans(mangled)[0]]
+    monkeypatch.setattr(decode, "block_events", lambda *args: None)
     fast = [runs_from_spans(spans)[0], runs_from_spans(mangled)[0]]
     monkeypatch.setattr(decode, "_row_records", lambda flats, plain=False: None)
     by_row = [runs_from_spans(spans)[0], runs_from_spans(mangled)[0]]
@@ -378,6 +381,9 @@ def test_column_rows_decode_alike_through_the_typed_record_and_the_events_module
         assert one.events == other.events
         assert one.report == other.report
     for one, other in zip(fast, slow, strict=True):
+        assert one.events == other.events
+        assert one.report == other.report
+    for one, other in zip(by_block, fast, strict=True):
         assert one.events == other.events
         assert one.report == other.report
     assert fast[0].is_complete
@@ -442,6 +448,7 @@ def _column_rows(count: int, seed: int) -> list[dict[str, Any]]:
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(decode, "column_flats", keep)
+        patch.setattr(decode, "block_events", lambda *args: None)  # the row path's rows
         runs_from_spans(sdk.spans)
     return flats
 

@@ -24,6 +24,7 @@ from ..events._records import INCLUSIONS, RECORD_DECODER
 from ..exceptions import DecodeError
 from ..logs._decode import checked_record, fast_record
 from ..reasons import KNOWN_EXCLUSION_REASONS, reason_field_types
+from ._blocks import block_events
 from ._columns import (
     BYTE_COUNT,
     CHUNK_COUNT,
@@ -513,6 +514,11 @@ def decode_columns(run: RunDecoding, span: SpanData, parts: Parts,
             for row in column_rows(columns):
                 _decode_span_event(run, span, SpanEventData(name=name, attributes=row),
                                    carrier_stage, json_native=True)
+            continue
+        events = (block_events(name, columns, run.run_id, carrier_stage, run.capture)
+                  if plain else None)
+        if events is not None:
+            run.events.extend(events)  # every row decoded, none needing a note
             continue
         where = f"a {name} event on {span.name}"
         run.decode_rows(column_flats(name, columns, run.run_id, carrier_stage), where,
