@@ -203,7 +203,8 @@ class Request:
                  fmt: str | None, counter_spec: CounterSpec | TextCounter,
                  limits: Mapping[ContextKind, int], now: datetime | None, name: str,
                  open_end: list[OpenEnd] | None = None,
-                 regroup_from: int | None = None) -> None:
+                 regroup_from: int | None = None,
+                 options: tuple[Any, ...] | None = None) -> None:
         self.given = given
         self.system = system
         self.has_system = has_system
@@ -219,7 +220,8 @@ class Request:
         self.regroup_from = regroup_from
         # A system prompt other than text is compared by identity: the conversation
         # holds it, so its id is not reused while the conversation is remembered.
-        self.options: tuple[Any, ...] = (
+        # (``options``: these, made once by a caller that makes many requests alike.)
+        self.options: tuple[Any, ...] = options if options is not None else (
             fmt, counter_spec, tuple(limits.items()), has_system,
             system if isinstance(system, str) else id(system))
 
