@@ -401,3 +401,24 @@ def test_the_kept_turn_start_is_the_last_one_after_every_append_and_replaced_lis
         fresh = select_messages_with_report(given, max_tokens=10**6,
                                             system=rendered.system, now=NOW)
         assert _outcome(reused, given) == _outcome(fresh, given)
+
+
+def test_a_selection_uses_its_own_keywords_whatever_the_last_one_used() -> None:
+    """select() takes the options of its last call again only for the very same
+    keyword values: another budget (the same key), another collector, a keyword
+    added or left out, each selects with what it is given, as a fresh history would;
+    a copy starts from its own."""
+    rendered = render("openai", "Be brief.", weather_conversation(), typed=False)
+    history: MessageHistory[Any] = MessageHistory(rendered.messages, now=NOW)
+    tight, loose = int("1100"), int("5000")
+    small = history.select(max_tokens=tight)
+    assert len(small) < len(rendered.messages)
+    assert history.select(max_tokens=loose) == rendered.messages
+    assert history.select(max_tokens=tight) == small
+    assert history.copy().select(max_tokens=loose) == rendered.messages
+    collectors = [DiagnosticTraceCollector(TraceDetailLevel.STAGE_ONLY) for _ in range(2)]
+    for collector in collectors:
+        assert history.select(max_tokens=tight, collector=collector) == small
+    assert [len(collector.events) > 0 for collector in collectors] == [True, True]
+    assert history.select(max_tokens=tight, policy="chat") == small
+    assert history.select(max_tokens=loose) == rendered.messages
