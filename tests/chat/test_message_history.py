@@ -5,6 +5,7 @@ append, naming the message, and leave the history as it was."""
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -16,13 +17,23 @@ from cupellation import DiagnosticTraceCollector, MessageHistory, TraceDetailLev
 from cupellation.chat import (
     MessageFormat,
     MessageSelection,
+    SelectOptions,
     clear_message_cache,
     select_messages_with_report,
 )
+from cupellation.chat._select import read_messages
+from cupellation.chat._units import last_turn_start
 from cupellation.events import RunStarted
 from cupellation.exceptions import CupelError, DecodeError, InvalidValueError
 
-from ._conversations import FORMATS, conversations, render, weather_conversation
+from ._conversations import (
+    FORMATS,
+    Call,
+    Step,
+    conversations,
+    render,
+    weather_conversation,
+)
 
 NOW = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
 EXAMPLES = int(os.environ.get("CUPELLATION_CHAT_EXAMPLES", "160")) // 2
@@ -281,10 +292,11 @@ def _tool_exchange(k: int) -> list[dict[str, Any]]:
 def test_an_agent_loop_regroups_only_its_last_unit_and_moves_the_turn_pin(
         typed: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """A Chat Completions (or LangChain) loop, one user turn then tool exchanges: each
-    append groups from the last unit's start, never again from the turn's start (so
-    a turn costs what it adds); when a new user turn starts, the old turn's unit is
-    unpinned and the new one pinned, and every selection still equals a first
-    select_messages call on the same list."""
+    append groups its new message only (a tool result from the open call it answers),
+    never again from the turn's start or a closed unit (so a turn costs what it
+    adds); when a new user turn starts, the old turn's unit is unpinned and the new
+    one pinned, and every selection still equals a first select_messages call on the
+    same list."""
     import cupellation.chat._conversation as conversation_module  # noqa: PLC0415
     from cupellation.chat._units import group as real_group  # noqa: PLC0415
 
@@ -310,8 +322,8 @@ def test_an_agent_loop_regroups_only_its_last_unit_and_moves_the_turn_pin(
     for count in range(5, len(messages) + 1):
         del starts[:]
         history.append(messages[count - 1], now=NOW)
-        assert starts
-        assert min(starts) >= count - 3  # the last unit: at most a call and its result
+        # The new message alone; a tool result with the call it answers.
+        assert starts == [count - 2 if "tool_call_id" in raw[count - 1] else count - 1]
         if "tool_calls" in raw[count - 1]:
             continue  # an assistant's calls, not answered yet: select refuses the list
         chosen = history.select_with_report(max_tokens=400)
@@ -340,3 +352,73 @@ def test_a_list_that_replaces_the_cached_turn_start_pins_the_earlier_turn() -> N
     assert _outcome(reused, second) == _outcome(fresh, second)
     pinned = [e.item.content for e in reused.report.included if e.item.pinned]
     assert any("Plan the trip." in text for text in pinned)
+
+
+def _turn_steps() -> list[Step]:
+    call = Call("c1", "search", {"q": "trains"}, "two trains a day")
+    return [Step("user", "Plan the trip."), Step("exchange", calls=(call,)),
+            Step("assistant", "Found two."),
+            Step("exchange", calls=(replace(call, call_id="c2"),), text_after_results="And?"),
+            Step("user", "Now book it."), Step("exchange", calls=(replace(call, call_id="c3"),)),
+            Step("exchange", calls=(replace(call, call_id="c4"),))]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_the_kept_turn_start_is_the_last_one_after_every_append_and_replaced_list(
+        fmt: str) -> None:
+    """The last turn's start a conversation keeps (so that an append scans only the
+    new messages for it) is the one a scan of the whole list finds, and pins what a
+    first read pins, in every format: after each append to a history (user turns,
+    tool results, which start none, an Anthropic user message of tool results and
+    text, which does), and for select_messages lists that replace the message holding
+    it with messages that start no turn (the earlier turn is the last again) or one
+    that does."""
+    rendered = render(fmt, "Be brief.", _turn_steps(), typed=False)
+    history: MessageHistory[Any] = MessageHistory(system=rendered.system, now=NOW)
+    turns = []
+    for message in rendered.messages:
+        history.append(message, now=NOW)
+        conversation = history._state[0]
+        assert conversation.turn == last_turn_start(conversation.messages)
+        turns.append(conversation.turn)
+    assert len(set(turns)) >= 3  # the turn start moved, as the scenario means it to
+    cut = rendered.messages.index(next(m for m in reversed(rendered.messages)
+                                       if "Now book it." in repr(m)))
+    more = render(fmt, "Be brief.", [
+        Step("exchange", calls=(Call("c9", "search", {"q": "buses"}, "no buses"),)),
+        Step("user", "Book the later one.")], typed=False)
+    tail, user = ([more.messages[k] for k in step] for step in more.steps)
+    options = SelectOptions(max_tokens=10**6)
+    for replaced in (tail, user + tail):
+        clear_message_cache()
+        read_messages(rendered.messages, options, system=rendered.system, now=NOW)
+        given = [*rendered.messages[:cut], *replaced]
+        conversation = read_messages(given, options, system=rendered.system, now=NOW)
+        assert conversation.turn == last_turn_start(conversation.messages)
+        reused = select_messages_with_report(given, max_tokens=10**6,
+                                             system=rendered.system, now=NOW)
+        clear_message_cache()
+        fresh = select_messages_with_report(given, max_tokens=10**6,
+                                            system=rendered.system, now=NOW)
+        assert _outcome(reused, given) == _outcome(fresh, given)
+
+
+def test_a_selection_uses_its_own_keywords_whatever_the_last_one_used() -> None:
+    """select() takes the options of its last call again only for the very same
+    keyword values: another budget (the same key), another collector, a keyword
+    added or left out, each selects with what it is given, as a fresh history would;
+    a copy starts from its own."""
+    rendered = render("openai", "Be brief.", weather_conversation(), typed=False)
+    history: MessageHistory[Any] = MessageHistory(rendered.messages, now=NOW)
+    tight, loose = int("1100"), int("5000")
+    small = history.select(max_tokens=tight)
+    assert len(small) < len(rendered.messages)
+    assert history.select(max_tokens=loose) == rendered.messages
+    assert history.select(max_tokens=tight) == small
+    assert history.copy().select(max_tokens=loose) == rendered.messages
+    collectors = [DiagnosticTraceCollector(TraceDetailLevel.STAGE_ONLY) for _ in range(2)]
+    for collector in collectors:
+        assert history.select(max_tokens=tight, collector=collector) == small
+    assert [len(collector.events) > 0 for collector in collectors] == [True, True]
+    assert history.select(max_tokens=tight, policy="chat") == small
+    assert history.select(max_tokens=loose) == rendered.messages

@@ -88,12 +88,15 @@ def test_the_value_is_frozen_and_checked_when_made() -> None:
 
 def test_a_history_keeps_its_reading_options_fixed() -> None:
     """A history's selections may change the budget or policy, not the format, counter
-    or trimming it read its messages with (a ConfigurationError naming the field); a
-    pickled history keeps its options."""
+    or trimming it read its messages with (a ConfigurationError naming the field),
+    whether given as keywords or in an options value (checked even when no keyword
+    names them); a pickled history keeps its options."""
     history = MessageHistory(_chat(), max_tokens=150, token_counter="estimate", now=NOW)
     assert history.select(max_tokens=100_000) == history.messages
     with pytest.raises(ConfigurationError, match="token_counter"):
         history.select(token_counter="o200k_base")
+    with pytest.raises(ConfigurationError, match="token_counter"):
+        history.select(SelectOptions(token_counter="o200k_base"), max_tokens=100_000)
     with pytest.raises(ConfigurationError, match="trim"):
         history.select(trim={"ToolOutput": 200})
     copy = pickle.loads(pickle.dumps(history))

@@ -270,11 +270,12 @@ def last_turn_start(messages: Sequence[Message], stop: int = 0) -> int | None:
     return None
 
 
-def trailing_turn(messages: Sequence[Message]) -> int | None:
+def trailing_turn(messages: Sequence[Message], start: int | None) -> int | None:
     """Where the trailing turn of an Anthropic tool-use loop starts, when its start
-    must be kept: the index of the last message that starts a turn (a user message
-    with more than tool results), when an assistant message after it holds thinking
-    blocks and calls tools. None otherwise.
+    must be kept: ``start``, the index of the last message that starts a turn (a user
+    message with more than tool results, ``last_turn_start(messages)``), when an
+    assistant message after it holds thinking blocks and calls tools. None
+    otherwise.
 
     With extended thinking, the last assistant turn (everything after that user
     message) must start with its thinking block ("When `thinking` is enabled, a final
@@ -283,7 +284,6 @@ def trailing_turn(messages: Sequence[Message]) -> int | None:
     be dropped while a later exchange of the turn is kept; nor its user message, or
     the turn would run into the assistant message before it.
     """
-    start = last_turn_start(messages)
     if start is None:
         return None
     later = messages[start + 1:]
