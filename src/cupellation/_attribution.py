@@ -97,7 +97,9 @@ class Ranked(NamedTuple):
 
 class Sliced(NamedTuple):
     """What the Slice stage chose: ``chosen`` are ranked positions, ascending;
-    ``tokens`` their sum; ``effective`` the budget the slicer was given."""
+    ``tokens`` their sum; ``effective`` the budget the slicer was given;
+    ``outcome`` the slicer's cap exclusions, shortfalls and count caps (its
+    ``selected`` is not read: ``chosen`` is the selection)."""
 
     outcome: SliceOutcome
     chosen: list[int]

@@ -14,6 +14,7 @@ import msgspec
 import pytest
 
 import cupellation
+import cupellation.events._records as records_module
 from cupellation import (
     ContextBudget,
     ContextItem,
@@ -26,6 +27,7 @@ from cupellation import (
     build_report,
     settings,
 )
+from cupellation._model.item import trusted_item
 from cupellation.events import (
     ContentCapture,
     ItemExcluded,
@@ -110,14 +112,13 @@ def test_entries_read_from_a_log_build_their_items_only_when_read(
         Pipeline(RecencyScorer()).run(ITEMS, BUDGET, FanOutCollector(collector, audit))
     expected = collector.build_report()
     built: list[int] = []
-    trusted = ContextItem.trusted.__func__  # type: ignore[attr-defined]
+    trusted = trusted_item  # what the records build their items with
 
-    def counting(cls: type[ContextItem], /, **values: Any) -> ContextItem:
+    def counting(*values: Any) -> ContextItem:
         built.append(1)
-        item: ContextItem = trusted(cls, **values)
-        return item
+        return trusted(*values)
 
-    monkeypatch.setattr(ContextItem, "trusted", classmethod(counting))
+    monkeypatch.setattr(records_module, "trusted_item", counting)
     (run,) = read_runs(path)
     assert built == []
     report = run.report

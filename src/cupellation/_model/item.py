@@ -23,7 +23,7 @@ from .jsondata import (
 from .names import ContextKind, ContextSource, check_text
 from .wire import ITEM_FIELDS, from_seed, to_seed
 
-__all__ = ["ContextItem"]
+__all__ = ["ContextItem", "trusted_item"]
 
 
 def _checked_tags(tags: Any) -> Any:
@@ -194,13 +194,8 @@ class ContextItem:
         timezone-aware ``timestamp`` (it is converted to UTC here), a float hint
         and a bool. Anything else makes an item that breaks the model's promises.
         """
-        if timestamp is not None and timestamp.tzinfo is not UTC:
-            timestamp = timestamp.astimezone(UTC)
-        item = cls.__new__(cls)
-        item._fill((content, tokens, kind, source, priority, tags,
-                    metadata if metadata else EMPTY_METADATA, timestamp,
-                    future_relevance_hint, pinned, original_tokens))
-        return item
+        return trusted_item(content, tokens, kind, source, priority, tags, metadata, timestamp,
+                            future_relevance_hint, pinned, original_tokens)
 
     def __reduce__(self) -> tuple[type[ContextItem], tuple[Any, ...]]:
         # The read-only metadata views cannot be pickled; rebuild from a plain copy.
@@ -264,3 +259,23 @@ assert tuple(
     ContextItem.__dict__[name].__set__ for name in (
         "content", "tokens", "kind", "source", "priority", "tags", "metadata", "timestamp",
         "future_relevance_hint", "pinned", "original_tokens", "_timestamp_us"))
+
+
+_new_item = object.__new__
+
+
+def trusted_item(content: str, tokens: int, kind: ContextKind, source: ContextSource,
+                 priority: int | None, tags: tuple[str, ...], metadata: Mapping[str, Any],
+                 timestamp: datetime | None, future_relevance_hint: float | None,
+                 pinned: bool, original_tokens: int | None) -> ContextItem:
+    """:meth:`ContextItem.trusted`, its arguments by position in declaration order:
+    the decoders' form. Why: the log and span readers build an item per decision,
+    and passing eleven keywords was a fifth of building one (3.6 against 4.6 µs per
+    item of a log's records, timed in turns)."""
+    if timestamp is not None and timestamp.tzinfo is not UTC:
+        timestamp = timestamp.astimezone(UTC)
+    item: ContextItem = _new_item(ContextItem)
+    item._fill((content, tokens, kind, source, priority, tags,
+                metadata if metadata else EMPTY_METADATA, timestamp,
+                future_relevance_hint, pinned, original_tokens))
+    return item

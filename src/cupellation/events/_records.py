@@ -33,6 +33,7 @@ from .._model import (
     ContextSource,
     freeze_json,
 )
+from .._model.item import trusted_item
 from .._model.wire import ITEM_FIELDS, flat_struct_fields
 from ..reasons import (
     KNOWN_EXCLUSION_REASONS,
@@ -136,19 +137,23 @@ def _struct_fields(cls: type[BaseEvent]) -> list[tuple[str, Any, Any]]:
 # -- names and metadata, validated once and shared ---------------------------------------
 
 _CACHE_LIMIT: Final = 4096
-_names: dict[tuple[type, str], Any] = {}
+#: Kind and source names already made, by text (each validated once when made).
+_KINDS: dict[str, ContextKind] = {}
+_SOURCES: dict[str, ContextSource] = {}
+_NAMES: Final[Mapping[type, dict[str, Any]]] = {ContextKind: _KINDS, ContextSource: _SOURCES}
 #: Metadata texts already validated, with their read-only value (shared, bounded).
 METADATA: dict[str, Mapping[str, Any]] = {}
 
 
 def name_of(cls: type[ContextKind] | type[ContextSource], text: str) -> Any:
     """``cls(text)`` (which validates; raises on a blank name), shared."""
-    found = _names.get((cls, text))
+    names = _NAMES[cls]
+    found = names.get(text)
     if found is None:
         found = cls(text)
-        if len(_names) >= _CACHE_LIMIT:
-            _names.clear()
-        _names[(cls, text)] = found
+        if len(names) >= _CACHE_LIMIT:
+            names.clear()
+        names[text] = found
     return found
 
 
@@ -180,20 +185,18 @@ def _build_item(record: Any) -> ContextItem:
     """The ContextItem of an item record (its values were validated when decoded)."""
     metadata = record.item_metadata
     tags = record.item_tags
-    return ContextItem.trusted(
-        content=record.item_content, tokens=record.item_tokens,
-        kind=name_of(ContextKind, record.item_kind),
-        source=name_of(ContextSource, record.item_source),
-        priority=None if record.item_priority is _UNSET else record.item_priority,
-        tags=() if tags is _UNSET else tags,
-        metadata=EMPTY_METADATA if metadata is _UNSET else item_metadata(metadata),
-        timestamp=None if record.item_timestamp is _UNSET else record.item_timestamp,
-        future_relevance_hint=(None if record.item_future_relevance_hint is _UNSET
-                               else record.item_future_relevance_hint),
-        pinned=record.item_pinned is True,
-        original_tokens=(None if record.item_original_tokens is _UNSET
-                         else record.item_original_tokens),
-    )
+    timestamp = record.item_timestamp
+    hint = record.item_future_relevance_hint
+    original = record.item_original_tokens
+    return trusted_item(
+        record.item_content, record.item_tokens,
+        _KINDS.get(record.item_kind) or name_of(ContextKind, record.item_kind),
+        _SOURCES.get(record.item_source) or name_of(ContextSource, record.item_source),
+        None if record.item_priority is _UNSET else record.item_priority,
+        () if tags is _UNSET else tags,
+        EMPTY_METADATA if metadata is _UNSET else item_metadata(metadata),
+        None if timestamp is _UNSET else timestamp, None if hint is _UNSET else hint,
+        record.item_pinned is True, None if original is _UNSET else original)
 
 
 def _build_exclusion(record: Any) -> ExclusionReason:

@@ -23,8 +23,9 @@ What keeps it equal to the row path (the oracle):
   row as before, which names what is wrong.
 - The values it builds from are what the records would hold: the same field
   types, the same conversions (a ``str`` time to an aware ``datetime``, kept in
-  UTC as ``ContextItem.trusted`` keeps it), the same defaults for what a row
-  leaves out, the same names (``name_of``) and metadata (``item_metadata``).
+  UTC by ``trusted_item``, the data model's positional ``ContextItem.trusted``),
+  the same defaults for what a row leaves out, the same names (``name_of``) and
+  metadata (``item_metadata``).
 - ``tests/otel/test_column_blocks.py`` compares the two paths' events on runs of
   every reason, field and capture, and on blocks damaged at random.
 """
@@ -32,13 +33,13 @@ What keeps it equal to the row path (the oracle):
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from datetime import UTC, datetime
 from itertools import repeat
 from typing import Any, Final, Union, get_args, get_origin
 
 import msgspec
 
 from .._model import EMPTY_METADATA, ContextItem, ContextKind, ContextSource
+from .._model.item import trusted_item
 from ..events import ItemExcluded, ItemIncluded
 from ..events._capture import placeholder_content
 from ..events._flat import stage_from_name
@@ -57,8 +58,6 @@ from ._names import EXCLUSION_EVENT, exclusion_key, included_key, shares_item_fi
 __all__ = ["block_events"]
 
 _convert = msgspec.convert
-_new_item = ContextItem.__new__
-_fill_item = ContextItem._fill  # the data model's own filler, as trusted() uses
 
 
 def _field_types(record: type[msgspec.Struct]) -> dict[str, tuple[str, Any, bool]]:
@@ -169,35 +168,23 @@ def _items(cols: dict[str, list[Any]], capture: str | None, count: int) -> list[
         known = _checked_names(filter(None, metadata_texts), item_metadata)
         known[None] = EMPTY_METADATA  # type: ignore[index]
         metadata = map(known.__getitem__, metadata_texts)
-    items: list[ContextItem] = []
-    for (content, tokens, kind, source, priority, tags, meta, time, hint, pinned,
-         original) in zip(
-            _contents(cols, capture, count), cols["item.tokens"],
-            map(kinds.__getitem__, cols["item.kind"]),
-            map(sources.__getitem__, cols["item.source"]),
-            _column(cols, "item.priority", count), _column(cols, "item.tags", count),
-            metadata, _column(cols, "item.timestamp", count),
-            _column(cols, "item.future_relevance_hint", count),
-            _column(cols, "item.pinned", count), _column(cols, "item.original_tokens", count),
-            strict=True):
-        item = _new_item(ContextItem)
-        _fill_item(item, (content, tokens, kind, source, priority, () if tags is None else tags,
-                          meta, _utc(time), hint, pinned is True, original))
-        items.append(item)
-    return items
+    tags = cols.get("item.tags")
+    pinned = cols.get("item.pinned")
+    return list(map(
+        trusted_item, _contents(cols, capture, count), cols["item.tokens"],
+        map(kinds.__getitem__, cols["item.kind"]), map(sources.__getitem__, cols["item.source"]),
+        _column(cols, "item.priority", count),
+        repeat((), count) if tags is None else [() if tag is None else tag for tag in tags],
+        metadata, _column(cols, "item.timestamp", count),
+        _column(cols, "item.future_relevance_hint", count),
+        repeat(False, count) if pinned is None else [value is True for value in pinned],
+        _column(cols, "item.original_tokens", count)))
 
 
 def _column(cols: dict[str, list[Any]], key: str, count: int) -> Iterable[Any]:
     """The column ``key``, or None for every row when no row holds it."""
     column = cols.get(key)
     return repeat(None, count) if column is None else column
-
-
-def _utc(time: datetime | None) -> datetime | None:
-    """A decoded time as ``ContextItem.trusted`` keeps it (in UTC)."""
-    if time is None or time.tzinfo is UTC:
-        return time
-    return time.astimezone(UTC)
 
 
 def _reason_plan(name: str, present: dict[str, list[Any]]

@@ -10,7 +10,7 @@ from .._model import ContextItem, ScoredItem
 from ._common import checked_items_and_scores
 from ._protocol import PLACERS
 
-__all__ = ["UShapedPlacer", "u_shaped_order"]
+__all__ = ["UShapedPlacer", "u_shaped_order", "u_shaped_positions"]
 
 
 @PLACERS.register
@@ -45,6 +45,13 @@ class UShapedPlacer:
 def u_shaped_order(items: list[ContextItem], scores: list[float]) -> list[ContextItem]:
     """UShapedPlacer's order of ``items`` (checked) by their finite ``scores``, as a
     new list: the placer and the pipeline's fused path both place through it."""
+    return [items[i] for i in u_shaped_positions(scores)]
+
+
+def u_shaped_positions(scores: list[float]) -> list[int]:
+    """Where each item of UShapedPlacer's order comes from, by its finite ``scores``:
+    the order is ``[items[i] for i in u_shaped_positions(scores)]`` (a traced run's
+    Place stage reads its inclusions' positions from it)."""
     # reverse=True keeps the sort stable, so equal scores stay in ascending
     # index order: the spec's "score descending, then index ascending".
     ranked = sorted(range(len(scores)), key=scores.__getitem__, reverse=True)
@@ -52,6 +59,6 @@ def u_shaped_order(items: list[ContextItem], scores: list[float]) -> list[Contex
     # appear reversed after the even ones.
     odd = ranked[1::2]
     odd.reverse()
-    result = [items[i] for i in ranked[0::2]]
-    result.extend([items[i] for i in odd])
-    return result
+    positions = ranked[0::2]
+    positions.extend(odd)
+    return positions
