@@ -239,3 +239,31 @@ def test_ab_fused_prints_both_paths_and_restores_the_dispatch(
     assert "fixed cost (fused," in output
     assert "fixed cost saved per round" in output
     assert vars(pipeline_module)["fused_run"] is fused_run
+
+
+def test_ab_positions_prints_both_sides_and_restores_what_it_swaps(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """ab_positions (one round, 30 items) prints every variant's old and new side with
+    their ratio, the traced ones over the untraced run too, and leaves the names it
+    rebinds (the strategy types the stage path compares against, the span reader's
+    block decoder) as it found them."""
+    import cupellation._run as run_module  # noqa: PLC0415
+    import cupellation.otel._spandecode as spandecode_module  # noqa: PLC0415
+
+    before = (vars(run_module)["GreedySlice"], vars(run_module)["UShapedPlacer"],
+              vars(spandecode_module)["block_events"])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(str(BENCHMARKS_DIR))
+        module = _load("ab_positions")
+        try:
+            assert module.main(["--rounds", "1", "--items", "30"]) == 0
+        finally:
+            sys.modules.pop(module.__name__, None)
+    output = capsys.readouterr().out
+    for name in ("Full, do-nothing collector", "full report", "AuditLog", "spans StageOnly",
+                 "spans Full", "rebuild, capture none", "rebuild, capture full"):
+        assert f"  {name}: old " in output
+    assert output.count("new/old") == 9
+    assert output.count("over untraced") == 6
+    assert (vars(run_module)["GreedySlice"], vars(run_module)["UShapedPlacer"],
+            vars(spandecode_module)["block_events"]) == before
