@@ -95,6 +95,11 @@ class Pipeline:
 
     ``slicer`` defaults to :class:`GreedySlice`, ``placer`` to
     :class:`ChronologicalPlacer`; ``with_*`` methods return modified copies.
+
+    .. versionchanged:: 0.4
+       One form of each configuration: :meth:`policy` returns a ``Policy`` and
+       :meth:`from_policy` takes one (``Pipeline.from_policy(policy) ==
+       policy.build_pipeline()``).
     """
 
     scorer: Scorer

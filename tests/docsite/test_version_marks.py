@@ -51,6 +51,10 @@ MARKS: tuple[tuple[object, str, str], ...] = (
     (analytics.message_units, "versionadded", "0.4"),
     (cupellation.ScoredItem, "versionchanged", "0.4"),
     (policy, "versionchanged", "0.4"),
+    (cupellation.select_messages, "versionadded", "0.3"),
+    (cupellation.select_messages, "versionchanged", "0.4"),
+    (cupellation.SelectOptions, "versionadded", "0.4"),
+    (cupellation.Pipeline, "versionchanged", "0.4"),
 )
 
 

@@ -64,6 +64,8 @@ class SelectOptions:
     The fields are checked when the value is made: a wrong one raises
     :class:`~cupellation.exceptions.InvalidValueError` or
     :class:`~cupellation.exceptions.InvalidTypeError` naming it.
+
+    .. versionadded:: 0.4
     """
 
     max_tokens: int | None = None

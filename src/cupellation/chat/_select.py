@@ -473,6 +473,13 @@ def select_messages(messages: list[_M] | tuple[_M, ...] | Mapping[str, object],
     Raises :class:`~cupellation.exceptions.PinnedBudgetError` naming the pinned
     messages when they alone exceed the budget (``trim=`` cuts a long tool result),
     and what :meth:`~cupellation.Pipeline.run` raises.
+
+    .. versionadded:: 0.3
+
+    .. versionchanged:: 0.4
+       The options are one :class:`SelectOptions` value (keywords stay as sugar), and
+       the result has the shape given: a list for a list, a tuple for a tuple, a dict
+       for a request mapping.
     """
     chosen = merged_options(options, keywords)
     how = choice(chosen, want_report=False)
