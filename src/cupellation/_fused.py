@@ -23,8 +23,8 @@ What keeps it equal to the stage path (``_run.Run``, the oracle):
   counts) are handed back untouched (``None``): nothing has run yet.
 - Every decision with a rule of its own is made by the stage path's own
   functions: ``checked_scores``, ``best_of_each_content``, ``score_order``,
-  ``effective_limits`` (``budget.effective``'s numbers), ``greedy_density_order`` /
-  ``greedy_take`` (GreedySlice's own), ``truncate``, and the placers' own orders
+  ``effective_limits`` (``budget.effective``'s numbers), ``greedy_order_select``
+  (GreedySlice's own), ``truncate``, and the placers' own orders
   (``chronological_order``, ``u_shaped_order``, what their ``place`` runs). What is
   written out here is only the plumbing between them.
 - ``tests/pipeline/test_fused.py`` runs the conformance vectors and a Hypothesis
@@ -58,8 +58,7 @@ from .placing._u_shaped import u_shaped_order
 from .slicing import GreedySlice
 from .slicing._greedy import (
     greedy_density_array,
-    greedy_density_order,
-    greedy_take,
+    greedy_order_select,
     greedy_take_array,
 )
 
@@ -210,7 +209,7 @@ def _selected(pipeline: Configured, scoreable: list[ContextItem], scoreable_idx:
     if not order or target <= 0:
         return [], [], 0
     tokens = [scoreable[p].tokens for p in order]
-    chosen = greedy_take(greedy_density_order(tokens, ranked_scores), tokens, target)
+    chosen = greedy_order_select(tokens, ranked_scores, target)
     chosen.sort()  # back to score order, as the stage path's merge takes them
     return ([scoreable[order[k]] for k in chosen], [ranked_scores[k] for k in chosen],
             sum([tokens[k] for k in chosen]))

@@ -414,10 +414,8 @@ class Run:
         if type(placer) is UShapedPlacer:
             # The placer's own order, taken as positions: no identity map back (as in
             # the Slice stage; the pipeline's scores are finite, as place checks).
-            order = u_shaped_positions(merged.scores)
-            items = merged.items
-            placed = [items[k] for k in order]
-            where = order
+            where = u_shaped_positions(merged.scores)
+            placed = [merged.items[k] for k in where]
         else:
             placed = self.place(merged)
         if self.items_on:

@@ -137,10 +137,8 @@ def _struct_fields(cls: type[BaseEvent]) -> list[tuple[str, Any, Any]]:
 # -- names and metadata, validated once and shared ---------------------------------------
 
 _CACHE_LIMIT: Final = 4096
-#: Kind and source names already made, by text (each validated once when made).
-_KINDS: dict[str, ContextKind] = {}
-_SOURCES: dict[str, ContextSource] = {}
-_NAMES: Final[Mapping[type, dict[str, Any]]] = {ContextKind: _KINDS, ContextSource: _SOURCES}
+#: Kind and source names already made, by class and text (each validated once when made).
+_NAMES: Final[Mapping[type, dict[str, Any]]] = {ContextKind: {}, ContextSource: {}}
 #: Metadata texts already validated, with their read-only value (shared, bounded).
 METADATA: dict[str, Mapping[str, Any]] = {}
 
@@ -190,8 +188,7 @@ def _build_item(record: Any) -> ContextItem:
     original = record.item_original_tokens
     return trusted_item(
         record.item_content, record.item_tokens,
-        _KINDS.get(record.item_kind) or name_of(ContextKind, record.item_kind),
-        _SOURCES.get(record.item_source) or name_of(ContextSource, record.item_source),
+        name_of(ContextKind, record.item_kind), name_of(ContextSource, record.item_source),
         None if record.item_priority is _UNSET else record.item_priority,
         () if tags is _UNSET else tags,
         EMPTY_METADATA if metadata is _UNSET else item_metadata(metadata),

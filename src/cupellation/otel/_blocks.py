@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from itertools import repeat
-from typing import Any, Final, Union, get_args, get_origin
+from typing import Any, Final, NamedTuple, Union, get_args, get_origin
 
 import msgspec
 
@@ -187,22 +187,33 @@ def _column(cols: dict[str, list[Any]], key: str, count: int) -> Iterable[Any]:
     return repeat(None, count) if column is None else column
 
 
-def _reason_plan(name: str, present: dict[str, list[Any]]
-                 ) -> tuple[type[ExclusionReason], tuple[str, ...], list[Any], list[list[Any]],
-                            str | None, bool]:
-    """How a block's rows of the reason ``name`` are read: its class, its own fields,
-    their columns (None: no row holds it), the other reasons' columns (which its
-    rows must leave empty), its tokens field, and whether equal values may share one
-    reason object (integer and text fields only: ``0.0`` and ``-0.0`` are equal
-    floats that print differently)."""
+class _ReasonPlan(NamedTuple):
+    """How a block's rows of one known reason are read."""
+
+    cls: Callable[..., ExclusionReason]  # the reason's class
+    own: tuple[str, ...]                 # its own fields, in declaration order
+    columns: list[list[Any] | None]      # their columns (None: no row holds it)
+    others: list[list[Any]]              # the other reasons' columns: left empty
+    shared: tuple[bool, ...]             # per own field: the item's tokens stand in
+    tokens_at: int | None                # the own field that must equal the item's tokens
+    shareable: bool                      # equal values may share one reason object
+
+
+def _reason_plan(name: str, present: dict[str, list[Any]]) -> _ReasonPlan:
+    """The plan of the reason ``name``; equal values share one reason object only
+    when its fields are integers and text (``0.0`` and ``-0.0`` are equal floats that
+    print differently)."""
     spec = _REASONS.get(name)
     if spec is None:
         raise _Refused
     own, tokens_field = spec
     kinds = (reason_field_types(name) or {}).values()
-    return (KNOWN_EXCLUSION_REASONS[name], own, [present.get(field) for field in own],
-            [column for field, column in present.items() if field not in own],
-            tokens_field, all(kind in (int, str) for kind in kinds))
+    return _ReasonPlan(
+        KNOWN_EXCLUSION_REASONS[name], own, [present.get(field) for field in own],
+        [column for field, column in present.items() if field not in own],
+        tuple(shares_item_field(name, field) for field in own),
+        None if tokens_field is None else own.index(tokens_field),
+        all(kind in (int, str) for kind in kinds))
 
 
 def _exclusion_reasons(cols: dict[str, list[Any]], count: int) -> list[ExclusionReason]:
@@ -214,32 +225,30 @@ def _exclusion_reasons(cols: dict[str, list[Any]], count: int) -> list[Exclusion
     present = {key[7:]: column for key, column in cols.items()
                if key in _REASON_KEYS and key != "reason.name"}
     tokens = cols["item.tokens"]
-    plans: dict[str, Any] = {}
-    shared: dict[tuple[Any, ...], ExclusionReason] = {}
+    plans: dict[str, _ReasonPlan] = {}
+    reused: dict[tuple[Any, ...], ExclusionReason] = {}
     out: list[ExclusionReason] = []
     for k in range(count):
         name = names[k]
         plan = plans.get(name)
         if plan is None:
             plan = plans[name] = _reason_plan(name, present)
-        cls, own, columns, others, tokens_field, shareable = plan
-        if any(column[k] is not None for column in others):
+        if any(column[k] is not None for column in plan.others):
             raise _Refused  # a field of another reason
-        values = [None if column is None else column[k] for column in columns]
-        for position, field in enumerate(own):
+        values = [None if column is None else column[k] for column in plan.columns]
+        for position, shared in enumerate(plan.shared):
             if values[position] is None:
-                if not shares_item_field(name, field):
+                if not shared:
                     raise _Refused  # a field of its own missing
                 values[position] = tokens[k]
-        if tokens_field is not None and values[own.index(tokens_field)] != tokens[k]:
+        if plan.tokens_at is not None and values[plan.tokens_at] != tokens[k]:
             raise _Refused  # the fold names the disagreement, from the row path's event
-        if not shareable:
-            out.append(cls(**dict(zip(own, values, strict=True))))
-            continue
         key = (name, *values)
-        reason = shared.get(key)
+        reason = reused.get(key) if plan.shareable else None
         if reason is None:
-            reason = shared[key] = cls(**dict(zip(own, values, strict=True)))
+            reason = plan.cls(**dict(zip(plan.own, values, strict=True)))
+            if plan.shareable:
+                reused[key] = reason
         out.append(reason)
     return out
 
