@@ -23,7 +23,7 @@ What keeps it equal to the stage path (``_run.Run``, the oracle):
   counts) are handed back untouched (``None``): nothing has run yet.
 - Every decision with a rule of its own is made by the stage path's own
   functions: ``checked_scores``, ``best_of_each_content``, ``score_order``,
-  ``effective_limits`` (``budget.effective``'s numbers), ``greedy_order_select``
+  ``effective_limits`` (``budget.effective``'s numbers), ``checked_greedy_select``
   (GreedySlice's own), ``truncate``, and the placers' own orders
   (``chronological_order``, ``u_shaped_order``, what their ``place`` runs). What is
   written out here is only the plumbing between them.
@@ -57,8 +57,8 @@ from .placing._chronological import chronological_order
 from .placing._u_shaped import u_shaped_order
 from .slicing import GreedySlice
 from .slicing._greedy import (
+    checked_greedy_select,
     greedy_density_array,
-    greedy_order_select,
     greedy_take_array,
 )
 
@@ -209,7 +209,7 @@ def _selected(pipeline: Configured, scoreable: list[ContextItem], scoreable_idx:
     if not order or target <= 0:
         return [], [], 0
     tokens = [scoreable[p].tokens for p in order]
-    chosen = greedy_order_select(tokens, ranked_scores, target)
+    chosen = checked_greedy_select(tokens, ranked_scores, target)
     chosen.sort()  # back to score order, as the stage path's merge takes them
     return ([scoreable[order[k]] for k in chosen], [ranked_scores[k] for k in chosen],
             sum([tokens[k] for k in chosen]))

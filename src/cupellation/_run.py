@@ -57,7 +57,7 @@ from .placing import Placer, UShapedPlacer
 from .placing._u_shaped import u_shaped_positions
 from .scoring import Scorer, score_array
 from .slicing import GreedySlice, SliceOutcome, Slicer, slice_with_details
-from .slicing._greedy import greedy_order_select
+from .slicing._greedy import checked_greedy_select
 
 __all__ = ["HASHED_CONTENTS", "SMALL_SORT", "Configured", "Run", "TraceContextSource",
            "best_of_each_content", "candidate_sequence", "checked_scores", "score_order",
@@ -378,7 +378,7 @@ class Run:
             # positions (as the fused path takes it): its slice_with_details wrappers
             # and the identity map back were ~10% of a traced 1,000-item run.
             target = effective.target_tokens
-            chosen = (greedy_order_select(ranked.tokens, ranked.scores, target)
+            chosen = (checked_greedy_select(ranked.tokens, ranked.scores, target)
                       if ranked.items and target > 0 else [])
             outcome = _NO_DETAILS
         else:

@@ -5,6 +5,7 @@ order, the same errors, each child scorer called once."""
 
 from __future__ import annotations
 
+import pickle
 import random
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
@@ -66,6 +67,53 @@ def test_small_composite_sums_equal_numpys(monkeypatch: pytest.MonkeyPatch) -> N
     assert small == [scorer.score_all(items) for items in cases]
 
 
+@pytest.mark.parametrize("children", [
+    [(RecencyScorer(), 2.0), (PriorityScorer(), 1.0)],
+    [(RecencyScorer(), 1.0), (PriorityScorer(), 3.0), (RecencyScorer(), 3.0 / 7.0)],
+    [(PriorityScorer(), 1.0)],
+], ids=["two", "three", "one"])
+def test_trusted_children_sum_as_the_checked_path_does(
+        children: list[tuple[Any, float]]) -> None:
+    """A composite of recency and priority scorers (one, two or three children) sums a
+    small run without checking the children's lists, and gets the very floats the
+    checked path gets (the flag turned off on an equal composite) over 1-128 items."""
+    rng = random.Random(13)
+    trusted = CompositeScorer(children)
+    checked = CompositeScorer(children)
+    object.__setattr__(checked, "_float_children", False)
+    assert trusted._float_children
+    for _ in range(150):
+        items = _items(rng, rng.randrange(1, _composite.SMALL_COMPOSITE + 1))
+        assert trusted.score_all(items) == checked.score_all(items)
+
+
+def test_only_built_in_float_list_scorers_skip_the_checks() -> None:
+    """The unchecked sum is for children of exactly RecencyScorer or PriorityScorer: a
+    subclass (which may override score_all) or a custom scorer keeps the checks, and
+    a subclass returning text still raises the ScorerError naming the item; the flag
+    survives pickling and is worked out again from a state that lacks it (an older
+    pickle)."""
+    class _Odd(RecencyScorer):
+        __slots__ = ()
+
+        def score_all(self, items: Sequence[ContextItem], /) -> list[float]:
+            return ["high"] * len(items)  # type: ignore[list-item]
+
+    odd = CompositeScorer([(RecencyScorer(), 1.0), (_Odd(), 1.0)])
+    assert not odd._float_children
+    with pytest.raises(ScorerError) as caught:
+        odd.score_all(_items(random.Random(1), 3))
+    assert caught.value.index == 0
+    assert not CompositeScorer([(_Counting([0.5]), 1.0)])._float_children
+    plain = CompositeScorer([(RecencyScorer(), 1.0), (PriorityScorer(), 1.0)])
+    assert pickle.loads(pickle.dumps(plain))._float_children
+    old = CompositeScorer.__new__(CompositeScorer)
+    old.__setstate__((None, {"children": plain.children, "scorers": plain.scorers,
+                             "weights": plain.weights}))
+    assert old._float_children
+    assert old == plain
+
+
 class _Counting:
     """A scorer returning fixed raw scores (any type), counting its calls."""
 
@@ -114,6 +162,21 @@ def test_small_greedy_order_equals_numpys(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(_greedy, "SMALL_GREEDY", 0)
     assert small == [_greedy.greedy_density_order(t, s) for t, s in cases]
     assert _greedy._small_density_order([1, 2, 3], [0.5, float("nan"), 0.5]) is None
+
+
+def test_checked_greedy_select_equals_the_checking_one() -> None:
+    """On columns the pipeline has checked (non-negative int64 tokens, zeros among
+    them, finite float scores with -0.0 and ties) the unchecked plain selection takes
+    the same items in the same order as GreedySlice's own, at every size up to
+    SMALL_GREEDY and past it, at targets from 1 to past the total."""
+    rng = random.Random(17)
+    for _ in range(400):
+        n = rng.randrange(1, _greedy.SMALL_GREEDY + 20)
+        tokens = [rng.choice((0, 1, 2, 4, 10, 37, 2**62, 2**63 - 1)) for _ in range(n)]
+        scores = [rng.choice((0.0, -0.0, 0.5, 1.0, 0.25, 1 / 3, 1e-300)) for _ in range(n)]
+        target = rng.choice((1, 5, 40, 2**62, 2**63 - 1))
+        assert (_greedy.checked_greedy_select(tokens, scores, target)
+                == _greedy.greedy_order_select(tokens, scores, target))
 
 
 def _tied(item: ContextItem, items: Sequence[ContextItem]) -> float:

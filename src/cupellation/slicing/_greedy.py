@@ -16,7 +16,8 @@ from ..exceptions import InvalidValueError
 from ._common import check_budget, unpack
 from ._protocol import SLICERS
 
-__all__ = ["TAKE_ROUNDS", "GreedySlice", "greedy_density_array", "greedy_density_order",
+__all__ = ["TAKE_ROUNDS", "GreedySlice", "checked_greedy_select", "greedy_density_array",
+           "greedy_density_order",
            "greedy_take", "greedy_take_array"]
 
 _MAX_FLOAT = sys.float_info.max
@@ -77,6 +78,23 @@ def greedy_order_select(tokens: list[int], scores: list[float], target: int) -> 
     ``target`` must be positive.
     """
     return greedy_take(greedy_density_order(tokens, scores), tokens, target)
+
+
+def checked_greedy_select(tokens: list[int], scores: list[float], target: int) -> list[int]:
+    """:func:`greedy_order_select` for the pipeline's own columns, whose values are
+    already checked: ``tokens`` ints within int64 (a ContextItem's), none negative
+    (Classify dropped those), ``scores`` finite floats (``checked_scores``').
+
+    Why: up to SMALL_GREEDY items the plain order then needs none of
+    :func:`_small_density_order`'s per-item checks, which were half its time
+    (measured at 5 items: 1.8 against 4.6 µs; at 100: 18 against 37)."""
+    if len(tokens) <= SMALL_GREEDY:
+        # float / int divides by float(int), rounded as numpy's float64 division.
+        densities = [score / token if token else _MAX_FLOAT
+                     for token, score in zip(tokens, scores, strict=True)]
+        order = sorted(range(len(densities)), key=densities.__getitem__, reverse=True)
+        return greedy_take(order, tokens, target)
+    return greedy_order_select(tokens, scores, target)
 
 
 def greedy_density_order(tokens: list[int], scores: list[float]) -> list[int]:
