@@ -267,3 +267,32 @@ def test_ab_positions_prints_both_sides_and_restores_what_it_swaps(
     assert output.count("over untraced") == 6
     assert (vars(run_module)["GreedySlice"], vars(run_module)["UShapedPlacer"],
             vars(spandecode_module)["block_events"]) == before
+
+
+def test_ab_small_runs_prints_both_sides_and_restores_what_it_swaps(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """ab_small_runs (one round, 5 and 20 items) prints each size's old and new side
+    with their ratio and both sides' fixed cost, and leaves GreedySlice's selection
+    in the fused path and the stage path as it found it (and the reference pipeline's
+    composite trusting its children)."""
+    import cupellation._fused as fused_module  # noqa: PLC0415
+    import cupellation._run as run_module  # noqa: PLC0415
+
+    before = (vars(fused_module)["checked_greedy_select"],
+              vars(run_module)["checked_greedy_select"])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(str(BENCHMARKS_DIR))
+        module = _load("ab_small_runs")
+        try:
+            assert module.main(["--rounds", "1", "--sizes", "5", "20"]) == 0
+        finally:
+            sys.modules.pop(module.__name__, None)
+    output = capsys.readouterr().out
+    assert "  5 items: old " in output
+    assert "  20 items: old " in output
+    assert output.count("new/old") == 2
+    assert "fixed cost (old, fit over 5, 20 items)" in output
+    assert "fixed cost (new, fit over 5, 20 items)" in output
+    assert (vars(fused_module)["checked_greedy_select"],
+            vars(run_module)["checked_greedy_select"]) == before
+    assert vars(fused_module)["checked_greedy_select"].__name__ == "checked_greedy_select"

@@ -87,6 +87,42 @@ def test_trusted_children_sum_as_the_checked_path_does(
         assert trusted.score_all(items) == checked.score_all(items)
 
 
+def test_the_pipeline_trusts_only_scorers_that_return_finite_floats() -> None:
+    """``checked_scores`` hands back a recency, priority or trusted composite's own
+    list unchecked (the same floats as checked), and still refuses a NaN from a
+    composite with a custom child and from a RecencyScorer subclass, naming the
+    candidate."""
+    items = _items(random.Random(4), 6)
+    index = list(range(10, 16))
+    trusted = CompositeScorer([(RecencyScorer(), 2.0), (PriorityScorer(), 1.0)])
+    assert _composite.finite_float_lists(trusted)
+    assert _composite.finite_float_lists(PriorityScorer())
+    got = cupellation._run.checked_scores(trusted, items, index)
+    assert got == trusted.score_all(items)
+    checked = CompositeScorer(trusted.children)
+    object.__setattr__(checked, "_float_children", False)
+    assert not _composite.finite_float_lists(checked)
+    assert cupellation._run.checked_scores(checked, items, index) == got
+
+    class _Nan(RecencyScorer):
+        __slots__ = ()
+
+        def score_all(self, items: Sequence[ContextItem], /) -> list[float]:
+            return [float("nan")] * len(items)
+
+    for scorer in (_Nan(), CompositeScorer([(RecencyScorer(), 1.0),
+                                            (_Counting([0.5] * 6), 1.0)]),
+                   CompositeScorer([(_Nan(), 1.0), (PriorityScorer(), 1.0)])):
+        assert not _composite.finite_float_lists(scorer)
+    with pytest.raises(ScorerError) as caught:
+        cupellation._run.checked_scores(_Nan(), items, index)
+    assert caught.value.index == 10
+    nan_child = CompositeScorer([(_Nan(), 1.0), (PriorityScorer(), 1.0)])
+    with pytest.raises(ScorerError) as caught:
+        cupellation._run.checked_scores(nan_child, items, index)
+    assert caught.value.index == 10
+
+
 def test_only_built_in_float_list_scorers_skip_the_checks() -> None:
     """The unchecked sum is for children of exactly RecencyScorer or PriorityScorer: a
     subclass (which may override score_all) or a custom scorer keeps the checks, and

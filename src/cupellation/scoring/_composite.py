@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from reprlib import recursive_repr
-from typing import Any, Self
+from typing import Any, Self, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -47,6 +47,16 @@ SMALL_COMPOSITE = 128
 #: The built-in scorers whose ``score_all`` always returns a list of ``len(items)``
 #: Python floats (``rank_scores``' lists), by exact type: a subclass may override it.
 FLOAT_LIST_SCORERS: frozenset[type] = frozenset({RecencyScorer, PriorityScorer})
+
+
+def finite_float_lists(scorer: object) -> bool:
+    """Whether ``scorer.score_all(items)`` always returns a list of ``len(items)``
+    finite Python floats: a recency or priority scorer (ranks in ``[0, 1]``), or a
+    composite of them (their weights sum to 1). The pipeline then has nothing of a
+    small run's scores to check."""
+    kind = type(scorer)
+    return kind in FLOAT_LIST_SCORERS or (
+        kind is CompositeScorer and cast("CompositeScorer", scorer)._float_children)
 
 
 def _plain_scores(raw: object, count: int) -> bool:
