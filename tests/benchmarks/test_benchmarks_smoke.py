@@ -40,7 +40,8 @@ SPREAD_KEYS = {"median", "min", "max", "rounds", "unit"}
 EXPECTED = {
     "pipeline": {"ratios": {"null/untraced@1000", "full_report/untraced@1000",
                             "full_json/untraced@1000", "full_report/untraced@100"},
-                 "figures": {"fixed_cost_us", "per_item_us", "untraced_cpu_ms@1000",
+                 "figures": {"fixed_cost_us", "per_item_us", "fixed_cost_small_paths_us",
+                             "per_item_small_paths_us", "untraced_cpu_ms@1000",
                              "one_process_cpu_s@20000", "one_process_peak_rss_mib@20000"}},
     "otel": {"ratios": {"StageOnly/untraced@1000", "StageAndExclusions/untraced@1000",
                         "Full/untraced@1000", "Full, capture full/untraced@1000",
@@ -94,7 +95,7 @@ def test_check_quick_gives_a_well_formed_verdict(checked: dict[str, Any]) -> Non
             assert target["measured"].keys() >= {"median", "min", "max"}
     judged_by_quick = [t["measure"] for t in verdict["targets"] if t["issue"] == 26
                        and "1000000" not in t["measure"]]
-    assert len(judged_by_quick) == 12
+    assert len(judged_by_quick) == 13
     assert all(statuses[measure] in {"met", "missed"} for measure in judged_by_quick)
     comparisons = {c["measure"]: c["status"] for c in verdict["comparisons"]}
     assert set(comparisons.values()) <= {"worse", "same", "better", "not measured", "new"}
