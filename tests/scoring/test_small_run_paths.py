@@ -15,7 +15,13 @@ import numpy as np
 import pytest
 
 import cupellation._run
-from cupellation import ContextBudget, ContextItem, Pipeline
+from cupellation import (
+    ContextBudget,
+    ContextItem,
+    DiagnosticTraceCollector,
+    Pipeline,
+    TraceDetailLevel,
+)
 from cupellation.exceptions import ScorerError
 from cupellation.scoring import (
     CompositeScorer,
@@ -127,8 +133,8 @@ def test_only_built_in_float_list_scorers_skip_the_checks() -> None:
     """The unchecked sum is for children of exactly RecencyScorer or PriorityScorer: a
     subclass (which may override score_all) or a custom scorer keeps the checks, and
     a subclass returning text still raises the ScorerError naming the item; the flag
-    survives pickling and is worked out again from a state that lacks it (an older
-    pickle)."""
+    is left out of a pickle (which then reads in versions without it) and worked out
+    again on loading, from any state that lacks it."""
     class _Odd(RecencyScorer):
         __slots__ = ()
 
@@ -143,6 +149,7 @@ def test_only_built_in_float_list_scorers_skip_the_checks() -> None:
     assert not CompositeScorer([(_Counting([0.5]), 1.0)])._float_children
     plain = CompositeScorer([(RecencyScorer(), 1.0), (PriorityScorer(), 1.0)])
     assert pickle.loads(pickle.dumps(plain))._float_children
+    assert "_float_children" not in plain.__getstate__()[1]  # pickles read either way
     old = CompositeScorer.__new__(CompositeScorer)
     old.__setstate__((None, {"children": plain.children, "scorers": plain.scorers,
                              "weights": plain.weights}))
@@ -250,3 +257,41 @@ def test_small_sort_ranks_as_numpy_does(monkeypatch: pytest.MonkeyPatch) -> None
     with pytest.raises(ScorerError) as caught:
         nan.run([ContextItem("a", 3), ContextItem("b", 7)], ContextBudget(100, 50))
     assert caught.value.index == 1
+
+
+class _ScaledFloat(int):
+    """A token count whose float form says a hundred times its value."""
+
+    def __float__(self) -> float:
+        return float(int(self)) * 100.0
+
+
+class _AlwaysTrue(int):
+    """A token count that is true even at zero."""
+
+    def __bool__(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(("tokens", "priorities", "expected"), [
+    ([_ScaledFloat(3), 2, 2], (5, 4, 3), ["b", "c"]),
+    ([5, _AlwaysTrue(0), 4], (1, 0, 5), ["c", "b"]),
+], ids=["float-form", "truth"])
+def test_int_subclass_tokens_take_greedy_slices_own_order(
+        tokens: list[int], priorities: tuple[int, ...], expected: list[str]) -> None:
+    """A ContextItem accepts an int subclass as its tokens; one whose ``__float__`` or
+    ``__bool__`` says otherwise than its value is ordered by GreedySlice's own checking
+    path, so an untraced run, a traced run, a prepared run and GreedySlice's own
+    selection agree (the unchecked order would take ``a`` alone, or divide by zero)."""
+    items = [ContextItem(name, tokens=count, priority=priority)
+             for name, count, priority in zip("abc", tokens, priorities, strict=True)]
+    pipeline = Pipeline(PriorityScorer())
+    budget = ContextBudget(4, 4)
+    untraced = [item.content for item in pipeline.run(items, budget)]
+    traced = [item.content for item in pipeline.run(
+        items, budget, DiagnosticTraceCollector(TraceDetailLevel.FULL))]
+    prepared = [item.content for item in pipeline.prepare(items).run(budget)]
+    assert untraced == traced == prepared == expected
+    scores = [0.5, 0.25, 1.0]
+    assert (_greedy.checked_greedy_select(tokens, scores, 4)
+            == _greedy.greedy_order_select(tokens, scores, 4))

@@ -161,9 +161,15 @@ class CompositeScorer(BuiltinScorer):
         object.__setattr__(self, "_float_children",
                            all(type(scorer) in FLOAT_LIST_SCORERS for scorer in self.scorers))
 
+    def __getstate__(self) -> tuple[None, dict[str, Any]]:
+        # The derived flag is left out, so a pickle reads the same in versions with
+        # and without it.
+        return None, {"children": self.children, "scorers": self.scorers,
+                      "weights": self.weights}
+
     def __setstate__(self, state: tuple[Any, dict[str, Any]] | None) -> None:
         super().__setstate__(state)
-        self._set_float_children()  # derived: an older pickle does not hold it
+        self._set_float_children()  # derived: a pickle does not hold it
 
     def score_all(self, items: Sequence[ContextItem], /) -> list[float]:
         """Every item's weighted average, summed child by child in order."""
