@@ -5,7 +5,7 @@ the unchecked sums and orders of the pipeline's own columns.
 
 **New.** A composite whose children are all recency or priority scorers sums a small
 run's scores without checking its children's lists (one comprehension for two
-children; ``CompositeScorer._plain_sum``), the run does not check the scores of such
+children: ``CompositeScorer._pair_sum``), the run does not check the scores of such
 a scorer (``finite_float_lists``), and GreedySlice orders the run's already-checked
 columns without the per-item checks (``checked_greedy_select``).
 

@@ -171,6 +171,19 @@ def _load(name: str) -> ModuleType:
     return module
 
 
+def _main_of(name: str, argv: list[str]) -> int:
+    """``benchmarks/<name>.py``'s ``main(argv)``, imported with ``benchmarks/`` on the
+    path for its harness, and forgotten after."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(str(BENCHMARKS_DIR))
+        module = _load(name)
+        try:
+            status: int = module.main(argv)
+        finally:
+            sys.modules.pop(module.__name__, None)
+    return status
+
+
 @pytest.fixture(scope="module")
 def components() -> Iterator[ModuleType]:
     """bench_components, imported with ``benchmarks/`` on the path for its harness."""
@@ -226,13 +239,7 @@ def test_ab_fused_prints_both_paths_and_restores_the_dispatch(
     costs and the saving, and leaves Pipeline.run's dispatch to the fused path as it
     found it (the stage variant swaps it only while its calls are timed)."""
     assert vars(pipeline_module)["fused_run"] is fused_run
-    with pytest.MonkeyPatch.context() as patch:
-        patch.syspath_prepend(str(BENCHMARKS_DIR))
-        module = _load("ab_fused")
-        try:
-            assert module.main(["--rounds", "1", "--sizes", "5"]) == 0
-        finally:
-            sys.modules.pop(module.__name__, None)
+    assert _main_of("ab_fused", ["--rounds", "1", "--sizes", "5"]) == 0
     output = capsys.readouterr().out
     assert "5 items: stage " in output
     assert "stage/fused" in output
@@ -253,13 +260,7 @@ def test_ab_positions_prints_both_sides_and_restores_what_it_swaps(
 
     before = (vars(run_module)["GreedySlice"], vars(run_module)["UShapedPlacer"],
               vars(spandecode_module)["block_events"])
-    with pytest.MonkeyPatch.context() as patch:
-        patch.syspath_prepend(str(BENCHMARKS_DIR))
-        module = _load("ab_positions")
-        try:
-            assert module.main(["--rounds", "1", "--items", "30"]) == 0
-        finally:
-            sys.modules.pop(module.__name__, None)
+    assert _main_of("ab_positions", ["--rounds", "1", "--items", "30"]) == 0
     output = capsys.readouterr().out
     for name in ("Full, do-nothing collector", "full report", "AuditLog", "spans StageOnly",
                  "spans Full", "rebuild, capture none", "rebuild, capture full"):
@@ -281,13 +282,7 @@ def test_ab_small_runs_prints_both_sides_and_restores_what_it_swaps(
 
     before = (vars(fused_module)["checked_greedy_select"],
               vars(run_module)["checked_greedy_select"])
-    with pytest.MonkeyPatch.context() as patch:
-        patch.syspath_prepend(str(BENCHMARKS_DIR))
-        module = _load("ab_small_runs")
-        try:
-            assert module.main(["--rounds", "1", "--sizes", "5", "20"]) == 0
-        finally:
-            sys.modules.pop(module.__name__, None)
+    assert _main_of("ab_small_runs", ["--rounds", "1", "--sizes", "5", "20"]) == 0
     output = capsys.readouterr().out
     assert "  5 items: old " in output
     assert "  20 items: old " in output

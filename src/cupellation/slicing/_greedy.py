@@ -17,8 +17,7 @@ from ._common import check_budget, unpack
 from ._protocol import SLICERS
 
 __all__ = ["TAKE_ROUNDS", "GreedySlice", "checked_greedy_select", "greedy_density_array",
-           "greedy_density_order",
-           "greedy_take", "greedy_take_array"]
+           "greedy_density_order", "greedy_take", "greedy_take_array"]
 
 _MAX_FLOAT = sys.float_info.max
 _INT64_MIN = -(2**63)
