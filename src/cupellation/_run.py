@@ -56,7 +56,7 @@ from .exceptions import (
 from .placing import Placer, UShapedPlacer
 from .placing._u_shaped import u_shaped_positions
 from .scoring import Scorer, score_array
-from .scoring._composite import finite_float_lists
+from .scoring._composite import builtin_scores_array, finite_float_lists
 from .slicing import GreedySlice, SliceOutcome, Slicer, slice_with_details
 from .slicing._greedy import checked_greedy_select
 
@@ -493,13 +493,18 @@ def checked_scores(scorer: Scorer, scoreable: list[ContextItem], scoreable_idx: 
     The scorer's own list when it returned plain finite floats for at most
     SMALL_SORT items (nothing to convert, name or refuse; not even checked for a
     scorer that always returns them, :func:`finite_float_lists`), else a float64
-    array.
+    array (made as one from the start for the built-in rank scorers and their
+    composites, :func:`builtin_scores_array`).
     """
     if not scoreable:
         return np.zeros(0, dtype=np.float64)
+    count = len(scoreable)
+    if count > SMALL_SORT:
+        built = builtin_scores_array(scorer, scoreable)
+        if built is not None:
+            return built  # the built-ins' ranks and their weighted sums: finite
     try:
         raw = scorer.score_all(scoreable)
-        count = len(scoreable)
         if count <= SMALL_SORT and type(raw) is list and len(raw) == count and (
                 finite_float_lists(scorer) or all(
                     type(value) is float and isfinite(value) for value in raw)):

@@ -292,3 +292,20 @@ def test_ab_small_runs_prints_both_sides_and_restores_what_it_swaps(
     assert (vars(fused_module)["checked_greedy_select"],
             vars(run_module)["checked_greedy_select"]) == before
     assert vars(fused_module)["checked_greedy_select"].__name__ == "checked_greedy_select"
+
+
+def test_ab_score_arrays_prints_both_sides_and_restores_what_it_swaps(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """ab_score_arrays (one round, 200 and 300 items) prints each size's old and new
+    side with their ratio, and leaves the pipeline asking the built-in scorers for
+    their arrays as it found it (the old side declines them only while it runs)."""
+    import cupellation._run as run_module  # noqa: PLC0415
+
+    before = vars(run_module)["builtin_scores_array"]
+    assert _main_of("ab_score_arrays", ["--rounds", "1", "--sizes", "200", "300"]) == 0
+    output = capsys.readouterr().out
+    assert "  200 items: old " in output
+    assert "  300 items: old " in output
+    assert output.count("new/old") == 2
+    assert vars(run_module)["builtin_scores_array"] is before
+    assert before.__name__ == "builtin_scores_array"
