@@ -96,3 +96,26 @@ def test_the_item_json_cache_is_bounded_in_bytes(monkeypatch: pytest.MonkeyPatch
     report = pipeline.dry_run(second, ContextBudget(100, 10))
     assert json.loads(report.to_json()) == report.to_dict()
     assert not any(id(i) in writer._ITEM_JSON for i in first)
+
+
+def test_a_report_larger_than_the_item_cache_leaves_it_alone(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A report of more items than the writer's cache holds is written without it (it
+    would clear the cache on every call and never be written from it): the items of a
+    smaller report stay cached and are still written from their JSON, none of the
+    large report's items is remembered, and both texts say exactly what to_dict says."""
+    monkeypatch.setattr(writer, "_ITEM_JSON_LIMIT", 8)
+    monkeypatch.setattr(writer, "_ITEM_JSON", {})
+    pipeline = Pipeline(RecencyScorer())
+    small = [ContextItem(f"s{k}", 5, timestamp=datetime(2026, 1, 1, k, tzinfo=UTC))
+             for k in range(3)]
+    for _ in range(2):
+        report = pipeline.dry_run(small, ContextBudget(100, 10))
+        assert json.loads(report.to_json()) == report.to_dict()
+    held = dict(writer._ITEM_JSON)
+    assert all(isinstance(held[id(i)][1], msgspec.Raw) for i in small)
+    large = [ContextItem(f"l{k}", 5, metadata={"k": k}) for k in range(9)]
+    for _ in range(2):
+        report = pipeline.dry_run(large, ContextBudget(100, 20))
+        assert json.loads(report.to_json()) == report.to_dict()
+    assert held == writer._ITEM_JSON

@@ -88,10 +88,12 @@ _ITEM_JSON_BYTES_LIMIT: Final = 32 * 1024 * 1024
 _HELD = [0]
 
 
-def _item_json(entries: Sequence[Any]) -> list[Any]:
+def _item_json(entries: Sequence[Any], cached: bool) -> list[Any]:
     """Each entry's item as msgspec encodes it: its cached raw JSON when it has been
-    met before, its wire struct otherwise."""
+    met before, its wire struct otherwise (always, when not ``cached``)."""
     items = [e.item for e in entries]
+    if not cached:
+        return _wire_items(items)
     get = _ITEM_JSON.get
     hits = [hit if (hit := get(id(i))) is not None and hit[0] is i else None for i in items]
     found: list[Any] = [None if hit is None else hit[1] for hit in hits]
@@ -119,12 +121,13 @@ def _item_json(entries: Sequence[Any]) -> list[Any]:
     return found
 
 
-def _wire_entries(entries: Sequence[Any], cache: dict[int, msgspec.Raw]) -> list[Any]:
+def _wire_entries(entries: Sequence[Any], cache: dict[int, msgspec.Raw],
+                  cached: bool) -> list[Any]:
     """Each report entry as a struct msgspec encodes in C: its item's raw JSON, its
     score, and its reason (a known exclusion reason encodes as its own envelope)."""
     return [_WireEntry(raw, e.score, (r if type(r := e.reason) in _TAGGED_REASONS
                                       else _wire_reason(r, cache)))
-            for e, raw in zip(entries, _item_json(entries), strict=True)]
+            for e, raw in zip(entries, _item_json(entries, cached), strict=True)]
 
 
 def _wire_reason(reason: ExclusionReason | InclusionReason,
@@ -173,10 +176,15 @@ class _Report(Protocol):
 def encode_report(report: _Report) -> bytes:
     """The report's JSON text (``to_dict``'s shape, member for member) as bytes."""
     cache: dict[int, msgspec.Raw] = {}
+    # A report of more items than the item cache holds would clear it on every call
+    # and never be written from it: its items are encoded without it, and leave what
+    # the cache holds (smaller reports' items) alone. Measured at 20,000 items: 4.6-5.0
+    # against 6.0-9.9 µs an entry through the cache that cannot keep them.
+    cached = len(report.included) + len(report.excluded) <= _ITEM_JSON_LIMIT
     out: dict[str, Any] = {
         "events": [e.to_dict() for e in report.events],
-        "included": _wire_entries(report.included, cache),
-        "excluded": _wire_entries(report.excluded, cache),
+        "included": _wire_entries(report.included, cache, cached),
+        "excluded": _wire_entries(report.excluded, cache, cached),
         "total_candidates": report.total_candidates,
         "total_tokens_considered": report.total_tokens_considered,
     }
