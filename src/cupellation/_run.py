@@ -499,11 +499,13 @@ def checked_scores(scorer: Scorer, scoreable: list[ContextItem], scoreable_idx: 
     if not scoreable:
         return np.zeros(0, dtype=np.float64)
     count = len(scoreable)
-    if count > SMALL_SORT:
-        built = builtin_scores_array(scorer, scoreable)
-        if built is not None:
-            return built  # the built-ins' ranks and their weighted sums: finite
     try:
+        if count > SMALL_SORT:
+            # Inside the try: an item whose key property raises is the scorer's
+            # error here too, as it is through score_all.
+            built = builtin_scores_array(scorer, scoreable)
+            if built is not None:
+                return built  # the built-ins' ranks and their weighted sums: finite
         raw = scorer.score_all(scoreable)
         if count <= SMALL_SORT and type(raw) is list and len(raw) == count and (
                 finite_float_lists(scorer) or all(

@@ -301,11 +301,18 @@ def test_ab_score_arrays_prints_both_sides_and_restores_what_it_swaps(
     their arrays as it found it (the old side declines them only while it runs)."""
     import cupellation._run as run_module  # noqa: PLC0415
 
-    before = vars(run_module)["builtin_scores_array"]
-    assert _main_of("ab_score_arrays", ["--rounds", "1", "--sizes", "200", "300"]) == 0
+    real = vars(run_module)["builtin_scores_array"]
+
+    def wrapped(scorer: object, items: Any) -> Any:
+        return real(scorer, items)
+
+    with pytest.MonkeyPatch.context() as patch:
+        # A stand-in the script must put back, not the real function it imports.
+        patch.setattr(run_module, "builtin_scores_array", wrapped)
+        assert _main_of("ab_score_arrays", ["--rounds", "1", "--sizes", "200", "300"]) == 0
+        assert vars(run_module)["builtin_scores_array"] is wrapped
     output = capsys.readouterr().out
     assert "  200 items: old " in output
     assert "  300 items: old " in output
     assert output.count("new/old") == 2
-    assert vars(run_module)["builtin_scores_array"] is before
-    assert before.__name__ == "builtin_scores_array"
+    assert vars(run_module)["builtin_scores_array"] is real

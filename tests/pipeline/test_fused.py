@@ -326,6 +326,31 @@ def test_larger_runs_take_the_same_numpy_paths() -> None:
                 assert _fused_arrays(pipeline, items, budget) == fused
 
 
+@pytest.mark.parametrize("pinned_count", [1, 2, 16, 17, 60])
+def test_a_large_run_splits_off_any_number_of_pinned_items(pinned_count: int) -> None:
+    """In the large-run form, 1-60 pinned items at random places (the first and the
+    last candidate among them) are split off in candidate order, deleted from a copy
+    when few and compressed out when many, and the window is the stage path's."""
+    rng = random.Random(pinned_count)
+    size = 300
+    ends = [0, size - 1][:pinned_count]
+    where = sorted({*ends, *rng.sample(range(1, size - 1), pinned_count - len(ends))})
+    items = [ContextItem(f"c{k}", tokens=rng.randrange(0, 30), pinned=k in where,
+                         priority=rng.choice([None, *range(9)]),
+                         timestamp=T0 + timedelta(hours=rng.randrange(500)))
+             for k in range(size)]
+    pinned, scoreable, pinned_at = fused_module._split_large(items)
+    assert pinned_at == where
+    assert [id(item) for item in pinned] == [id(items[k]) for k in where]
+    assert [id(item) for item in scoreable] == [id(item) for item in items if not item.pinned]
+    budget = ContextBudget(max_tokens=10_000, target_tokens=sum(i.tokens for i in items) // 2)
+    pipeline = Pipeline(SCORERS[6], placer=UShapedPlacer())
+    fused = _fused_arrays(pipeline, items, budget)
+    assert fused is not None
+    assert fused[0] == "window"
+    assert fused == _stage(pipeline, items, budget)
+
+
 def test_a_large_run_names_the_candidate_whose_score_is_refused() -> None:
     """In the large-run form with pinned candidates ahead (the fused path keeps the
     scoreable items' candidate indices as an array), a NaN score and a scorer that raises are

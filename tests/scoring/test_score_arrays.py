@@ -22,6 +22,7 @@ from cupellation import (
     TraceDetailLevel,
     UShapedPlacer,
 )
+from cupellation.exceptions import ScorerError
 from cupellation.scoring import (
     CompositeScorer,
     PriorityScorer,
@@ -73,7 +74,7 @@ def test_the_array_form_equals_score_alls_list(scorer: Scorer, missing: float,
     missing (ties, int64's ends), the array form holds the floats ``score_all`` lists,
     by search and by first positions (SORTED_RANKS lowered), and on the plain ranks'
     side of SMALL_RANK."""
-    rng = random.Random(hash((repr(scorer), missing)) & 0xFFFF)
+    rng = random.Random(f"{scorer!r} {missing}")  # a str seed: the same in every run
     cases = [_items(rng, n, missing=missing) for n in
              (0, 1, 2, 5, 128, 129, 130, *(rng.randrange(129, 700) for _ in range(12)))]
     for items in cases:
@@ -83,15 +84,27 @@ def test_the_array_form_equals_score_alls_list(scorer: Scorer, missing: float,
         assert _same_floats(builtin_scores_array(scorer, items), scorer.score_all(items))
 
 
-def test_a_few_present_keys_among_many_take_the_plain_ranks() -> None:
+def test_a_few_present_keys_among_many_take_the_plain_ranks(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """300 items of which 100 have a priority: the present keys are ranked by the plain
-    dictionary of ``rank_scores`` (at most SMALL_RANK of them), as the list form does."""
+    dictionary of ``rank_scores`` (at most SMALL_RANK of them), as the list form does,
+    and give its floats."""
+    ranked: list[int] = []
+    plain = _rank._rank_scores_generic
+
+    def counted(keys: Sequence[object], present: list[object], denominator: int
+                ) -> list[float]:
+        ranked.append(len(present))
+        return plain(keys, present, denominator)
+
+    monkeypatch.setattr(_rank, "_rank_scores_generic", counted)
     rng = random.Random(3)
     items = [ContextItem(f"i{k}", 1, priority=rng.randrange(0, 9) if k % 3 == 0 else None)
              for k in range(300)]
     assert sum(item.priority is not None for item in items) <= _rank.SMALL_RANK < len(items)
-    assert _same_floats(builtin_scores_array(PriorityScorer(), items),
-                        PriorityScorer().score_all(items))
+    got = builtin_scores_array(PriorityScorer(), items)
+    assert ranked == [100]  # the array form's ranking: the plain one
+    assert _same_floats(got, PriorityScorer().score_all(items))
 
 
 class _OwnRecency(RecencyScorer):
@@ -189,3 +202,25 @@ def test_composite_arrays_sum_child_by_child_in_order() -> None:
         expected += np.array(child.score_all(items)) * weight
     assert _same_floats(builtin_scores_array(scorer, items), expected)
     assert _composite.SMALL_COMPOSITE < 500  # the list form sums in numpy here too
+
+
+class _RaisingPriority(ContextItem):
+    """An item whose priority cannot be read (a subclass's property that raises)."""
+
+    __slots__ = ()
+
+    @property
+    def priority(self) -> int | None:
+        raise ValueError("bad priority")
+
+
+@pytest.mark.parametrize("count", [128, 129, 400])
+def test_a_key_that_raises_is_the_scorers_error_at_every_size(count: int) -> None:
+    """A ContextItem subclass whose priority property raises gives the same ScorerError
+    (naming PriorityScorer and the ValueError) on both sides of SMALL_SORT, through
+    the list form and through the array form."""
+    items = [_RaisingPriority(f"c{k}", 1, priority=k) for k in range(count)]
+    with pytest.raises(ScorerError) as caught:
+        Pipeline(PriorityScorer()).run(items, ContextBudget(1000, 100))
+    assert "PriorityScorer()" in str(caught.value)
+    assert "raised ValueError: bad priority" in str(caught.value)

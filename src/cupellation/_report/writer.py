@@ -176,10 +176,12 @@ class _Report(Protocol):
 def encode_report(report: _Report) -> bytes:
     """The report's JSON text (``to_dict``'s shape, member for member) as bytes."""
     cache: dict[int, msgspec.Raw] = {}
-    # A report of more items than the item cache holds would clear it on every call
-    # and never be written from it: its items are encoded without it, and leave what
-    # the cache holds (smaller reports' items) alone. Measured at 20,000 items: 4.6-5.0
-    # against 6.0-9.9 µs an entry through the cache that cannot keep them.
+    # A report of more entries than the item cache holds items would clear it on every
+    # call and never be written from it: its items are encoded without it, and leave
+    # what the cache holds (smaller reports' items) alone. Measured at 20,000 items:
+    # 4.8-5.2 against 6.0-9.9 µs an entry through the cache that cannot keep them.
+    # (Counted in entries, not distinct items: a large report of a few repeated items
+    # is written correctly either way, only without the cache's help.)
     cached = len(report.included) + len(report.excluded) <= _ITEM_JSON_LIMIT
     out: dict[str, Any] = {
         "events": [e.to_dict() for e in report.events],

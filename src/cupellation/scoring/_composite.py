@@ -77,8 +77,8 @@ def builtin_scores_array(scorer: object, items: Sequence[ContextItem]
     child's list of floats and the conversions between lists and arrays were work for
     nothing. Without them the reference pipeline's untraced run takes 0.7-0.9x of its
     time from 200 to 100,000 items and 0.86x at a million, whose peak RSS drops by
-    45 MiB (``benchmarks/ab_score_arrays.py``). The sums are the composite's own:
-    ``result += scores * weight``, child by child in order."""
+    about 44 MiB (``benchmarks/ab_score_arrays.py``, ``bench_pipeline.py``). The sums
+    are the composite's own: ``result += scores * weight``, child by child in order."""
     kind = type(scorer)
     ranked = _RANK_KEYS.get(kind)
     if ranked is not None:

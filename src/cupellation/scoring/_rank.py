@@ -72,7 +72,9 @@ def rank_scores_array(items: Sequence[ContextItem], key: Callable[[ContextItem],
     Why: at a million items the list form builds a list of keys, a list of the
     present ones, an array of them, and at the end a list of a million floats that
     the composite and the pipeline turn back into arrays; here the keys go straight
-    into an array when none is missing, and the scores stay one."""
+    into an array when none is missing, and the scores stay one. When one is missing
+    the keys are read again into a list (a key property of a ContextItem subclass
+    then runs twice for the items before the first missing key)."""
     count = len(items)
     if count <= SMALL_RANK:
         return np.array(rank_scores(list(map(key, items))), dtype=np.float64)
