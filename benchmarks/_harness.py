@@ -67,6 +67,8 @@ __all__ = [
     "format_timings",
     "header",
     "interleave",
+    "old_new_by_size",
+    "old_new_lines",
     "make_items",
     "measure",
     "parse_args",
@@ -349,6 +351,43 @@ def interleave(variants: Mapping[str, Callable[[], object]], *, rounds: int,
             timing.process.append(proc)
             timing.wall.append(wall)
     return timings
+
+
+#: Builds one side's run of an A/B over sizes: ``(side, items, budget)`` to the call.
+SideRun = Callable[[str, list[ContextItem], ContextBudget], Callable[[], object]]
+
+
+def old_new_by_size(side_run: SideRun, sizes: Sequence[int], rounds: int, *, seed: int,
+                    pinned: bool) -> dict[str, list[float]]:
+    """The A/B scripts' measurement: for each size N, the reference items (one pinned
+    in the middle when ``pinned``) run by the ``old`` and the ``new`` side, whose
+    windows must agree; then every ``old@N`` and ``new@N`` in turns
+    (:func:`interleave`, loop mode). CPU seconds per call of each, per round."""
+    variants: dict[str, Callable[[], object]] = {}
+    for n in sizes:
+        items = make_items(n, seed + n, pinned_index=n // 2 if pinned else None)
+        budget = budget_for(items)
+        for side in ("old", "new"):
+            variants[f"{side}@{n}"] = side_run(side, items, budget)
+        if variants[f"old@{n}"]() != variants[f"new@{n}"]():
+            raise AssertionError(f"the two sides chose different windows at {n} items")
+    timings = interleave(variants, rounds=rounds, mode=Mode.LOOP)
+    return {name: list(timing.cpu) for name, timing in timings.items()}
+
+
+def old_new_lines(cpu: Mapping[str, list[float]], sizes: Sequence[int], *, scale: float,
+                  unit: str, digits: int) -> list[str]:
+    """One line per size of :func:`old_new_by_size`'s figures: both sides' times
+    (seconds times ``scale``, in ``unit``) and the new/old ratio per round, as medians
+    with min-max."""
+    lines = []
+    for n in sizes:
+        old, new = cpu[f"old@{n}"], cpu[f"new@{n}"]
+        ratio = Spread.of([b / a for a, b in zip(old, new, strict=True)])
+        lines.append(f"  {n} items: old {Spread.of([t * scale for t in old]).text(digits, unit)}, "
+                     f"new {Spread.of([t * scale for t in new]).text(digits, unit)}, "
+                     f"new/old {ratio.text(2, 'x')}")
+    return lines
 
 
 def round_ratios(timings: Mapping[str, Timing], over: str, under: str) -> Spread:

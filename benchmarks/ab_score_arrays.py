@@ -33,7 +33,7 @@ if str(_HERE) not in sys.path:
     sys.path.insert(0, str(_HERE))
 
 import cupellation._run as run_module  # noqa: E402
-from _harness import Mode, Spread, budget_for, interleave, make_items, reference_pipeline  # noqa: E402
+from _harness import old_new_by_size, old_new_lines, reference_pipeline  # noqa: E402
 from bench_pipeline import SEED  # noqa: E402
 from cupellation import ContextBudget, ContextItem, Pipeline  # noqa: E402
 from cupellation.scoring._composite import builtin_scores_array  # noqa: E402
@@ -64,16 +64,13 @@ def _run_with(arrays: Callable[..., object], pipeline: Pipeline, items: list[Con
 def measure(rounds: int, sizes: Sequence[int] = SIZES) -> dict[str, list[float]]:
     """CPU seconds per call of each ``old@N`` and ``new@N``, per round."""
     pipeline = reference_pipeline()
-    variants: dict[str, Callable[[], object]] = {}
-    for n in sizes:
-        items = make_items(n, SEED + n, pinned_index=n // 2)
-        budget = budget_for(items)
-        variants[f"old@{n}"] = partial(_run_with, _declined, pipeline, items, budget)
-        variants[f"new@{n}"] = partial(_run_with, builtin_scores_array, pipeline, items, budget)
-        if variants[f"old@{n}"]() != variants[f"new@{n}"]():
-            raise AssertionError(f"the two sides chose different windows at {n} items")
-    timings = interleave(variants, rounds=rounds, mode=Mode.LOOP)
-    return {name: list(timing.cpu) for name, timing in timings.items()}
+    arrays = {"old": _declined, "new": builtin_scores_array}
+
+    def side_run(side: str, items: list[ContextItem], budget: ContextBudget
+                 ) -> Callable[[], object]:
+        return partial(_run_with, arrays[side], pipeline, items, budget)
+
+    return old_new_by_size(side_run, sizes, rounds, seed=SEED, pinned=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -86,12 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cpu = measure(args.rounds, args.sizes)
     print(f"large untraced runs, {args.rounds} rounds, per-call thread CPU time, "
           "medians (min-max)")
-    for n in args.sizes:
-        old, new = cpu[f"old@{n}"], cpu[f"new@{n}"]
-        ratio = Spread.of([b / a for a, b in zip(old, new, strict=True)])
-        print(f"  {n} items: old {Spread.of([t * 1e3 for t in old]).text(2, ' ms')}, "
-              f"new {Spread.of([t * 1e3 for t in new]).text(2, ' ms')}, "
-              f"new/old {ratio.text(2, 'x')}")
+    print("\n".join(old_new_lines(cpu, args.sizes, scale=1e3, unit=" ms", digits=2)))
     return 0
 
 

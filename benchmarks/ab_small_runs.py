@@ -38,7 +38,7 @@ if str(_HERE) not in sys.path:
 
 import cupellation._fused as fused_module  # noqa: E402
 import cupellation._run as run_module  # noqa: E402
-from _harness import Mode, Spread, budget_for, interleave, make_items, reference_pipeline  # noqa: E402
+from _harness import Spread, old_new_by_size, old_new_lines, reference_pipeline  # noqa: E402
 from bench_pipeline import FIT_SIZES, SEED, fit  # noqa: E402
 from cupellation import ContextBudget, ContextItem, Pipeline  # noqa: E402
 from cupellation.slicing._greedy import checked_greedy_select, greedy_order_select  # noqa: E402
@@ -73,17 +73,15 @@ def _run_with(select: Callable[..., list[int]], pipeline: Pipeline, items: list[
 
 def measure(rounds: int, sizes: Sequence[int] = FIT_SIZES) -> dict[str, list[float]]:
     """CPU seconds per call of each ``old@N`` and ``new@N``, per round."""
-    old, new = _old_pipeline(), reference_pipeline()
-    variants: dict[str, Callable[[], object]] = {}
-    for n in sizes:
-        items = make_items(n, SEED + n)
-        budget = budget_for(items)
-        variants[f"old@{n}"] = partial(_run_with, greedy_order_select, old, items, budget)
-        variants[f"new@{n}"] = partial(_run_with, checked_greedy_select, new, items, budget)
-        if variants[f"old@{n}"]() != variants[f"new@{n}"]():
-            raise AssertionError(f"the two sides chose different windows at {n} items")
-    timings = interleave(variants, rounds=rounds, mode=Mode.LOOP)
-    return {name: list(timing.cpu) for name, timing in timings.items()}
+    sides = {"old": (greedy_order_select, _old_pipeline()),
+             "new": (checked_greedy_select, reference_pipeline())}
+
+    def side_run(side: str, items: list[ContextItem], budget: ContextBudget
+                 ) -> Callable[[], object]:
+        select, pipeline = sides[side]
+        return partial(_run_with, select, pipeline, items, budget)
+
+    return old_new_by_size(side_run, sizes, rounds, seed=SEED, pinned=False)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -96,12 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cpu = measure(args.rounds, args.sizes)
     print(f"small untraced runs, {args.rounds} rounds, per-call thread CPU time, "
           "medians (min-max)")
-    for n in args.sizes:
-        old, new = cpu[f"old@{n}"], cpu[f"new@{n}"]
-        ratio = Spread.of([b / a for a, b in zip(old, new, strict=True)])
-        print(f"  {n} items: old {Spread.of([t * 1e6 for t in old]).text(1, ' us')}, "
-              f"new {Spread.of([t * 1e6 for t in new]).text(1, ' us')}, "
-              f"new/old {ratio.text(2, 'x')}")
+    print("\n".join(old_new_lines(cpu, args.sizes, scale=1e6, unit=" us", digits=1)))
     if len(args.sizes) > 1:
         for side in ("old", "new"):
             fits = [fit(args.sizes, [cpu[f"{side}@{n}"][r] for n in args.sizes])
