@@ -43,24 +43,10 @@ def rank_scores(keys: Sequence[Any]) -> list[float]:
     order); the score is ``rank / (count - 1)``, or ``1.0`` when only one key
     is non-null. A ``None`` key scores ``0.0``.
     """
-    present = [key for key in keys if key is not None]
-    count = len(present)
-    if count <= 1:
-        return [0.0 if key is None else 1.0 for key in keys]
-    denominator = count - 1
-    if count <= SMALL_RANK:
-        return _rank_scores_generic(keys, present, denominator)
-    try:
-        values = np.array(present, dtype=np.int64)
-    except (OverflowError, TypeError, ValueError):
-        return _rank_scores_generic(keys, present, denominator)
-    present_scores = _present_scores(values)
-    if count == len(keys):
-        result: list[float] = present_scores.tolist()
-        return result
-    scores = np.zeros(len(keys), dtype=np.float64)
-    scores[np.array([key is not None for key in keys], dtype=bool)] = present_scores
-    result = scores.tolist()
+    scores = _rank_keys(keys)
+    if isinstance(scores, list):
+        return scores
+    result: list[float] = scores.tolist()
     return result
 
 
@@ -76,25 +62,37 @@ def rank_scores_array(items: Sequence[ContextItem], key: Callable[[ContextItem],
     the keys are read again into a list (a key property of a ContextItem subclass
     then runs twice for the items before the first missing key)."""
     count = len(items)
+    if count > SMALL_RANK:
+        try:
+            values = np.fromiter(map(key, items), dtype=np.int64, count=count)
+        except (OverflowError, TypeError, ValueError):
+            pass  # a None key, or one beyond int64: ranked from the list of keys
+        else:
+            return _present_scores(values)
+    return np.asarray(_rank_keys(list(map(key, items))), dtype=np.float64)
+
+
+def _rank_keys(keys: Sequence[Any]) -> list[float] | npt.NDArray[np.float64]:
+    """``rank_scores``' floats: a list when the plain ranks made them (at most
+    SMALL_RANK present keys, or keys beyond int64), an array when numpy did."""
+    present = [key for key in keys if key is not None]
+    count = len(present)
+    if count <= 1:
+        return [0.0 if key is None else 1.0 for key in keys]
+    denominator = count - 1
     if count <= SMALL_RANK:
-        return np.array(rank_scores(list(map(key, items))), dtype=np.float64)
+        return _rank_scores_generic(keys, present, denominator)
     try:
-        values = np.fromiter(map(key, items), dtype=np.int64, count=count)
-    except (OverflowError, TypeError, ValueError):  # a None key, or one beyond int64
-        keys = list(map(key, items))
-        present = [value for value in keys if value is not None]
-        if len(present) > SMALL_RANK:  # else rank_scores' own generic ranks
-            try:
-                values = np.array(present, dtype=np.int64)
-            except (OverflowError, TypeError, ValueError):
-                pass  # beyond int64: the generic ranks
-            else:
-                scores = np.zeros(count, dtype=np.float64)
-                scores[np.fromiter(map(is_not, keys, repeat(None)), dtype=bool,
-                                   count=count)] = _present_scores(values)
-                return scores
-        return np.array(rank_scores(keys), dtype=np.float64)
-    return _present_scores(values)
+        values = np.array(present, dtype=np.int64)
+    except (OverflowError, TypeError, ValueError):
+        return _rank_scores_generic(keys, present, denominator)
+    present_scores = _present_scores(values)
+    if count == len(keys):
+        return present_scores
+    scores = np.zeros(len(keys), dtype=np.float64)
+    scores[np.fromiter(map(is_not, keys, repeat(None)), dtype=bool,
+                       count=len(keys))] = present_scores
+    return scores
 
 
 def _present_scores(values: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
