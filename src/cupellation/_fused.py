@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from itertools import compress
-from operator import attrgetter, not_
+from operator import attrgetter, itemgetter, not_
 from typing import overload
 
 import numpy as np
@@ -107,7 +107,7 @@ def fused_run(pipeline: Configured, candidates: Sequence[ContextItem],
         # effective target, at most target_tokens less the pinned tokens.
         if place is u_shaped_order and at.size:
             return _u_shaped_large(pinned, scoreable, at, chosen_scores)
-        chosen = [scoreable[p] for p in at.tolist()]
+        chosen = _gathered(scoreable, at.tolist())
     merged = pinned + chosen
     merged_scores = [1.0] * len(pinned) + chosen_scores
     merged_tokens = pinned_tokens + chosen_tokens
@@ -132,10 +132,23 @@ def _u_shaped_large(pinned: list[ContextItem], scoreable: list[ContextItem],
     count = len(pinned)
     # A merged position past the pinned ones is the selected item at[position - count];
     # the pinned ones are read from ``scoreable`` at 0 and replaced after.
-    window = [scoreable[p] for p in at[np.maximum(positions - count, 0)].tolist()]
+    window = _gathered(scoreable, at[np.maximum(positions - count, 0)].tolist())
     for where in np.flatnonzero(positions < count).tolist():
         window[where] = pinned[int(positions[where])]
     return window
+
+
+def _gathered(items: list[ContextItem], positions: list[int]) -> list[ContextItem]:
+    """``[items[p] for p in positions]``, gathered by one ``itemgetter`` call.
+
+    Why: a large run's window is gathered in an order unrelated to where its items
+    lie in memory, so each item read is a cache miss; a C loop keeps several of them
+    in flight where the comprehension's interpreted loop waits on each. Measured on
+    560,000 of a million items in random order, 3 rounds: 0.29-0.31 s against
+    0.42-0.50 s, though the tuple it returns is copied into a list after."""
+    if len(positions) < 2:  # itemgetter of one position returns the item, of none fails
+        return [items[p] for p in positions]
+    return list(itemgetter(*positions)(items))
 
 
 #: What Classify leaves: the pinned items, the scoreable ones, their candidate

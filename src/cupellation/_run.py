@@ -34,6 +34,7 @@ from ._attribution import (
 )
 from ._collectors import TraceCollector, TraceDetailLevel
 from ._model import ContextBudget, ContextItem, OverflowStrategy, ScoredItems
+from ._order import descending_order
 from .events import (
     CountShortfall,
     ItemEventBatch,
@@ -591,12 +592,12 @@ def score_order_array(scores: list[float] | npt.NDArray[np.float64], survivors: 
     """:func:`score_order` as arrays, at any size (the fused path's large runs keep
     them as arrays: a million positions as a list cost more than the sort)."""
     array = np.asarray(scores, dtype=np.float64)
-    # A stable sort of the negated scores is (score desc, index asc), P1.
+    # Score descending, then index ascending (P1): descending_order's contract.
     if survivors is None:
-        order_arr = np.argsort(-array, kind="stable")
+        order_arr = descending_order(array)
     else:
         kept = np.asarray(survivors, dtype=np.intp)
-        order_arr = kept[np.argsort(-array[kept], kind="stable")]
+        order_arr = kept[descending_order(array[kept])]
     return order_arr, array[order_arr]
 
 

@@ -381,3 +381,16 @@ def test_negative_tokens_are_handed_back_in_the_large_run_form() -> None:
         budget = ContextBudget(max_tokens=100, target_tokens=50)
         assert fused_run(pipeline, items, budget) is None
         assert _fused_arrays(pipeline, items, budget) is None
+
+
+@pytest.mark.parametrize("count", [0, 1, 2, 3, 500])
+def test_a_large_runs_gather_takes_the_items_at_the_positions(count: int) -> None:
+    """The large-run form's gather (one ``itemgetter`` call, which returns a bare item
+    for one position and refuses none) gives the items at the positions, in their
+    order, as the same objects: for no position, one, two, and many with repeats."""
+    items = [ContextItem(f"c{k}", tokens=k) for k in range(40)]
+    rng = random.Random(count)
+    positions = [rng.randrange(len(items)) for _ in range(count)]
+    gathered = fused_module._gathered(items, positions)
+    assert type(gathered) is list
+    assert [id(item) for item in gathered] == [id(items[p]) for p in positions]

@@ -1,7 +1,8 @@
 """The array forms that the pipeline uses for large runs (``greedy_take_array``,
-``greedy_density_array``, ``score_order_array``, the rank scorers' first positions and
-the distinct-hash shortcut of Deduplicate) give exactly what their plain forms give,
-including in the cases each one treats specially."""
+``greedy_density_array``, ``score_order_array``, the rank scorers' ranks (counted, from
+keys in order, or by first positions), the descending order of Sort and GreedySlice,
+and the distinct-hash shortcut of Deduplicate) give exactly what their plain forms
+give, including in the cases each one treats specially."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from hypothesis import strategies as st
 
 import cupellation._run as run_module
 import cupellation.slicing._greedy as greedy
-from cupellation import ContextItem
+from cupellation import ContextItem, _order
+from cupellation._order import QUICK_ORDER, descending_order
 from cupellation._run import best_of_each_content, score_order, score_order_array
 from cupellation.scoring import _rank
 
@@ -143,3 +145,105 @@ def test_deduplicate_keeps_the_same_items_past_the_hash_shortcut(
     assert best["content 7"] == 300
     assert best["content 9"] == 9
     assert len(best) == 300
+
+
+def _ranks_by_path(keys: list[int]) -> dict[str, list[float]]:
+    """``_present_scores`` of ``keys`` past SORTED_RANKS, and which of its three ways
+    ranked them: counted, the keys already in order, or argsorted."""
+    values = np.asarray(keys, dtype=np.int64)
+    assert values.size > _rank.SORTED_RANKS
+    counted = _rank._counted_ranks(values)
+    in_order = bool((values[:-1] <= values[1:]).all())
+    path = "counted" if counted is not None else "in order" if in_order else "argsort"
+    return {path: _rank._present_scores(values).tolist()}
+
+
+@pytest.mark.parametrize(("case", "path"), [
+    ("priorities", "counted"),
+    ("span equal to the count", "counted"),
+    ("span one past the count", "argsort"),
+    ("int64's top, a small span", "counted"),
+    ("int64's bottom, a small span", "counted"),
+    ("timestamps in order, ties", "in order"),
+    ("timestamps in order, no ties", "in order"),
+    ("timestamps at random", "argsort"),
+    ("int64's two ends", "argsort"),
+])
+def test_large_ranks_by_count_in_order_or_argsort_equal_the_generic(case: str, path: str
+                                                                     ) -> None:
+    """Past SORTED_RANKS keys, the ranks counted (keys spanning no more integers than
+    there are keys, at int64's ends too), taken from keys already in order (ties
+    included) and from one argsort each give the generic ranks' floats, and each case
+    takes the way named."""
+    rng = random.Random(case)
+    n = _rank.SORTED_RANKS + 1 + rng.randrange(300)
+    keys = {
+        "priorities": lambda: [rng.randrange(0, 101) for _ in range(n)],
+        "span equal to the count": lambda: [0, n, *(rng.randrange(0, n + 1)
+                                                   for _ in range(n - 2))],
+        "span one past the count": lambda: [0, n + 1, *(rng.randrange(0, n + 2)
+                                                        for _ in range(n - 2))],
+        "int64's top, a small span": lambda: [INT64_MAX - rng.randrange(0, 40)
+                                              for _ in range(n)],
+        "int64's bottom, a small span": lambda: [-INT64_MAX - 1 + rng.randrange(0, 40)
+                                                 for _ in range(n)],
+        "timestamps in order, ties": lambda: sorted(rng.randrange(0, 10**12)
+                                                    for _ in range(n // 2 + 1)) * 2,
+        "timestamps in order, no ties": lambda: list(range(0, n * 10**9, 10**9)),
+        "timestamps at random": lambda: [rng.randrange(0, 10**12) for _ in range(n)],
+        "int64's two ends": lambda: [rng.choice((-INT64_MAX - 1, INT64_MAX, 0))
+                                     for _ in range(n)],
+    }[case]()
+    if case == "timestamps in order, ties":
+        keys.sort()
+    generic = _rank._rank_scores_generic(keys, keys, len(keys) - 1)
+    assert _ranks_by_path(keys) == {path: generic}
+
+
+def _keys(case: str, n: int, rng: np.random.Generator) -> np.ndarray:
+    """Float keys of one of descending_order's cases."""
+    if case == "distinct":
+        return rng.random(n)
+    if case == "a few ties, one at each end":
+        keys = rng.random(n)
+        keys[[0, 1, n - 2, n - 1]] = [5.0, 5.0, -5.0, -5.0]
+        keys[rng.choice(n - 4, 40, replace=False) + 2] = 0.5
+        return keys
+    if case == "many ties, most keys distinct":  # past _FEW_TIES, under the sample's 10%
+        return np.round(rng.random(n), 4)
+    if case == "a priority's levels":
+        return rng.integers(0, 101, n) / 100.0
+    if case == "signed zeros":
+        return np.where(rng.random(n) < 0.5, 0.0, -0.0)
+    if case == "NaNs among distinct keys":
+        keys = rng.random(n)
+        keys[rng.choice(n, 30, replace=False)] = np.nan
+        return keys
+    raise AssertionError(case)
+
+
+@pytest.mark.parametrize("case", ["distinct", "a few ties, one at each end",
+                                  "many ties, most keys distinct", "a priority's levels",
+                                  "signed zeros", "NaNs among distinct keys"])
+@pytest.mark.parametrize("n", [100, QUICK_ORDER + 1, 20_000])
+def test_descending_order_is_numpys_stable_order(case: str, n: int) -> None:
+    """descending_order, whichever way it takes (numpy's stable sort at or below
+    QUICK_ORDER keys, for many ties or a NaN; the quicksort with no tie, with runs of
+    ties sorted one by one, or with one more argsort over unique keys), is
+    ``argsort(-keys, kind="stable")``: key descending, ties (0.0 and -0.0 among them)
+    by position."""
+    keys = _keys(case, n, np.random.default_rng(sum(map(ord, case)) + n))
+    got = descending_order(keys)
+    assert got.dtype == np.intp
+    assert got.tolist() == np.argsort(-keys, kind="stable").tolist()
+
+
+def test_keys_with_many_ties_are_told_by_a_sample() -> None:
+    """descending_order sends keys of a few levels (a priority's 101) straight to the
+    stable sort, which orders them fastest, and keys mostly distinct to the
+    quicksort: the sample tells them apart at every size past QUICK_ORDER."""
+    rng = np.random.default_rng(7)
+    for n in (QUICK_ORDER + 1, 100_000):
+        assert _order._many_ties(-(rng.integers(0, 101, n) / 100.0))
+        assert not _order._many_ties(-rng.random(n))
+        assert not _order._many_ties(-np.round(rng.random(n), 4))

@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._model import ContextBudget, ContextItem, ScoredItem
+from .._order import descending_order
 from ..exceptions import InvalidValueError
 from ._common import check_budget, unpack
 from ._protocol import SLICERS
@@ -126,10 +127,9 @@ def greedy_density_array(tokens: npt.NDArray[np.int64] | npt.NDArray[np.float64]
     with np.errstate(divide="ignore", invalid="ignore"):
         density = scores / token_array
     density[zero] = _MAX_FLOAT
-    # A stable sort of the negated density is "density descending, then index
-    # ascending": the spec's tie-break contract (-0.0 and 0.0 compare equal).
-    order: npt.NDArray[np.intp] = np.argsort(-density, kind="stable")
-    return order
+    # "Density descending, then index ascending": the spec's tie-break contract
+    # (-0.0 and 0.0 compare equal), descending_order's own.
+    return descending_order(density)
 
 
 #: Up to this many items the visiting order is sorted in plain Python: numpy's fixed
