@@ -316,3 +316,37 @@ def test_ab_score_arrays_prints_both_sides_and_restores_what_it_swaps(
     assert "  300 items: old " in output
     assert output.count("new/old") == 2
     assert vars(run_module)["builtin_scores_array"] is real
+
+
+def test_ab_large_sorts_prints_both_sides_and_restores_what_it_swaps(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """ab_large_sorts (one round, 5,000 items: past QUICK_ORDER and SORTED_RANKS)
+    prints the old and new side with their ratio, both sides choosing the same window,
+    and leaves every name it swaps (the descending orders, the rank pieces, the
+    gather) as it found them."""
+    import cupellation._fused as fused_module  # noqa: PLC0415
+    import cupellation._run as run_module  # noqa: PLC0415
+    import cupellation.slicing._greedy as greedy_module  # noqa: PLC0415
+    from cupellation.scoring import _rank  # noqa: PLC0415
+
+    names = ((run_module, "descending_order"), (greedy_module, "descending_order"),
+             (_rank, "_counted_ranks"), (_rank, "_first_positions"),
+             (fused_module, "_gathered"))
+    real = [vars(module)[name] for module, name in names]
+
+    def stand_in(form: Any) -> Any:
+        def wrapped(*args: Any) -> Any:
+            return form(*args)
+        return wrapped
+
+    with pytest.MonkeyPatch.context() as patch:
+        # Stand-ins the script must put back, not the real functions it imports.
+        stand_ins = [stand_in(form) for form in real]
+        for (module, name), form in zip(names, stand_ins, strict=True):
+            patch.setattr(module, name, form)
+        assert _main_of("ab_large_sorts", ["--rounds", "1", "--sizes", "5000"]) == 0
+        assert [vars(module)[name] for module, name in names] == stand_ins
+    output = capsys.readouterr().out
+    assert "  5000 items: old " in output
+    assert output.count("new/old") == 1
+    assert [vars(module)[name] for module, name in names] == real
