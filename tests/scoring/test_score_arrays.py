@@ -224,3 +224,26 @@ def test_a_key_that_raises_is_the_scorers_error_at_every_size(count: int) -> Non
         Pipeline(PriorityScorer()).run(items, ContextBudget(1000, 100))
     assert "PriorityScorer()" in str(caught.value)
     assert "raised ValueError: bad priority" in str(caught.value)
+
+
+@pytest.mark.parametrize("patched", ["RecencyScorer", "PriorityScorer", "CompositeScorer"])
+@pytest.mark.parametrize("size", [5, 128, 300])
+def test_a_patched_builtin_class_is_checked_at_every_size(
+        patched: str, size: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A built-in scorer class whose ``score_all`` was replaced at runtime by one
+    returning NaN is trusted neither by a small run (which skips the check of built-in
+    rank scores) nor by a large one (the array form): a run of 5, 128 or 300 items
+    refuses the NaN with a ScorerError, for the scorer alone and inside a composite."""
+    cls = {"RecencyScorer": RecencyScorer, "PriorityScorer": PriorityScorer,
+           "CompositeScorer": CompositeScorer}[patched]
+    items = _items(random.Random(size), size, missing=0.0)
+    budget = ContextBudget(max_tokens=10**6, target_tokens=10**5)
+    reference = CompositeScorer([(RecencyScorer(), 2.0), (PriorityScorer(), 1.0)])
+    scorers = [reference] if cls is CompositeScorer else [cls(), reference]
+    for scorer in scorers:
+        assert _composite.finite_float_lists(scorer)
+    monkeypatch.setattr(cls, "score_all", lambda self, items: [float("nan")] * len(items))
+    for scorer in scorers:
+        assert not _composite.finite_float_lists(scorer)
+        with pytest.raises(ScorerError, match="nan"):
+            Pipeline(scorer, GreedySlice(), UShapedPlacer()).run(items, budget)
