@@ -350,3 +350,35 @@ def test_ab_large_sorts_prints_both_sides_and_restores_what_it_swaps(
     assert "  5000 items: old " in output
     assert output.count("new/old") == 1
     assert [vars(module)[name] for module, name in names] == real
+
+
+def test_ab_kind_scorer_prints_both_sides_and_restores_the_lookup(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """ab_kind_scorer (one round, transcripts of 3 and 5 exchanges) prints each size's
+    old and new side with their ratio, both sides choosing the same window; one old
+    run puts back the KindScorer.score_all it found (a stand-in here), and so does the
+    whole script."""
+    from cupellation.scoring import KindScorer  # noqa: PLC0415
+
+    real = KindScorer.__dict__["score_all"]
+
+    def stand_in(self: Any, items: Any, /) -> Any:
+        return real(self, items)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(KindScorer, "score_all", stand_in)
+        patch.syspath_prepend(str(BENCHMARKS_DIR))
+        module = _load("ab_kind_scorer")
+        try:
+            pipeline, _ = module._pipeline(None)
+            units = module.read_conversation(module._request(module.transcript(1, 2))).candidates
+            module._run_with(module._by_context_kind, pipeline, units)
+            assert KindScorer.__dict__["score_all"] is stand_in
+        finally:
+            sys.modules.pop(module.__name__, None)
+        assert _main_of("ab_kind_scorer", ["--rounds", "1", "--exchanges", "3", "5"]) == 0
+        assert KindScorer.__dict__["score_all"] is stand_in
+    output = capsys.readouterr().out
+    assert output.count(" items: old ") == 2
+    assert output.count("new/old") == 2
+    assert KindScorer.__dict__["score_all"] is real

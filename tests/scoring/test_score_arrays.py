@@ -25,6 +25,7 @@ from cupellation import (
 from cupellation.exceptions import ScorerError
 from cupellation.scoring import (
     CompositeScorer,
+    KindScorer,
     PriorityScorer,
     RecencyScorer,
     ScaledScorer,
@@ -38,12 +39,17 @@ T0 = datetime(2025, 1, 1, tzinfo=UTC)
 INT64 = 2**63
 
 
+#: Kinds as items carry them: well-known ones in other cases, and custom ones.
+_KINDS = ("Message", "message", "ToolOutput", "TOOL_OUTPUT", "Document", "SystemPrompt",
+          "Memory", "Custom", "custom", "Unconfigured")
+
+
 def _items(rng: random.Random, n: int, *, missing: float) -> list[ContextItem]:
     """``n`` items whose priorities and timestamps are missing with probability
     ``missing``, tie often (a small range) or spread over int64 (priorities)."""
     span = rng.choice((3, 1_000, INT64))
     return [ContextItem(
-        f"item {k}", rng.randrange(0, 50),
+        f"item {k}", rng.randrange(0, 50), kind=rng.choice(_KINDS),
         priority=None if rng.random() < missing else max(-INT64, min(
             INT64 - 1, rng.randrange(-span, span))),
         timestamp=None if rng.random() < missing
@@ -57,6 +63,9 @@ SCORERS: list[Scorer] = [
     CompositeScorer([(RecencyScorer(), 2.0), (PriorityScorer(), 1.0)]),
     CompositeScorer([(RecencyScorer(), 1.0), (PriorityScorer(), 3.0),
                      (RecencyScorer(), 3.0 / 7.0)]),
+    KindScorer(),
+    KindScorer({"message": 0.3, "Tool_Output": 1.0, "Custom": 0.0}),
+    CompositeScorer([(RecencyScorer(), 3.0), (KindScorer(), 1.0)]),
 ]
 
 
@@ -226,19 +235,22 @@ def test_a_key_that_raises_is_the_scorers_error_at_every_size(count: int) -> Non
     assert "raised ValueError: bad priority" in str(caught.value)
 
 
-@pytest.mark.parametrize("patched", ["RecencyScorer", "PriorityScorer", "CompositeScorer"])
+@pytest.mark.parametrize("patched", ["RecencyScorer", "PriorityScorer", "KindScorer",
+                                     "CompositeScorer"])
 @pytest.mark.parametrize("size", [5, 128, 300])
 def test_a_patched_builtin_class_is_checked_at_every_size(
         patched: str, size: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """A built-in scorer class whose ``score_all`` was replaced at runtime by one
-    returning NaN is trusted neither by a small run (which skips the check of built-in
-    rank scores) nor by a large one (the array form): a run of 5, 128 or 300 items
-    refuses the NaN with a ScorerError, for the scorer alone and inside a composite."""
+    returning NaN is trusted neither by a small run (which skips the check of the
+    built-ins' finite scores) nor by a large one (the array form): a run of 5, 128 or
+    300 items refuses the NaN with a ScorerError, for the scorer alone and inside a
+    composite."""
     cls = {"RecencyScorer": RecencyScorer, "PriorityScorer": PriorityScorer,
-           "CompositeScorer": CompositeScorer}[patched]
+           "KindScorer": KindScorer, "CompositeScorer": CompositeScorer}[patched]
     items = _items(random.Random(size), size, missing=0.0)
     budget = ContextBudget(max_tokens=10**6, target_tokens=10**5)
-    reference = CompositeScorer([(RecencyScorer(), 2.0), (PriorityScorer(), 1.0)])
+    reference = CompositeScorer([(RecencyScorer(), 2.0), (PriorityScorer(), 1.0),
+                                 (KindScorer(), 1.0)])
     scorers = [reference] if cls is CompositeScorer else [cls(), reference]
     for scorer in scorers:
         assert _composite.finite_float_lists(scorer)
@@ -247,3 +259,41 @@ def test_a_patched_builtin_class_is_checked_at_every_size(
         assert not _composite.finite_float_lists(scorer)
         with pytest.raises(ScorerError, match="nan"):
             Pipeline(scorer, GreedySlice(), UShapedPlacer()).run(items, budget)
+
+
+def test_a_kind_scorer_is_trusted_only_with_weights_at_most_one() -> None:
+    """A KindScorer whose weights are all at most 1.0 (the defaults) returns finite
+    floats in [0, 1], so a small run skips their check and a large run takes its
+    array form, alone and as a composite's child; with one weight above 1.0 (whose
+    weighted sums could overflow) it is checked and declined as any scorer is."""
+    items = _items(random.Random(9), 200, missing=0.0)
+    unit = KindScorer({"Message": 1.0, "Document": 0.5})
+    heavy = KindScorer({"Message": 1.5})
+    for scorer in (KindScorer(), unit, CompositeScorer([(RecencyScorer(), 3.0), (unit, 1.0)])):
+        assert _composite.finite_float_lists(scorer)
+        assert _same_floats(builtin_scores_array(scorer, items), scorer.score_all(items))
+    for scorer in (heavy, CompositeScorer([(RecencyScorer(), 3.0), (heavy, 1.0)])):
+        assert not _composite.finite_float_lists(scorer)
+        assert builtin_scores_array(scorer, items) is None
+
+
+def test_a_kind_scorer_looks_kinds_up_by_folded_name_and_takes_any_kind() -> None:
+    """KindScorer's lookup by the kinds' folded names gives each item the weight of
+    its kind whatever its case (and 0.0 for a kind not configured), as a lookup by
+    ContextKind does; an item subclass whose ``kind`` is a plain string still gets
+    the ContextKind lookup's answer."""
+    scorer = KindScorer({"message": 0.3, "Tool_Output": 1.0, "Custom": 0.0})
+    items = _items(random.Random(11), 60, missing=0.0)
+    by_kind = [scorer.weights.get(item.kind, 0.0) for item in items]
+    assert scorer.score_all(items) == by_kind
+    assert set(by_kind) == {0.3, 1.0, 0.0}
+
+    class _TextKind(ContextItem):
+        __slots__ = ()
+
+        @property  # type: ignore[override]
+        def kind(self) -> str:
+            return "message"
+
+    odd = [*items[:3], _TextKind("x", 1)]
+    assert scorer.score_all(odd) == [*by_kind[:3], 0.3]

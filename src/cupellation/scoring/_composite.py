@@ -25,6 +25,7 @@ from ._base import (
     score_array,
     scorer_label,
 )
+from ._kind import KindScorer
 from ._rank import PRIORITY_KEY, TIMESTAMP_KEY, PriorityScorer, RecencyScorer, rank_scores_array
 
 __all__ = ["CompositeScorer", "ScaledScorer"]
@@ -44,53 +45,64 @@ def _scores_array(scorer: Scorer, items: Sequence[ContextItem]) -> npt.NDArray[n
 SMALL_COMPOSITE = 128
 
 
-#: The built-in scorers whose ``score_all`` always returns a list of ``len(items)``
-#: Python floats (``rank_scores``' lists), by exact type: a subclass may override it.
-FLOAT_LIST_SCORERS: frozenset[type] = frozenset({RecencyScorer, PriorityScorer})
+#: The built-ins whose ``score_all`` returns a list of ``len(items)`` finite Python
+#: floats in ``[0, 1]``, by exact type (a subclass may override it), with that
+#: ``score_all``, compared by identity (a class patched at runtime with another is not
+#: trusted): the rank scorers always, a KindScorer while its weights are at most 1.0
+#: (``_unit_weights``; the defaults are).
+_OWN_SCORE_ALL: dict[type, Any] = {
+    RecencyScorer: RecencyScorer.score_all,
+    PriorityScorer: PriorityScorer.score_all,
+    KindScorer: KindScorer.score_all,
+}
+#: The rank scorers' keys, for their array form.
+_RANK_KEYS: dict[type, Any] = {RecencyScorer: TIMESTAMP_KEY, PriorityScorer: PRIORITY_KEY}
+
+
+def _float_list_scorer(scorer: object) -> bool:
+    """Whether ``scorer`` is exactly one of ``_OWN_SCORE_ALL``'s types, with unit
+    weights if a KindScorer (its class's ``score_all`` is not looked at here)."""
+    kind = type(scorer)
+    return kind in _OWN_SCORE_ALL and (
+        kind is not KindScorer or cast("KindScorer", scorer)._unit_weights)
+
+
+def _trusted(scorer: object) -> bool:
+    """:func:`_float_list_scorer`, its class's ``score_all`` still its own."""
+    kind = type(scorer)
+    return _float_list_scorer(scorer) and getattr(kind, "score_all", None) is \
+        _OWN_SCORE_ALL[kind]
 
 
 def finite_float_lists(scorer: object) -> bool:
     """Whether ``scorer.score_all(items)`` always returns a list of ``len(items)``
-    finite Python floats: a recency or priority scorer (ranks in ``[0, 1]``), or a
-    composite of them (their weights sum to 1), each class with its own built-in
-    ``score_all`` (compared by identity, as :func:`builtin_scores_array` trusts
-    them: a class patched at runtime is checked like any scorer). The pipeline then
-    has nothing of a small run's scores to check."""
+    finite Python floats: a recency or priority scorer (ranks in ``[0, 1]``), a kind
+    scorer whose weights are at most 1.0, or a composite of them (their weights sum
+    to 1), each class with its own built-in ``score_all`` (compared by identity, as
+    :func:`builtin_scores_array` trusts them: a class patched at runtime is checked
+    like any scorer). The pipeline then has nothing of a small run's scores to
+    check."""
     if type(scorer) is not CompositeScorer:
-        return _unpatched_rank_scorer(type(scorer))
+        return _trusted(scorer)
     if not scorer._float_children or CompositeScorer.score_all is not _COMPOSITE_SCORE_ALL:
         return False
-    # Inline, not all() over _unpatched_rank_scorer: this runs on every small run.
-    # For the benchmarks' composite the identity checks cost 0.25-0.45 us a run over
-    # trusting by type alone; all() over a generator cost 0.7-1.0 us.
+    # Inline, not all() over _trusted: this runs on every small run. For the
+    # benchmarks' composite the identity checks cost 0.25-0.45 us a run over trusting
+    # by type alone; all() over a generator cost 0.7-1.0 us. (_float_children has
+    # settled the children's types and weights.)
     for inner in scorer.scorers:
         kind = type(inner)
-        ranked = _RANK_KEYS.get(kind)
-        if ranked is None or getattr(kind, "score_all", None) is not ranked[0]:
+        if getattr(kind, "score_all", None) is not _OWN_SCORE_ALL[kind]:
             return False
     return True
 
 
-def _unpatched_rank_scorer(kind: type) -> bool:
-    """Whether ``kind`` is exactly a built-in rank scorer whose class still has its
-    own ``score_all``."""
-    ranked = _RANK_KEYS.get(kind)
-    return ranked is not None and getattr(kind, "score_all", None) is ranked[0]
-
-
-#: The built-in rank scorers' key, by exact type, with the ``score_all`` that ranks it
-#: (compared by identity: a class patched with another ``score_all`` is not trusted).
-_RANK_KEYS: dict[type, tuple[Any, Any]] = {
-    RecencyScorer: (RecencyScorer.score_all, TIMESTAMP_KEY),
-    PriorityScorer: (PriorityScorer.score_all, PRIORITY_KEY),
-}
-
-
 def builtin_scores_array(scorer: object, items: Sequence[ContextItem]
                          ) -> npt.NDArray[np.float64] | None:
-    """``np.array(scorer.score_all(items))`` for a recency or priority scorer, or a
-    composite of them (with their own, unpatched ``score_all``): the same floats,
-    finite, made as an array from the start; None for any other scorer.
+    """``np.array(scorer.score_all(items))`` for a recency or priority scorer, a kind
+    scorer whose weights are at most 1.0, or a composite of them (with their own,
+    unpatched ``score_all``): the same floats, finite, made as an array from the
+    start; None for any other scorer.
 
     Why: a large run's scores end as an array (Sort and Slice work on arrays), so each
     child's list of floats and the conversions between lists and arrays were work for
@@ -99,10 +111,14 @@ def builtin_scores_array(scorer: object, items: Sequence[ContextItem]
     about 44 MiB (``benchmarks/ab_score_arrays.py``, ``bench_pipeline.py``). The sums
     are the composite's own: ``result += scores * weight``, child by child in order."""
     kind = type(scorer)
-    ranked = _RANK_KEYS.get(kind)
-    if ranked is not None:
-        return rank_scores_array(items, ranked[1]) if _unpatched_rank_scorer(kind) else None
-    if kind is not CompositeScorer or CompositeScorer.score_all is not _COMPOSITE_SCORE_ALL:
+    if kind is not CompositeScorer:
+        if not _trusted(scorer):
+            return None
+        key = _RANK_KEYS.get(kind)
+        if key is None:  # a KindScorer: a lookup per item, its list is as cheap
+            return np.array(cast("KindScorer", scorer).score_all(items), dtype=np.float64)
+        return rank_scores_array(items, key)
+    if CompositeScorer.score_all is not _COMPOSITE_SCORE_ALL:
         return None
     composite = cast("CompositeScorer", scorer)
     if not composite._float_children:
@@ -184,8 +200,8 @@ class CompositeScorer(BuiltinScorer):
     scorers: tuple[Scorer, ...]
     weights: tuple[float, ...]
     #: Whether every child is a built-in whose ``score_all`` always returns a list of
-    #: ``len(items)`` Python floats (:data:`FLOAT_LIST_SCORERS`): then a small run's
-    #: sum needs no check of what the children return.
+    #: ``len(items)`` finite Python floats in ``[0, 1]`` (``_float_list_scorer``):
+    #: then a small run's sum needs no check of what the children return.
     _float_children: bool
 
     def __init__(self, children: Sequence[tuple[Scorer, float]]) -> None:
@@ -216,7 +232,7 @@ class CompositeScorer(BuiltinScorer):
 
     def _set_float_children(self) -> None:
         object.__setattr__(self, "_float_children",
-                           all(type(scorer) in FLOAT_LIST_SCORERS for scorer in self.scorers))
+                           all(map(_float_list_scorer, self.scorers)))
 
     def __getstate__(self) -> tuple[None, dict[str, Any]]:
         # The derived flag is left out, so a pickle reads the same in versions with
@@ -242,7 +258,7 @@ class CompositeScorer(BuiltinScorer):
         for scorer, weight in zip(self.scorers, self.weights, strict=True):
             raw = scorer.score_all(items)
             if plain is not None:
-                # Children of FLOAT_LIST_SCORERS always return lists of floats.
+                # Such children (_float_list_scorer) always return lists of floats.
                 if trusted or _plain_scores(raw, count):
                     plain = [total + value * weight
                              for total, value in zip(plain, raw, strict=True)]

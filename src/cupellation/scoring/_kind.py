@@ -51,16 +51,22 @@ class KindScorer(BuiltinScorer):
     """
 
     absolute = True
-    __slots__ = ("weights",)
+    __slots__ = ("_by_folded", "_unit_weights", "weights")
     type_name = "kind"
     settings = ("weights",)
     weights: Mapping[ContextKind, float]
+    #: Whether every weight is at most 1.0 (the defaults are): then every score is a
+    #: finite float in ``[0, 1]``, which the pipeline need not check (derived).
+    _unit_weights: bool
+    #: The weights by ASCII-folded kind name, the lookup ``score_all`` makes (derived).
+    _by_folded: dict[str, float]
 
     def __init__(
         self, weights: Mapping[ContextKind, float] | Mapping[str, float] | None = None
     ) -> None:
         if weights is None:
             object.__setattr__(self, "weights", DEFAULT_KIND_WEIGHTS)
+            self._derive()
             return
         if not isinstance(weights, Mapping):
             raise InvalidTypeError("weights", weights, "a mapping of kind to weight, or None")
@@ -73,13 +79,26 @@ class KindScorer(BuiltinScorer):
                 )
             normalised[kind] = check_weight(f"weights[{kind.value!r}]", raw_weight)
         object.__setattr__(self, "weights", MappingProxyType(normalised))
+        self._derive()
+
+    def _derive(self) -> None:
+        object.__setattr__(self, "_unit_weights", all(
+            weight <= 1.0 for weight in self.weights.values()))
+        object.__setattr__(self, "_by_folded", {
+            kind.folded: weight for kind, weight in self.weights.items()})
 
     def score_all(self, items: Sequence[ContextItem], /) -> list[float]:
         """Every item's kind weight (0.0 when its kind is not configured)."""
-        get = self.weights.get
-        # ContextKind hashes and compares by its ASCII-folded name, so this
-        # lookup is the case-insensitive one the specification asks for.
-        return [get(item.kind, 0.0) for item in items]
+        # ContextKind hashes and compares by its ASCII-folded name, so a lookup by
+        # that name is the case-insensitive one the specification asks for. Why by
+        # the name's string rather than the ContextKind: its hash is a Python method,
+        # a str's is cached in C (82 items: 5-7 against 23-26 us).
+        get = self._by_folded.get
+        try:
+            return [get(item.kind._folded, 0.0) for item in items]
+        except AttributeError:  # a kind that is no ContextKind (an item subclass's)
+            by_kind = self.weights.get
+            return [by_kind(item.kind, 0.0) for item in items]
 
     def to_dict(self) -> dict[str, Any]:
         """``{"type": "kind"}`` plus ``weights`` when they are not the defaults."""
