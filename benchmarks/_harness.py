@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,7 @@ __all__ = [
     "BenchmarkArgs",
     "Mode",
     "Spread",
+    "Swap",
     "Timing",
     "add_common_options",
     "audit_log_runs",
@@ -77,6 +79,9 @@ __all__ = [
     "peak_bytes",
     "reference_pipeline",
     "round_ratios",
+    "swapped_by_size",
+    "swapped_call",
+    "swapped_main",
     "time_calls",
     "touch_report",
     "write_audit_log",
@@ -388,6 +393,54 @@ def old_new_lines(cpu: Mapping[str, list[float]], sizes: Sequence[int], *, scale
                      f"new {Spread.of([t * scale for t in new]).text(digits, unit)}, "
                      f"new/old {ratio.text(2, 'x')}")
     return lines
+
+
+#: One name an A/B rebinds: (the module or class holding it, its name, the old side's
+#: form, the new side's form).
+Swap = tuple[Any, str, Callable[..., Any], Callable[..., Any]]
+
+
+def swapped_call(swaps: Sequence[Swap], side: str, call: Callable[[], object]) -> object:
+    """``call()`` with every name of ``swaps`` bound to ``side``'s form ("old" or
+    "new"), each restored after to what it was (both sides pay the same assignments;
+    what was found is put back, whatever it was)."""
+    found = [getattr(holder, name) for holder, name, _, _ in swaps]
+    for holder, name, old, new in swaps:
+        setattr(holder, name, old if side == "old" else new)
+    try:
+        return call()
+    finally:
+        for (holder, name, _, _), form in zip(swaps, found, strict=True):
+            setattr(holder, name, form)
+
+
+def swapped_by_size(swaps: Sequence[Swap], sizes: Sequence[int], rounds: int, *, seed: int
+                    ) -> dict[str, list[float]]:
+    """:func:`old_new_by_size` of the reference pipeline's untraced runs (one pinned
+    item in the middle), each side's run under :func:`swapped_call`."""
+    pipeline = reference_pipeline()
+
+    def side_run(side: str, items: list[ContextItem], budget: ContextBudget
+                 ) -> Callable[[], object]:
+        return partial(swapped_call, swaps, side, partial(pipeline.run, items, budget, None))
+
+    return old_new_by_size(side_run, sizes, rounds, seed=seed, pinned=True)
+
+
+def swapped_main(argv: Sequence[str] | None, doc: str | None, swaps: Sequence[Swap],
+                 sizes: Sequence[int], *, seed: int) -> int:
+    """The large-run A/B scripts' ``main``: ``--rounds`` and ``--sizes``, then
+    :func:`swapped_by_size`'s table in milliseconds."""
+    parser = argparse.ArgumentParser(description=(doc or "").splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7, help="rounds (default 7)")
+    parser.add_argument("--sizes", type=int, nargs="+", default=list(sizes),
+                        help=f"run sizes (default: {', '.join(f'{n:,}' for n in sizes)} items)")
+    args = parser.parse_args(argv)
+    cpu = swapped_by_size(swaps, args.sizes, args.rounds, seed=seed)
+    print(f"large untraced runs, {args.rounds} rounds, per-call thread CPU time, "
+          "medians (min-max)")
+    print("\n".join(old_new_lines(cpu, args.sizes, scale=1e3, unit=" ms", digits=2)))
+    return 0
 
 
 def round_ratios(timings: Mapping[str, Timing], over: str, under: str) -> Spread:

@@ -29,15 +29,14 @@ import sys
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 _HERE = Path(__file__).resolve().parent
 if str(_HERE) not in sys.path:
     sys.path.insert(0, str(_HERE))
 
-from _harness import Mode, interleave, old_new_lines  # noqa: E402
+from _harness import Mode, Swap, interleave, old_new_lines, swapped_call  # noqa: E402
 from bench_chat import BUDGET, _request, transcript  # noqa: E402
-from cupellation import ContextItem, Pipeline  # noqa: E402
+from cupellation import ContextItem  # noqa: E402
 from cupellation.chat._conversation import read_conversation  # noqa: E402
 from cupellation.chat._select import _pipeline  # noqa: E402
 from cupellation.scoring import KindScorer  # noqa: E402
@@ -54,15 +53,8 @@ def _by_context_kind(self: KindScorer, items: Sequence[ContextItem], /) -> list[
     return [get(item.kind, 0.0) for item in items]
 
 
-def _run_with(score_all: Callable[..., Any], pipeline: Pipeline,
-              units: list[ContextItem]) -> object:
-    """One run with ``score_all`` as KindScorer's, restored after to what it was."""
-    found = KindScorer.__dict__["score_all"]
-    KindScorer.score_all = score_all  # type: ignore[method-assign]
-    try:
-        return pipeline.run(units, BUDGET, None)
-    finally:
-        KindScorer.score_all = found  # type: ignore[method-assign]
+#: KindScorer's lookup, with its old and its new form.
+_SWAPS: tuple[Swap, ...] = ((KindScorer, "score_all", _by_context_kind, _NEW),)
 
 
 def measure(rounds: int, exchanges: Sequence[int] = EXCHANGES
@@ -75,8 +67,9 @@ def measure(rounds: int, exchanges: Sequence[int] = EXCHANGES
     for count in exchanges:
         units = list(read_conversation(_request(transcript(5000, count))).candidates)
         sizes.append(len(units))
-        for side, score_all in (("old", _by_context_kind), ("new", _NEW)):
-            variants[f"{side}@{len(units)}"] = partial(_run_with, score_all, pipeline, units)
+        for side in ("old", "new"):
+            variants[f"{side}@{len(units)}"] = partial(
+                swapped_call, _SWAPS, side, partial(pipeline.run, units, BUDGET, None))
         if variants[f"old@{len(units)}"]() != variants[f"new@{len(units)}"]():
             raise AssertionError(f"the two sides chose different windows at {len(units)} units")
     timings = interleave(variants, rounds=rounds, mode=Mode.LOOP)

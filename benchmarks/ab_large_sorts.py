@@ -23,13 +23,9 @@ with min-max over rounds of each size's time and of each round's new/old ratio.
 
 from __future__ import annotations
 
-import argparse
 import sys
-from collections.abc import Callable, Sequence
-from functools import partial
+from collections.abc import Sequence
 from pathlib import Path
-from types import ModuleType
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -41,9 +37,9 @@ if str(_HERE) not in sys.path:
 import cupellation._fused as fused_module  # noqa: E402
 import cupellation._run as run_module  # noqa: E402
 import cupellation.slicing._greedy as greedy_module  # noqa: E402
-from _harness import old_new_by_size, old_new_lines, reference_pipeline  # noqa: E402
+from _harness import Swap, swapped_main  # noqa: E402
 from bench_pipeline import SEED  # noqa: E402
-from cupellation import ContextBudget, ContextItem, Pipeline  # noqa: E402
+from cupellation import ContextItem  # noqa: E402
 from cupellation._order import descending_order  # noqa: E402
 from cupellation.scoring import _rank  # noqa: E402
 
@@ -80,8 +76,8 @@ def _listed(items: list[ContextItem], positions: list[int]) -> list[ContextItem]
     return [items[p] for p in positions]
 
 
-#: Each swapped name: (module, name, the old form, the new form).
-_SWAPPED: tuple[tuple[ModuleType, str, Callable[..., Any], Callable[..., Any]], ...] = (
+#: Each swapped name, with its old and its new form.
+_SWAPS: tuple[Swap, ...] = (
     (run_module, "descending_order", _stable_order, descending_order),
     (greedy_module, "descending_order", _stable_order, descending_order),
     (_rank, "_counted_ranks", _not_counted, _rank._counted_ranks),
@@ -90,45 +86,9 @@ _SWAPPED: tuple[tuple[ModuleType, str, Callable[..., Any], Callable[..., Any]], 
 )
 
 
-def _run_with(forms: Sequence[Callable[..., Any]], pipeline: Pipeline,
-              items: list[ContextItem], budget: ContextBudget) -> object:
-    """One run with ``forms`` bound to the swapped names, each restored after to what
-    it was."""
-    found = [getattr(module, name) for module, name, _, _ in _SWAPPED]
-    for (module, name, _, _), form in zip(_SWAPPED, forms, strict=True):
-        setattr(module, name, form)
-    try:
-        return pipeline.run(items, budget, None)
-    finally:
-        for (module, name, _, _), form in zip(_SWAPPED, found, strict=True):
-            setattr(module, name, form)
-
-
-def measure(rounds: int, sizes: Sequence[int] = SIZES) -> dict[str, list[float]]:
-    """CPU seconds per call of each ``old@N`` and ``new@N``, per round."""
-    pipeline = reference_pipeline()
-    forms = {"old": [old for _, _, old, _ in _SWAPPED],
-             "new": [new for _, _, _, new in _SWAPPED]}
-
-    def side_run(side: str, items: list[ContextItem], budget: ContextBudget
-                 ) -> Callable[[], object]:
-        return partial(_run_with, forms[side], pipeline, items, budget)
-
-    return old_new_by_size(side_run, sizes, rounds, seed=SEED, pinned=True)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the A/B and print its table."""
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=7, help="rounds (default 7)")
-    parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES),
-                        help="run sizes (default: 10,000 and 100,000 items)")
-    args = parser.parse_args(argv)
-    cpu = measure(args.rounds, args.sizes)
-    print(f"large untraced runs, {args.rounds} rounds, per-call thread CPU time, "
-          "medians (min-max)")
-    print("\n".join(old_new_lines(cpu, args.sizes, scale=1e3, unit=" ms", digits=2)))
-    return 0
+    return swapped_main(argv, __doc__, _SWAPS, SIZES, seed=SEED)
 
 
 if __name__ == "__main__":

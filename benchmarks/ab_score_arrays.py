@@ -22,10 +22,8 @@ here too, about 3 s a call.
 
 from __future__ import annotations
 
-import argparse
 import sys
-from collections.abc import Callable, Sequence
-from functools import partial
+from collections.abc import Sequence
 from pathlib import Path
 
 _HERE = Path(__file__).resolve().parent
@@ -33,15 +31,13 @@ if str(_HERE) not in sys.path:
     sys.path.insert(0, str(_HERE))
 
 import cupellation._run as run_module  # noqa: E402
-from _harness import old_new_by_size, old_new_lines, reference_pipeline  # noqa: E402
+from _harness import Swap, swapped_main  # noqa: E402
 from bench_pipeline import SEED  # noqa: E402
-from cupellation import ContextBudget, ContextItem, Pipeline  # noqa: E402
+from cupellation import ContextItem  # noqa: E402
 from cupellation.scoring._composite import builtin_scores_array  # noqa: E402
 
 __all__ = ["main"]
 
-#: The name the pipeline asks for the built-ins' arrays by.
-_ARRAYS = "builtin_scores_array"
 SIZES = (1_000, 10_000, 100_000)
 
 
@@ -49,42 +45,14 @@ def _declined(scorer: object, items: Sequence[ContextItem]) -> None:
     """The old side: no scorer's scores are made as an array."""
 
 
-def _run_with(arrays: Callable[..., object], pipeline: Pipeline, items: list[ContextItem],
-              budget: ContextBudget) -> object:
-    """One run with ``arrays`` as the built-ins' array form, the name restored after
-    to what it was."""
-    found = getattr(run_module, _ARRAYS)
-    setattr(run_module, _ARRAYS, arrays)
-    try:
-        return pipeline.run(items, budget, None)
-    finally:
-        setattr(run_module, _ARRAYS, found)
-
-
-def measure(rounds: int, sizes: Sequence[int] = SIZES) -> dict[str, list[float]]:
-    """CPU seconds per call of each ``old@N`` and ``new@N``, per round."""
-    pipeline = reference_pipeline()
-    arrays = {"old": _declined, "new": builtin_scores_array}
-
-    def side_run(side: str, items: list[ContextItem], budget: ContextBudget
-                 ) -> Callable[[], object]:
-        return partial(_run_with, arrays[side], pipeline, items, budget)
-
-    return old_new_by_size(side_run, sizes, rounds, seed=SEED, pinned=True)
+#: The name the pipeline asks for the built-ins' arrays by, and its two forms.
+_SWAPS: tuple[Swap, ...] = ((run_module, "builtin_scores_array", _declined,
+                             builtin_scores_array),)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the A/B and print its table."""
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=7, help="rounds (default 7)")
-    parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES),
-                        help="run sizes (default: 1,000, 10,000 and 100,000 items)")
-    args = parser.parse_args(argv)
-    cpu = measure(args.rounds, args.sizes)
-    print(f"large untraced runs, {args.rounds} rounds, per-call thread CPU time, "
-          "medians (min-max)")
-    print("\n".join(old_new_lines(cpu, args.sizes, scale=1e3, unit=" ms", digits=2)))
-    return 0
+    return swapped_main(argv, __doc__, _SWAPS, SIZES, seed=SEED)
 
 
 if __name__ == "__main__":

@@ -355,9 +355,9 @@ def test_ab_large_sorts_prints_both_sides_and_restores_what_it_swaps(
 def test_ab_kind_scorer_prints_both_sides_and_restores_the_lookup(
         capsys: pytest.CaptureFixture[str]) -> None:
     """ab_kind_scorer (one round, transcripts of 3 and 5 exchanges) prints each size's
-    old and new side with their ratio, both sides choosing the same window; one old
-    run puts back the KindScorer.score_all it found (a stand-in here), and so does the
-    whole script."""
+    old and new side with their ratio, both sides choosing the same window; a call on
+    the old side sees the old lookup and puts back the KindScorer.score_all it found
+    (a stand-in here), and so does the whole script."""
     from cupellation.scoring import KindScorer  # noqa: PLC0415
 
     real = KindScorer.__dict__["score_all"]
@@ -370,9 +370,10 @@ def test_ab_kind_scorer_prints_both_sides_and_restores_the_lookup(
         patch.syspath_prepend(str(BENCHMARKS_DIR))
         module = _load("ab_kind_scorer")
         try:
-            pipeline, _ = module._pipeline(None)
-            units = module.read_conversation(module._request(module.transcript(1, 2))).candidates
-            module._run_with(module._by_context_kind, pipeline, units)
+            seen: list[object] = []
+            module.swapped_call(module._SWAPS, "old",
+                                lambda: seen.append(KindScorer.__dict__["score_all"]))
+            assert seen == [module._by_context_kind]
             assert KindScorer.__dict__["score_all"] is stand_in
         finally:
             sys.modules.pop(module.__name__, None)

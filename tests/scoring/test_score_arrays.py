@@ -291,8 +291,8 @@ def test_a_kind_scorer_looks_kinds_up_by_folded_name_and_takes_any_kind() -> Non
     class _TextKind(ContextItem):
         __slots__ = ()
 
-        @property  # type: ignore[override]
-        def kind(self) -> str:
+        @property
+        def kind(self) -> str:  # type: ignore[override]
             return "message"
 
     odd = [*items[:3], _TextKind("x", 1)]
