@@ -216,7 +216,7 @@ _LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("events", frozenset({"events"})),
     ("report", frozenset({"_report"})),
     ("collectors", frozenset({"_collectors"})),
-    ("strategies", frozenset({"_tables", "scoring", "slicing", "placing"})),
+    ("strategies", frozenset({"_tables", "_order", "scoring", "slicing", "placing"})),
     ("registry", frozenset({"_registry"})),
     ("pipeline", frozenset({"_pipeline", "_run", "_fused", "_attribution"})),
     ("projections", frozenset({"otel", "logs", "_tracecontext"})),
