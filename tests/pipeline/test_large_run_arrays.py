@@ -215,6 +215,10 @@ def _keys(case: str, n: int, rng: np.random.Generator) -> np.ndarray:
         return rng.integers(0, 101, n) / 100.0
     if case == "signed zeros":
         return np.where(rng.random(n) < 0.5, 0.0, -0.0)
+    if case == "signed zeros among distinct keys":  # ties of 0.0 and -0.0, quicksort's way
+        keys = rng.random(n) - 0.5
+        keys[rng.choice(n, 40, replace=False)] = rng.choice([0.0, -0.0], 40)
+        return keys
     if case == "NaNs among distinct keys":
         keys = rng.random(n)
         keys[rng.choice(n, 30, replace=False)] = np.nan
@@ -224,7 +228,8 @@ def _keys(case: str, n: int, rng: np.random.Generator) -> np.ndarray:
 
 @pytest.mark.parametrize("case", ["distinct", "a few ties, one at each end",
                                   "many ties, most keys distinct", "a priority's levels",
-                                  "signed zeros", "NaNs among distinct keys"])
+                                  "signed zeros", "signed zeros among distinct keys",
+                                  "NaNs among distinct keys"])
 @pytest.mark.parametrize("n", [100, QUICK_ORDER + 1, 20_000])
 def test_descending_order_is_numpys_stable_order(case: str, n: int) -> None:
     """descending_order, whichever way it takes (numpy's stable sort at or below
