@@ -109,27 +109,27 @@ def builtin_scores_array(scorer: object, items: Sequence[ContextItem]
     nothing. Without them the reference pipeline's untraced run takes 0.7-0.9x of its
     time from 200 to 100,000 items and 0.86x at a million, whose peak RSS drops by
     about 44 MiB (``benchmarks/ab_score_arrays.py``, ``bench_pipeline.py``). The sums
-    are the composite's own: ``result += scores * weight``, child by child in order."""
-    kind = type(scorer)
-    if kind is not CompositeScorer:
-        if not _trusted(scorer):
-            return None
-        key = _RANK_KEYS.get(kind)
-        if key is None:  # a KindScorer: a lookup per item, its list is as cheap
-            return np.array(cast("KindScorer", scorer).score_all(items), dtype=np.float64)
-        return rank_scores_array(items, key)
-    if CompositeScorer.score_all is not _COMPOSITE_SCORE_ALL:
+    are the composite's own: ``result += scores * weight``, child by child in order.
+    Which scorers: exactly those :func:`finite_float_lists` trusts (one rule for both
+    sizes), settled before any child's scores are made."""
+    if not finite_float_lists(scorer):
         return None
-    composite = cast("CompositeScorer", scorer)
-    if not composite._float_children:
-        return None
+    if type(scorer) is not CompositeScorer:
+        return _leaf_scores_array(scorer, items)
+    # A trusted composite's children are trusted leaves (_float_children).
     result = np.zeros(len(items), dtype=np.float64)
-    for inner, weight in zip(composite.scorers, composite.weights, strict=True):
-        scores = builtin_scores_array(inner, items)
-        if scores is None:
-            return None
-        result += scores * weight
+    for inner, weight in zip(scorer.scorers, scorer.weights, strict=True):
+        result += _leaf_scores_array(inner, items) * weight
     return result
+
+
+def _leaf_scores_array(scorer: object, items: Sequence[ContextItem]
+                       ) -> npt.NDArray[np.float64]:
+    """A trusted rank or kind scorer's scores as a float64 array."""
+    key = _RANK_KEYS.get(type(scorer))
+    if key is None:  # a KindScorer: a lookup per item, its list is as cheap
+        return np.array(cast("KindScorer", scorer).score_all(items), dtype=np.float64)
+    return rank_scores_array(items, key)
 
 
 def _plain_scores(raw: object, count: int) -> bool:
